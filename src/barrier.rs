@@ -1,0 +1,66 @@
+//! The dissemination barrier (Hensgen, Finkel and Manber), built on puts
+//! into flag words rather than on the bootstrap sockets.
+//!
+//! In round k, rank r signals rank (r + 2^k) mod N by storing the barrier's
+//! epoch into that peer's flag word for round k, then waits until its own
+//! flag for round k holds at least that epoch. ⌈log2 N⌉ rounds. Epochs only
+//! grow, so flags never need resetting, and a fast rank that already signals
+//! the next barrier cannot confuse a slow one.
+
+use crate::error::Result;
+use crate::segment::Segment;
+use crate::transport::Path;
+use crate::world::World;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Busy-polls this many times before yielding the core.
+const SPINS_BEFORE_YIELD: u32 = 200;
+/// Yields this many times before sleeping between polls.
+const YIELDS_BEFORE_SLEEP: u32 = 20_000;
+
+impl World {
+    /// Completes all of this rank's puts ([`quiet`](World::quiet)), then
+    /// waits until every rank has entered the barrier.
+    pub fn barrier(&self) -> Result<()> {
+        self.quiet();
+        let epoch = self.barrier_epoch.get() + 1;
+        self.barrier_epoch.set(epoch);
+        let mut distance = 1;
+        let mut round = 0;
+        while distance < self.size {
+            let target = (self.rank + distance) % self.size;
+            self.signal(target, round, epoch);
+            wait_at_least(self.own.barrier_flag(round), epoch);
+            distance <<= 1;
+            round += 1;
+        }
+        Ok(())
+    }
+
+    /// Stores `epoch` into `target`'s flag for `round`: a put of one word
+    /// with Release ordering, so every earlier put is visible before it.
+    fn signal(&self, target: usize, round: usize, epoch: u64) {
+        let segment: &Segment = match &self.paths[target] {
+            Path::Local => &self.own,
+            Path::Shm(segment) => segment,
+        };
+        segment.barrier_flag(round).store(epoch, Ordering::Release);
+    }
+}
+
+/// Polls a local flag word until it reaches `epoch`: spin, then yield (ranks
+/// may outnumber cores), then sleep briefly so an idle wait costs little.
+fn wait_at_least(flag: &AtomicU64, epoch: u64) {
+    let mut polls: u32 = 0;
+    while flag.load(Ordering::Acquire) < epoch {
+        polls = polls.saturating_add(1);
+        if polls < SPINS_BEFORE_YIELD {
+            std::hint::spin_loop();
+        } else if polls < YIELDS_BEFORE_SLEEP {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+}

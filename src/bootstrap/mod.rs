@@ -1,0 +1,144 @@
+//! Rank-side bootstrap: connect to `rlaunch`, authenticate, register this
+//! rank's ring listener, learn the right-hand neighbour, then all-gather every
+//! rank's transport card around the ring ([`ring`]).
+//!
+//! The launcher link stays open after bootstrap; it carries `Finalized` at the
+//! end of the job and lets the launcher see a rank vanish.
+
+mod ring;
+
+use crate::error::{Error, Result};
+use crate::protocol::auth::Connector;
+use crate::protocol::env::LaunchEnv;
+use crate::protocol::wire::{recv_blocking, send_blocking, Msg, MAX_FRAME, MAX_UNAUTHENTICATED_FRAME};
+use std::io;
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+/// The open connection to the launcher, kept for the life of the world.
+pub struct LauncherLink {
+    stream: TcpStream,
+    rank: usize,
+}
+
+impl LauncherLink {
+    /// Tells the launcher this rank finalized cleanly.
+    pub fn send_finalized(&mut self) -> Result<()> {
+        send_blocking(&mut self.stream, &Msg::Finalized { rank: self.rank as u32 })
+            .map_err(|source| Error::Finalize { rank: self.rank, source })
+    }
+}
+
+/// Runs the whole bootstrap and returns every rank's card, indexed by rank.
+pub fn exchange_cards(env: &LaunchEnv, own_card: Vec<u8>) -> Result<(Vec<Vec<u8>>, LauncherLink)> {
+    let timeout = Duration::from_secs(env.bootstrap_timeout_secs.max(1));
+    let launcher_err = |stage: &'static str| {
+        let addr = env.bootstrap_addr.clone();
+        move |source: io::Error| Error::BootstrapLauncher {
+            rank: env.rank,
+            addr,
+            stage,
+            source,
+        }
+    };
+
+    let addr = resolve(&env.bootstrap_addr).map_err(launcher_err("address lookup"))?;
+    let mut stream = TcpStream::connect_timeout(&addr, timeout).map_err(launcher_err("connect"))?;
+    stream.set_nodelay(true).map_err(launcher_err("connect"))?;
+    stream.set_read_timeout(Some(timeout)).map_err(launcher_err("connect"))?;
+
+    authenticate_to_launcher(env, &mut stream).map_err(|e| e.into_error(env, "authenticate"))?;
+
+    // Listen on the address the launcher sees us at, so peers can reach us the same way.
+    let local_ip = stream.local_addr().map_err(launcher_err("register"))?.ip();
+    let listener = TcpListener::bind((local_ip, 0)).map_err(launcher_err("bind the ring listener"))?;
+    let listen = listener.local_addr().map_err(launcher_err("bind the ring listener"))?;
+    let register = Msg::Register {
+        rank: env.rank as u32,
+        size: env.size as u32,
+        listen: listen.to_string(),
+        host: env.host.clone(),
+        pid: std::process::id(),
+    };
+    send_blocking(&mut stream, &register).map_err(launcher_err("register"))?;
+
+    let right = match recv_blocking(&mut stream, MAX_FRAME) {
+        Ok(Msg::Ring { right }) => right,
+        Ok(Msg::Abort { reason }) => return Err(Error::Aborted { rank: env.rank, reason }),
+        Ok(other) => return Err(protocol(env, &env.bootstrap_addr, format!("expected Ring, got {other:?}"))),
+        Err(e) if is_timeout(&e) => {
+            return Err(Error::BootstrapTimeout {
+                rank: env.rank,
+                stage: "wait for every rank to register with the launcher",
+                waited: timeout,
+                missing: Vec::new(),
+            })
+        }
+        Err(e) => return Err(launcher_err("wait for every rank to register")(e)),
+    };
+
+    let cards = if env.size == 1 {
+        vec![own_card]
+    } else {
+        let right = resolve(&right).map_err(launcher_err("resolve the right neighbour"))?;
+        let ring = ring::RingSpec {
+            rank: env.rank,
+            size: env.size,
+            secret: &env.secret,
+            right,
+            timeout,
+        };
+        ring::allgather(&ring, listener, own_card)?
+    };
+    stream.set_read_timeout(None).map_err(launcher_err("finish"))?;
+    Ok((cards, LauncherLink { stream, rank: env.rank }))
+}
+
+enum HandshakeError {
+    Io(io::Error),
+    Auth(crate::protocol::auth::AuthError),
+}
+
+impl HandshakeError {
+    fn into_error(self, env: &LaunchEnv, stage: &'static str) -> Error {
+        match self {
+            HandshakeError::Io(source) => Error::BootstrapLauncher {
+                rank: env.rank,
+                addr: env.bootstrap_addr.clone(),
+                stage,
+                source,
+            },
+            HandshakeError::Auth(e) => Error::BootstrapAuth {
+                rank: env.rank,
+                peer: format!("launcher at {}", env.bootstrap_addr),
+                detail: e.describe(),
+            },
+        }
+    }
+}
+
+fn authenticate_to_launcher(env: &LaunchEnv, stream: &mut TcpStream) -> Result<(), HandshakeError> {
+    let challenge = recv_blocking(stream, MAX_UNAUTHENTICATED_FRAME).map_err(HandshakeError::Io)?;
+    let (connector, response) = Connector::respond(&env.secret, &challenge).map_err(HandshakeError::Auth)?;
+    send_blocking(stream, &response).map_err(HandshakeError::Io)?;
+    let confirm = recv_blocking(stream, MAX_UNAUTHENTICATED_FRAME).map_err(HandshakeError::Io)?;
+    connector.finish(&env.secret, &confirm).map_err(HandshakeError::Auth)
+}
+
+fn resolve(addr: &str) -> io::Result<SocketAddr> {
+    addr.to_socket_addrs()?
+        .next()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("'{addr}' resolves to no address")))
+}
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut)
+}
+
+fn protocol(env: &LaunchEnv, peer: &str, detail: String) -> Error {
+    Error::BootstrapProtocol {
+        rank: env.rank,
+        peer: peer.to_string(),
+        detail,
+    }
+}

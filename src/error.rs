@@ -1,0 +1,161 @@
+//! The one error type of the `oneside` crate.
+//!
+//! Every variant names the operation that failed, carries the numbers a user
+//! needs (rank, index, sizes), keeps its source error, and where it helps,
+//! says what to do about it.
+
+use std::io;
+use std::time::Duration;
+
+/// Result alias used throughout `oneside`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in `oneside`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The launcher set an environment variable we cannot use.
+    #[error("bad launcher environment: {var}={value:?}: {reason} (was this rank started by rlaunch?)")]
+    LaunchEnv {
+        var: &'static str,
+        value: String,
+        reason: String,
+    },
+
+    /// Connecting to, or talking with, the launcher's bootstrap service failed.
+    #[error("rank {rank}: bootstrap with the launcher at {addr} failed during {stage}")]
+    BootstrapLauncher {
+        rank: usize,
+        addr: String,
+        stage: &'static str,
+        #[source]
+        source: io::Error,
+    },
+
+    /// A bootstrap peer failed to prove it knows the job secret.
+    #[error("rank {rank}: bootstrap peer {peer} failed authentication ({detail}); the connection was dropped")]
+    BootstrapAuth {
+        rank: usize,
+        peer: String,
+        detail: &'static str,
+    },
+
+    /// A bootstrap stage did not finish in time.
+    #[error("rank {rank}: bootstrap stage '{stage}' timed out after {waited:?}; still missing: {}", describe_missing(.missing))]
+    BootstrapTimeout {
+        rank: usize,
+        stage: &'static str,
+        waited: Duration,
+        missing: Vec<usize>,
+    },
+
+    /// A bootstrap peer sent something the protocol does not allow.
+    #[error("rank {rank}: bootstrap protocol error from {peer}: {detail}")]
+    BootstrapProtocol {
+        rank: usize,
+        peer: String,
+        detail: String,
+    },
+
+    /// The launcher aborted the job while this rank was bootstrapping.
+    #[error("rank {rank}: the launcher aborted the job: {reason}")]
+    Aborted { rank: usize, reason: String },
+
+    /// Creating or mapping this rank's shared-memory segment failed.
+    #[error("rank {rank}: cannot {what} shared-memory segment {path}: {source} (is /dev/shm mounted and writable, with room for the heap? see ONESIDE_HEAP_SIZE)")]
+    SegmentCreate {
+        rank: usize,
+        what: &'static str,
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+
+    /// Mapping a same-host peer's segment failed.
+    #[error("rank {rank}: cannot map the shared-memory segment of rank {peer} at {path}: {detail}")]
+    PeerSegment {
+        rank: usize,
+        peer: usize,
+        path: String,
+        detail: String,
+    },
+
+    /// Two ranks were started with different heap sizes.
+    #[error("rank {rank}: heap size mismatch: this rank has {ours} bytes, rank {peer} has {theirs} (set the same ONESIDE_HEAP_SIZE for every rank)")]
+    HeapMismatch {
+        rank: usize,
+        peer: usize,
+        ours: usize,
+        theirs: usize,
+    },
+
+    /// The requested transport is not available.
+    #[error("rank {rank}: transport '{requested}' is not available: {detail}")]
+    TransportUnavailable {
+        rank: usize,
+        requested: String,
+        detail: String,
+    },
+
+    /// No transport reaches a peer.
+    #[error("rank {rank}: no transport reaches rank {peer} on host '{host}': {detail}")]
+    Unreachable {
+        rank: usize,
+        peer: usize,
+        host: String,
+        detail: String,
+    },
+
+    /// A target rank that does not exist.
+    #[error("rank {rank}: {op} targets rank {target}, but the job has ranks 0..{size}")]
+    RankOutOfRange {
+        rank: usize,
+        op: &'static str,
+        target: usize,
+        size: usize,
+    },
+
+    /// An access outside a symmetric object.
+    #[error("rank {rank}: {op} of {count} element(s) at index {index} is out of bounds for a symmetric object of {len} element(s)")]
+    IndexOutOfRange {
+        rank: usize,
+        op: &'static str,
+        index: usize,
+        count: usize,
+        len: usize,
+    },
+
+    /// The symmetric heap has no free range large enough.
+    #[error("rank {rank}: symmetric heap exhausted: asked for {requested} bytes, largest free block is {largest_free} bytes of a {heap_size}-byte heap (raise ONESIDE_HEAP_SIZE, e.g. ONESIDE_HEAP_SIZE=256M)")]
+    HeapExhausted {
+        rank: usize,
+        requested: usize,
+        largest_free: usize,
+        heap_size: usize,
+    },
+
+    /// A handle that does not belong to this heap (freed, or from another world).
+    #[error("rank {rank}: {op} was given a symmetric object (offset {offset}, {bytes} bytes) that is not allocated on this heap")]
+    UnknownObject {
+        rank: usize,
+        op: &'static str,
+        offset: usize,
+        bytes: usize,
+    },
+
+    /// Reporting to the launcher at finalize failed.
+    #[error("rank {rank}: finalize could not notify the launcher")]
+    Finalize {
+        rank: usize,
+        #[source]
+        source: io::Error,
+    },
+}
+
+fn describe_missing(missing: &[usize]) -> String {
+    if missing.is_empty() {
+        return "the launcher's reply".to_string();
+    }
+    let ranks: Vec<String> = missing.iter().map(|r| r.to_string()).collect();
+    format!("rank(s) {}", ranks.join(", "))
+}

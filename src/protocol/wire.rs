@@ -1,0 +1,242 @@
+//! The bootstrap wire format: a closed set of messages, postcard-encoded,
+//! each wrapped in an envelope that carries the protocol version, and framed
+//! with a 4-byte little-endian length.
+//!
+//! [`FrameBuf`] does the framing for non-blocking (mio) sockets;
+//! [`send_blocking`] and [`recv_blocking`] do it for blocking ones.
+
+use serde::{Deserialize, Serialize};
+use std::io::{self, Read, Write};
+
+/// Bumped whenever [`Msg`] changes shape.
+pub const PROTOCOL_VERSION: u16 = 1;
+
+/// Largest frame accepted from a peer that has not yet authenticated.
+pub const MAX_UNAUTHENTICATED_FRAME: usize = 256;
+/// Largest frame accepted at all.
+pub const MAX_FRAME: usize = 1 << 20;
+
+/// Random challenge/response nonce.
+pub type Nonce = [u8; 32];
+/// HMAC-SHA256 tag.
+pub type Tag = [u8; 32];
+
+/// Every message of the bootstrap protocol.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Msg {
+    /// Acceptor → connector: prove you know the job secret.
+    Challenge { nonce: Nonce },
+    /// Connector → acceptor: the proof, plus a challenge back.
+    Response { nonce: Nonce, tag: Tag },
+    /// Acceptor → connector: the acceptor's proof.
+    Confirm { tag: Tag },
+    /// Rank → launcher: "I am here; my ring listener is at `listen`".
+    Register {
+        rank: u32,
+        size: u32,
+        listen: String,
+        host: String,
+        pid: u32,
+    },
+    /// Launcher → rank: everyone arrived; connect to your right neighbour.
+    Ring { right: String },
+    /// Rank → its right neighbour, first message on the ring link.
+    Hello { rank: u32 },
+    /// One rank's transport card travelling around the ring.
+    Card { origin: u32, blob: Vec<u8> },
+    /// Rank → launcher: this rank finished `finalize`.
+    Finalized { rank: u32 },
+    /// Launcher → rank: `Finalized` was recorded; the rank may exit.
+    Goodbye,
+    /// Launcher → rank: the job is over, stop waiting.
+    Abort { reason: String },
+}
+
+#[derive(Serialize, Deserialize)]
+struct Envelope {
+    version: u16,
+    msg: Msg,
+}
+
+/// Why a frame could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodeError {
+    TooLarge { len: usize, limit: usize },
+    Version { got: u16 },
+    Malformed(String),
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DecodeError::TooLarge { len, limit } => write!(f, "frame of {len} bytes exceeds the limit of {limit}"),
+            DecodeError::Version { got } => write!(
+                f,
+                "protocol version {got}, expected {PROTOCOL_VERSION} (are rlaunch and the program built from the same oneside?)"
+            ),
+            DecodeError::Malformed(e) => write!(f, "malformed message: {e}"),
+        }
+    }
+}
+
+/// Encodes `msg` as one length-prefixed frame.
+pub fn encode(msg: &Msg) -> Vec<u8> {
+    let envelope = Envelope {
+        version: PROTOCOL_VERSION,
+        msg: msg.clone(),
+    };
+    let body = postcard::to_stdvec(&envelope).expect("postcard encoding into a Vec cannot fail");
+    let mut frame = Vec::with_capacity(4 + body.len());
+    frame.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    frame.extend_from_slice(&body);
+    frame
+}
+
+/// Decodes one frame body (without its length prefix).
+pub fn decode(body: &[u8]) -> Result<Msg, DecodeError> {
+    // The version is the first field, so it decodes even if `Msg` changed shape.
+    let (version, _) = postcard::take_from_bytes::<u16>(body).map_err(|e| DecodeError::Malformed(e.to_string()))?;
+    if version != PROTOCOL_VERSION {
+        return Err(DecodeError::Version { got: version });
+    }
+    let envelope: Envelope = postcard::from_bytes(body).map_err(|e| DecodeError::Malformed(e.to_string()))?;
+    Ok(envelope.msg)
+}
+
+/// Reassembles frames from a non-blocking byte stream.
+#[derive(Default)]
+pub struct FrameBuf {
+    inbox: Vec<u8>,
+    outbox: Vec<u8>,
+}
+
+impl FrameBuf {
+    /// Reads whatever is available. Returns `Ok(false)` when the peer closed.
+    pub fn fill_from(&mut self, src: &mut impl Read) -> io::Result<bool> {
+        let mut chunk = [0u8; 8192];
+        loop {
+            match src.read(&mut chunk) {
+                Ok(0) => return Ok(false),
+                Ok(n) => self.inbox.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(true),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Takes the next complete frame, if any, enforcing `limit` on its size.
+    pub fn next_msg(&mut self, limit: usize) -> Result<Option<Msg>, DecodeError> {
+        let Some(header) = self.inbox.get(..4) else {
+            return Ok(None);
+        };
+        let len = u32::from_le_bytes(header.try_into().expect("4-byte slice")) as usize;
+        if len > limit {
+            return Err(DecodeError::TooLarge { len, limit });
+        }
+        if self.inbox.len() < 4 + len {
+            return Ok(None);
+        }
+        let msg = decode(&self.inbox[4..4 + len]);
+        self.inbox.drain(..4 + len);
+        msg.map(Some)
+    }
+
+    /// Queues a message for sending.
+    pub fn push(&mut self, msg: &Msg) {
+        self.outbox.extend_from_slice(&encode(msg));
+    }
+
+    /// Writes as much queued output as the socket takes. `Ok(true)` when all is sent.
+    pub fn flush_to(&mut self, dst: &mut impl Write) -> io::Result<bool> {
+        while !self.outbox.is_empty() {
+            match dst.write(&self.outbox) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    self.outbox.drain(..n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// Sends one message on a blocking stream.
+pub fn send_blocking(dst: &mut impl Write, msg: &Msg) -> io::Result<()> {
+    dst.write_all(&encode(msg))
+}
+
+/// Receives one message from a blocking stream (honouring its read timeout).
+pub fn recv_blocking(src: &mut impl Read, limit: usize) -> io::Result<Msg> {
+    let mut header = [0u8; 4];
+    src.read_exact(&mut header)?;
+    let len = u32::from_le_bytes(header) as usize;
+    if len > limit {
+        return Err(invalid(DecodeError::TooLarge { len, limit }));
+    }
+    let mut body = vec![0u8; len];
+    src.read_exact(&mut body)?;
+    decode(&body).map_err(invalid)
+}
+
+fn invalid(e: DecodeError) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_message_round_trips_through_a_framebuf() {
+        let msgs = vec![
+            Msg::Challenge { nonce: [7; 32] },
+            Msg::Response { nonce: [1; 32], tag: [2; 32] },
+            Msg::Confirm { tag: [3; 32] },
+            Msg::Register { rank: 3, size: 8, listen: "127.0.0.1:4000".into(), host: "n1".into(), pid: 42 },
+            Msg::Ring { right: "127.0.0.1:4001".into() },
+            Msg::Hello { rank: 2 },
+            Msg::Card { origin: 5, blob: vec![9; 300] },
+            Msg::Finalized { rank: 1 },
+            Msg::Goodbye,
+            Msg::Abort { reason: "bye".into() },
+        ];
+        let mut wire = Vec::new();
+        for m in &msgs {
+            wire.extend_from_slice(&encode(m));
+        }
+        let mut buf = FrameBuf::default();
+        // Feed the stream one byte at a time, as a slow socket would.
+        let mut got = Vec::new();
+        for byte in wire {
+            buf.inbox.push(byte);
+            while let Some(m) = buf.next_msg(MAX_FRAME).unwrap() {
+                got.push(m);
+            }
+        }
+        assert_eq!(got, msgs);
+    }
+
+    #[test]
+    fn oversized_and_foreign_frames_are_rejected() {
+        let mut buf = FrameBuf::default();
+        buf.inbox.extend_from_slice(&encode(&Msg::Card { origin: 0, blob: vec![0; 1000] }));
+        assert!(matches!(buf.next_msg(MAX_UNAUTHENTICATED_FRAME), Err(DecodeError::TooLarge { .. })));
+
+        let mut body = postcard::to_stdvec(&(PROTOCOL_VERSION + 1)).unwrap();
+        body.push(0);
+        assert_eq!(decode(&body), Err(DecodeError::Version { got: PROTOCOL_VERSION + 1 }));
+        assert!(matches!(decode(&[0x01, 0xff, 0xff]), Err(DecodeError::Malformed(_))));
+    }
+
+    #[test]
+    fn blocking_helpers_match_the_framebuf() {
+        let mut wire = Vec::new();
+        send_blocking(&mut wire, &Msg::Hello { rank: 9 }).unwrap();
+        assert_eq!(recv_blocking(&mut wire.as_slice(), MAX_FRAME).unwrap(), Msg::Hello { rank: 9 });
+        assert!(recv_blocking(&mut &wire[..3], MAX_FRAME).is_err());
+    }
+}

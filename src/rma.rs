@@ -1,0 +1,127 @@
+//! One-sided data movement: `put`, `get`, `quiet`, and the local accessors
+//! built on them. Every call checks the target rank and the index range
+//! first, so a bad argument is an `Err` with the numbers, never a stray write.
+
+use crate::error::{Error, Result};
+use crate::sym::{Pod, Sym};
+use crate::transport::{shm, Path};
+use crate::world::World;
+use std::sync::atomic::{fence, Ordering};
+
+impl World {
+    /// Writes `src` into `target`'s copy of `sym`, starting at element `index`.
+    ///
+    /// Returns when `src` may be reused. The data is complete at the target
+    /// after [`quiet`](World::quiet), and visible to it after a
+    /// [`barrier`](World::barrier) (see the crate docs).
+    pub fn put<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, src: &[T]) -> Result<()> {
+        let dst = self.remote_ptr("put", sym, target, index, src.len())?;
+        // SAFETY: `remote_ptr` checked that [index, index+len) lies inside the
+        // object, hence inside the target's mapped heap; `src` is a private
+        // slice, so the ranges cannot overlap unless target is us and the user
+        // passes our own heap memory, which the API gives no reference to.
+        unsafe { shm::copy(src.as_ptr().cast(), dst, std::mem::size_of_val(src)) };
+        Ok(())
+    }
+
+    /// Reads `dst.len()` elements of `target`'s copy of `sym`, from element `index`.
+    ///
+    /// Returns with the data in `dst`.
+    pub fn get<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, dst: &mut [T]) -> Result<()> {
+        let src = self.remote_ptr("get", sym, target, index, dst.len())?;
+        // SAFETY: as in `put`, with the roles of the two ranges swapped.
+        unsafe { shm::copy(src, dst.as_mut_ptr().cast(), std::mem::size_of_val(dst)) };
+        fence(Ordering::Acquire);
+        Ok(())
+    }
+
+    /// Puts one value.
+    pub fn put_value<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<()> {
+        self.put(sym, target, index, std::slice::from_ref(&value))
+    }
+
+    /// Gets one value.
+    pub fn get_value<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize) -> Result<T> {
+        let mut value = T::zeroed();
+        self.get(sym, target, index, std::slice::from_mut(&mut value))?;
+        Ok(value)
+    }
+
+    /// Completes every earlier put of this rank at its target.
+    ///
+    /// On shared memory a put is complete when its copy returns; `quiet`
+    /// orders those stores before anything this rank does next.
+    pub fn quiet(&self) {
+        fence(Ordering::SeqCst);
+    }
+
+    /// Copies this rank's own elements `[index, index + dst.len())` of `sym` into `dst`.
+    pub fn local_read<T: Pod>(&self, sym: &Sym<T>, index: usize, dst: &mut [T]) -> Result<()> {
+        self.get(sym, self.rank, index, dst)
+    }
+
+    /// Writes `src` into this rank's own elements of `sym`, from `index`.
+    pub fn local_write<T: Pod>(&self, sym: &Sym<T>, index: usize, src: &[T]) -> Result<()> {
+        self.put(sym, self.rank, index, src)
+    }
+
+    /// This rank's whole copy of `sym`, as a vector.
+    pub fn local_to_vec<T: Pod>(&self, sym: &Sym<T>) -> Result<Vec<T>> {
+        let mut out = vec![T::zeroed(); sym.len()];
+        self.local_read(sym, 0, &mut out)?;
+        Ok(out)
+    }
+
+    /// Borrows this rank's copy of `sym` as a slice, without copying.
+    ///
+    /// # Safety
+    /// No put from any rank may target this object while the slice lives: a
+    /// remote write under a live `&[T]` is a data race. Take the slice after a
+    /// barrier and drop it before the next one, in a phase where the program
+    /// sends no puts to this object (the OpenSHMEM rule for local access).
+    pub unsafe fn local_slice<'a, T: Pod>(&'a self, sym: &'a Sym<T>) -> Result<&'a [T]> {
+        let ptr = self.remote_ptr("local_slice", sym, self.rank, 0, sym.len())?;
+        // SAFETY: the range is checked, aligned (heap offsets are 64-byte
+        // aligned, T is Pod), and the mapping outlives 'a because `self`
+        // owns it; exclusivity is the caller's contract.
+        Ok(unsafe { std::slice::from_raw_parts(ptr.cast::<T>(), sym.len()) })
+    }
+
+    /// Borrows this rank's copy of `sym` mutably, without copying.
+    ///
+    /// The `&mut Sym` borrow stops this process from using `sym` in any other
+    /// way (no put, get or second view) while the slice lives.
+    ///
+    /// # Safety
+    /// As for [`local_slice`](World::local_slice): no other rank may put to or
+    /// get from this object while the slice lives.
+    pub unsafe fn local_slice_mut<'a, T: Pod>(&'a self, sym: &'a mut Sym<T>) -> Result<&'a mut [T]> {
+        let ptr = self.remote_ptr("local_slice_mut", sym, self.rank, 0, sym.len())?;
+        // SAFETY: as in `local_slice`; `&mut Sym` makes the view unique here.
+        Ok(unsafe { std::slice::from_raw_parts_mut(ptr.cast::<T>(), sym.len()) })
+    }
+
+    /// Checks the arguments and returns the address of element `index` of
+    /// `target`'s copy of `sym`, in this process.
+    fn remote_ptr<T: Pod>(&self, op: &'static str, sym: &Sym<T>, target: usize, index: usize, count: usize) -> Result<*mut u8> {
+        self.check_rank(op, target)?;
+        self.check_object(op, sym)?;
+        if index.checked_add(count).is_none_or(|end| end > sym.len()) {
+            return Err(Error::IndexOutOfRange {
+                rank: self.rank,
+                op,
+                index,
+                count,
+                len: sym.len(),
+            });
+        }
+        let base = match &self.paths[target] {
+            Path::Local => self.own.heap_base(),
+            Path::Shm(segment) => segment.heap_base(),
+        };
+        // SAFETY: the object lies inside the heap (the allocator only hands
+        // out in-heap ranges, every heap has the same size, checked at init),
+        // and [index, index+count) lies inside the object (checked above).
+        Ok(unsafe { base.add(sym.byte_offset(index)) })
+    }
+}

@@ -1,0 +1,159 @@
+//! This rank's memory segment: a header holding the barrier flag words,
+//! followed by the symmetric heap.
+//!
+//! With same-host peers the segment is a 0600 file in `/dev/shm` that peers
+//! map; it is unlinked as soon as every peer has mapped it (after the first
+//! barrier of `init`). Otherwise it is anonymous memory.
+//!
+//! The segment is written by other processes at any time, so nothing here
+//! hands out Rust references into it: only raw pointers and atomics.
+
+use crate::error::{Error, Result};
+use memmap2::{MmapMut, MmapOptions};
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Bytes before the heap: the header line plus one cache line per barrier round.
+pub const HEADER_BYTES: usize = 4096;
+/// Barrier rounds supported: ⌈log2 N⌉ ≤ 32 covers any realistic job.
+pub const MAX_ROUNDS: usize = 32;
+const CACHE_LINE: usize = 64;
+const MAGIC: u64 = u64::from_le_bytes(*b"1sideSEG");
+
+/// What a same-host peer needs to map this segment; part of the rank's card.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ShmCard {
+    pub path: String,
+    pub token: u64,
+    pub bytes: u64,
+}
+
+/// A mapped segment: this rank's own, or a peer's.
+pub struct Segment {
+    map: MmapMut,
+    base: *mut u8,
+    /// Set while this process still has to unlink the backing file.
+    owned_path: Option<String>,
+}
+
+impl Segment {
+    /// Anonymous, private to this process (singleton or no same-host peers).
+    pub fn anonymous(rank: usize, heap_bytes: usize) -> Result<Segment> {
+        let map = MmapOptions::new()
+            .len(HEADER_BYTES + heap_bytes)
+            .map_anon()
+            .map_err(|source| create_err(rank, "allocate", "<anonymous>", source))?;
+        Ok(Segment::from_map(map, None))
+    }
+
+    /// Creates `/dev/shm/oneside-<job>-<rank>` (mode 0600, must not exist) and maps it.
+    pub fn create_shared(rank: usize, job_id: &str, heap_bytes: usize) -> Result<(Segment, ShmCard)> {
+        let path = format!("/dev/shm/{}{job_id}-{rank}", crate::protocol::env::SHM_PREFIX);
+        let bytes = (HEADER_BYTES + heap_bytes) as u64;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|source| create_err(rank, "create", &path, source))?;
+        // From here on, an error must not leave the file behind.
+        let mapped = file
+            .set_len(bytes)
+            .and_then(|()| map_file(&file, bytes as usize))
+            .map_err(|source| {
+                let _ = std::fs::remove_file(&path);
+                create_err(rank, "size and map", &path, source)
+            });
+        let segment = Segment::from_map(mapped?, Some(path.clone()));
+        let token = u64::from_le_bytes(crate::protocol::auth::random_bytes());
+        // SAFETY: the header lies inside the mapping we just created, is
+        // 8-byte aligned (page-aligned base) and nobody else maps it yet.
+        unsafe {
+            segment.base.cast::<u64>().add(1).write(token);
+            segment.base.cast::<u64>().add(2).write(heap_bytes as u64);
+            segment.magic().store(MAGIC, Ordering::Release);
+        }
+        Ok((segment, ShmCard { path, token, bytes }))
+    }
+
+    /// Maps a same-host peer's segment described by `card`, checking it is the right one.
+    pub fn open_peer(card: &ShmCard) -> std::result::Result<Segment, String> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&card.path)
+            .map_err(|e| format!("open: {e}"))?;
+        let len = file.metadata().map_err(|e| format!("stat: {e}"))?.len();
+        if len != card.bytes {
+            return Err(format!("size is {len} bytes, the card says {}", card.bytes));
+        }
+        let map = map_file(&file, len as usize).map_err(|e| format!("mmap: {e}"))?;
+        let segment = Segment::from_map(map, None);
+        // SAFETY: the mapping is at least HEADER_BYTES long (checked size), page aligned.
+        let token = unsafe { segment.base.cast::<u64>().add(1).read_volatile() };
+        if segment.magic().load(Ordering::Acquire) != MAGIC || token != card.token {
+            return Err("it is not the segment this peer announced (token mismatch)".into());
+        }
+        Ok(segment)
+    }
+
+    fn from_map(mut map: MmapMut, owned_path: Option<String>) -> Segment {
+        let base = map.as_mut_ptr();
+        Segment { map, base, owned_path }
+    }
+
+    /// Start of the symmetric heap in this mapping.
+    pub fn heap_base(&self) -> *mut u8 {
+        // SAFETY: every segment is at least HEADER_BYTES long.
+        unsafe { self.base.add(HEADER_BYTES) }
+    }
+
+    /// Heap bytes in this mapping.
+    pub fn heap_len(&self) -> usize {
+        self.map.len() - HEADER_BYTES
+    }
+
+    /// The flag word that barrier round `round` writes into.
+    pub fn barrier_flag(&self, round: usize) -> &AtomicU64 {
+        assert!(round < MAX_ROUNDS, "barrier round {round} exceeds {MAX_ROUNDS}");
+        // SAFETY: CACHE_LINE * (1 + MAX_ROUNDS) <= HEADER_BYTES, the address
+        // is 8-byte aligned, and the word is only ever accessed atomically.
+        unsafe { AtomicU64::from_ptr(self.base.add(CACHE_LINE * (1 + round)).cast()) }
+    }
+
+    fn magic(&self) -> &AtomicU64 {
+        // SAFETY: offset 0 of a page-aligned mapping, accessed only atomically.
+        unsafe { AtomicU64::from_ptr(self.base.cast()) }
+    }
+
+    /// Removes the backing file; the mapping stays valid. Idempotent.
+    pub fn unlink(&mut self) {
+        if let Some(path) = self.owned_path.take() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        self.unlink();
+    }
+}
+
+fn map_file(file: &File, len: usize) -> std::io::Result<MmapMut> {
+    // SAFETY: the file lives in /dev/shm and is shared with peer processes
+    // on purpose; we never create Rust references into the mapping, only raw
+    // pointers and atomics (see the crate's memory model).
+    unsafe { MmapOptions::new().len(len).map_mut(file) }
+}
+
+fn create_err(rank: usize, what: &'static str, path: &str, source: std::io::Error) -> Error {
+    Error::SegmentCreate {
+        rank,
+        what,
+        path: path.to_string(),
+        source,
+    }
+}

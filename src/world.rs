@@ -1,0 +1,236 @@
+//! `World`: this rank's view of the job. Owns the segment, the per-peer
+//! paths, the heap allocator and the launcher link; `init` builds it and
+//! `finalize` (or `Drop`) tears it down.
+
+use crate::bootstrap::{self, LauncherLink};
+use crate::error::{Error, Result};
+use crate::heap::Allocator;
+use crate::protocol::env::{heap_size_from_env, LaunchEnv};
+use crate::segment::Segment;
+use crate::sym::{Pod, Sym};
+use crate::transport::{self, Card, Choice, Path};
+use std::cell::{Cell, RefCell};
+
+/// This rank's handle on the job. See the crate docs for the memory model.
+pub struct World {
+    pub(crate) rank: usize,
+    pub(crate) size: usize,
+    local_rank: usize,
+    local_size: usize,
+    host: String,
+    pub(crate) own: Segment,
+    pub(crate) paths: Vec<Path>,
+    heap: RefCell<Allocator>,
+    pub(crate) id: u64,
+    pub(crate) barrier_epoch: Cell<u64>,
+    launcher: Option<LauncherLink>,
+    finalized: bool,
+}
+
+/// Joins the job `rlaunch` started, or runs as a singleton when started alone.
+pub fn init() -> Result<World> {
+    let heap_bytes = heap_size_from_env()?;
+    let Some(env) = LaunchEnv::from_env()? else {
+        let own = Segment::anonymous(0, heap_bytes)?;
+        let host = crate::hostname();
+        return Ok(World::assemble(0, 1, 0, 1, host, own, vec![Path::Local], None));
+    };
+    let choice = Choice::from_env(env.rank)?;
+    let (own, shm) = if env.local_size > 1 {
+        let (segment, card) = Segment::create_shared(env.rank, &env.job_id, heap_bytes)?;
+        (segment, Some(card))
+    } else {
+        (Segment::anonymous(env.rank, heap_bytes)?, None)
+    };
+    let card = Card {
+        host: env.host.clone(),
+        heap_bytes: heap_bytes as u64,
+        shm,
+    };
+    let blob = postcard::to_stdvec(&card).expect("postcard encoding into a Vec cannot fail");
+    let (blobs, launcher) = bootstrap::exchange_cards(&env, blob)?;
+    let cards = blobs
+        .iter()
+        .enumerate()
+        .map(|(peer, blob)| {
+            postcard::from_bytes::<Card>(blob).map_err(|e| Error::BootstrapProtocol {
+                rank: env.rank,
+                peer: format!("rank {peer}"),
+                detail: format!("undecodable transport card: {e}"),
+            })
+        })
+        .collect::<Result<Vec<Card>>>()?;
+    let paths = transport::connect_all(env.rank, choice, &cards)?;
+    let mut world = World::assemble(
+        env.rank,
+        env.size,
+        env.local_rank,
+        env.local_size,
+        env.host,
+        own,
+        paths,
+        Some(launcher),
+    );
+    // Every peer maps our segment before entering this barrier, so after it
+    // the file is no longer needed: unlink it now so a crash leaves nothing.
+    world.barrier()?;
+    world.own.unlink();
+    Ok(world)
+}
+
+impl World {
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        rank: usize,
+        size: usize,
+        local_rank: usize,
+        local_size: usize,
+        host: String,
+        own: Segment,
+        paths: Vec<Path>,
+        launcher: Option<LauncherLink>,
+    ) -> World {
+        let heap = RefCell::new(Allocator::new(own.heap_len()));
+        World {
+            rank,
+            size,
+            local_rank,
+            local_size,
+            host,
+            own,
+            paths,
+            heap,
+            id: u64::from_le_bytes(crate::protocol::auth::random_bytes()),
+            barrier_epoch: Cell::new(0),
+            launcher,
+            finalized: false,
+        }
+    }
+
+    /// This rank's number, `0..size()`.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// Number of ranks in the job.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// This rank's index among the ranks on its host.
+    pub fn local_rank(&self) -> usize {
+        self.local_rank
+    }
+
+    /// Number of ranks on this rank's host.
+    pub fn local_size(&self) -> usize {
+        self.local_size
+    }
+
+    /// The host this rank runs on, as the launcher named it.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// Which path reaches `target` ("self", "shm"), for reports and benchmarks.
+    pub fn transport_to(&self, target: usize) -> Result<&'static str> {
+        self.check_rank("transport_to", target)?;
+        Ok(self.paths[target].name())
+    }
+
+    /// Symmetric heap size per rank, in bytes.
+    pub fn heap_size(&self) -> usize {
+        self.heap.borrow().size()
+    }
+
+    /// Collectively allocates `len` zeroed elements on every rank.
+    ///
+    /// Every rank must call `alloc` and `free` in the same order with the same
+    /// lengths, as with `shmem_malloc`. Ends with a barrier, so the object is
+    /// zeroed everywhere before anyone can put into it.
+    pub fn alloc<T: Pod>(&self, len: usize) -> Result<Sym<T>> {
+        let bytes = len.checked_mul(std::mem::size_of::<T>()).unwrap_or(usize::MAX);
+        let offset = self.heap.borrow_mut().alloc(bytes).map_err(|e| Error::HeapExhausted {
+            rank: self.rank,
+            requested: e.requested,
+            largest_free: e.largest_free,
+            heap_size: self.heap_size(),
+        })?;
+        // SAFETY: the allocator handed out [offset, offset+bytes) inside our
+        // heap; no other rank writes it until the barrier below.
+        unsafe { self.own.heap_base().add(offset).write_bytes(0, bytes) };
+        self.barrier()?;
+        Ok(Sym::new(offset, len, self.id))
+    }
+
+    /// Collectively frees an object. Starts with a barrier, so no rank is
+    /// still reading or writing it.
+    pub fn free<T: Pod>(&self, sym: Sym<T>) -> Result<()> {
+        self.check_object("free", &sym)?;
+        self.barrier()?;
+        if self.heap.borrow_mut().free(sym.offset) {
+            Ok(())
+        } else {
+            Err(self.unknown("free", &sym))
+        }
+    }
+
+    /// Ends this rank's part in the job: quiet, a final barrier, and a
+    /// farewell to the launcher. Dropping the `World` does the same.
+    pub fn finalize(mut self) -> Result<()> {
+        self.finalize_once()
+    }
+
+    fn finalize_once(&mut self) -> Result<()> {
+        if std::mem::replace(&mut self.finalized, true) {
+            return Ok(());
+        }
+        self.barrier()?;
+        match &mut self.launcher {
+            Some(link) => link.send_finalized(),
+            None => Ok(()),
+        }
+    }
+
+    pub(crate) fn check_rank(&self, op: &'static str, target: usize) -> Result<()> {
+        if target < self.size {
+            return Ok(());
+        }
+        Err(Error::RankOutOfRange {
+            rank: self.rank,
+            op,
+            target,
+            size: self.size,
+        })
+    }
+
+    pub(crate) fn check_object<T: Pod>(&self, op: &'static str, sym: &Sym<T>) -> Result<()> {
+        if sym.world_id == self.id {
+            Ok(())
+        } else {
+            Err(self.unknown(op, sym))
+        }
+    }
+
+    fn unknown<T: Pod>(&self, op: &'static str, sym: &Sym<T>) -> Error {
+        Error::UnknownObject {
+            rank: self.rank,
+            op,
+            offset: sym.offset,
+            bytes: sym.len * std::mem::size_of::<T>(),
+        }
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        // A panicking rank must not wait in a barrier for peers that may be
+        // waiting for it: it leaves without a farewell and rlaunch aborts the job.
+        if std::thread::panicking() {
+            return;
+        }
+        if let Err(e) = self.finalize_once() {
+            eprintln!("oneside: {e}");
+        }
+    }
+}
