@@ -49,18 +49,23 @@ impl World {
     }
 }
 
-/// Polls a local flag word until it reaches `epoch`: spin, then yield (ranks
-/// may outnumber cores), then sleep briefly so an idle wait costs little.
+/// Polls a local flag word until it reaches `epoch`.
 fn wait_at_least(flag: &AtomicU64, epoch: u64) {
     let mut polls: u32 = 0;
     while flag.load(Ordering::Acquire) < epoch {
         polls = polls.saturating_add(1);
-        if polls < SPINS_BEFORE_YIELD {
-            std::hint::spin_loop();
-        } else if polls < YIELDS_BEFORE_SLEEP {
-            std::thread::yield_now();
-        } else {
-            std::thread::sleep(Duration::from_micros(50));
-        }
+        back_off(polls);
+    }
+}
+
+/// One step of the back-off shared by every local wait: spin, then yield
+/// (ranks may outnumber cores), then sleep briefly so an idle wait costs little.
+pub(crate) fn back_off(polls: u32) {
+    if polls < SPINS_BEFORE_YIELD {
+        std::hint::spin_loop();
+    } else if polls < YIELDS_BEFORE_SLEEP {
+        std::thread::yield_now();
+    } else {
+        std::thread::sleep(Duration::from_micros(50));
     }
 }

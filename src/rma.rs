@@ -55,6 +55,28 @@ impl World {
         fence(Ordering::SeqCst);
     }
 
+    /// Waits until this rank's own element `index` of `sym` satisfies `done`,
+    /// and returns it (OpenSHMEM's `shmem_wait_until`). Puts the sender made
+    /// before a `quiet` that precedes the awaited put are visible after this
+    /// returns.
+    pub fn wait_until<T: Pod>(&self, sym: &Sym<T>, index: usize, mut done: impl FnMut(T) -> bool) -> Result<T> {
+        let ptr = self.remote_ptr("wait_until", sym, self.rank, index, 1)?.cast::<T>();
+        let mut polls: u32 = 0;
+        loop {
+            // SAFETY: `remote_ptr` checked the element lies in our heap;
+            // heap objects are 64-byte aligned and Pod sizes are multiples of
+            // their alignment, so `ptr` is aligned. A volatile read never
+            // forms a reference to the shared element.
+            let value = unsafe { ptr.read_volatile() };
+            if done(value) {
+                fence(Ordering::Acquire);
+                return Ok(value);
+            }
+            polls = polls.saturating_add(1);
+            crate::barrier::back_off(polls);
+        }
+    }
+
     /// Copies this rank's own elements `[index, index + dst.len())` of `sym` into `dst`.
     pub fn local_read<T: Pod>(&self, sym: &Sym<T>, index: usize, dst: &mut [T]) -> Result<()> {
         self.get(sym, self.rank, index, dst)

@@ -150,11 +150,12 @@ impl World {
     /// zeroed everywhere before anyone can put into it.
     pub fn alloc<T: Pod>(&self, len: usize) -> Result<Sym<T>> {
         let bytes = len.checked_mul(std::mem::size_of::<T>()).unwrap_or(usize::MAX);
+        let heap_size = self.heap_size();
         let offset = self.heap.borrow_mut().alloc(bytes).map_err(|e| Error::HeapExhausted {
             rank: self.rank,
             requested: e.requested,
             largest_free: e.largest_free,
-            heap_size: self.heap_size(),
+            heap_size,
         })?;
         // SAFETY: the allocator handed out [offset, offset+bytes) inside our
         // heap; no other rank writes it until the barrier below.

@@ -1,1 +1,49 @@
-fn main() {}
+//! `rlaunch`: parse the arguments, build the launch plan, run the job.
+//! Every error ends as one line on stderr and a non-zero exit status.
+
+mod cli;
+mod error;
+mod hostfile;
+mod job;
+mod plan;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args = match cli::parse(std::env::args_os()) {
+        Ok(args) => args,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let dry_run = args.dry_run;
+    let result = plan::LaunchPlan::from_args(args).and_then(|plan| {
+        if dry_run {
+            print!("{}", plan.describe());
+            return Ok(0);
+        }
+        job::run(&plan)
+    });
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("rlaunch: error: {}", error_chain(&e));
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// "outer: inner: innermost", skipping causes already quoted by their parent.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text = format!("{text}: {cause_text}");
+        }
+        source = cause.source();
+    }
+    text
+}

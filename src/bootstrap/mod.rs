@@ -15,6 +15,9 @@ use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
+/// How long finalize waits for the launcher to acknowledge.
+const FAREWELL_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// The open connection to the launcher, kept for the life of the world.
 pub struct LauncherLink {
     stream: TcpStream,
@@ -22,10 +25,20 @@ pub struct LauncherLink {
 }
 
 impl LauncherLink {
-    /// Tells the launcher this rank finalized cleanly.
+    /// Tells the launcher this rank finalized cleanly, and waits until it
+    /// has recorded that, so the launcher never mistakes our exit for a crash.
     pub fn send_finalized(&mut self) -> Result<()> {
-        send_blocking(&mut self.stream, &Msg::Finalized { rank: self.rank as u32 })
-            .map_err(|source| Error::Finalize { rank: self.rank, source })
+        let rank = self.rank;
+        let fail = |source| Error::Finalize { rank, source };
+        send_blocking(&mut self.stream, &Msg::Finalized { rank: rank as u32 }).map_err(fail)?;
+        self.stream.set_read_timeout(Some(FAREWELL_TIMEOUT)).map_err(fail)?;
+        match recv_blocking(&mut self.stream, MAX_FRAME).map_err(fail)? {
+            Msg::Goodbye => Ok(()),
+            other => Err(fail(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("expected Goodbye, got {}", other.kind()),
+            ))),
+        }
     }
 }
 
@@ -65,7 +78,7 @@ pub fn exchange_cards(env: &LaunchEnv, own_card: Vec<u8>) -> Result<(Vec<Vec<u8>
     let right = match recv_blocking(&mut stream, MAX_FRAME) {
         Ok(Msg::Ring { right }) => right,
         Ok(Msg::Abort { reason }) => return Err(Error::Aborted { rank: env.rank, reason }),
-        Ok(other) => return Err(protocol(env, &env.bootstrap_addr, format!("expected Ring, got {other:?}"))),
+        Ok(other) => return Err(protocol(env, &env.bootstrap_addr, format!("expected Ring, got {}", other.kind()))),
         Err(e) if is_timeout(&e) => {
             return Err(Error::BootstrapTimeout {
                 rank: env.rank,

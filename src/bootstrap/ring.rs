@@ -77,10 +77,18 @@ pub fn allgather(spec: &RingSpec, listener: std::net::TcpListener, own: Vec<u8>)
     let mut cards: Vec<Option<Vec<u8>>> = vec![None; spec.size];
     cards[spec.rank] = Some(own);
     let mut received = 0;
+    // Origins of cards to pass on, held until the right link is authenticated.
+    let mut to_forward: Vec<usize> = Vec::new();
     let deadline = Instant::now() + spec.timeout;
     let mut events = Events::with_capacity(64);
 
     loop {
+        if matches!(right.state, RightState::Ready) {
+            for origin in to_forward.drain(..) {
+                let blob = cards[origin].clone().expect("forwarded cards are stored");
+                right.buf.push(&Msg::Card { origin: origin as u32, blob });
+            }
+        }
         let right_flushed = right.buf.flush_to(&mut right.stream).map_err(io_err("send to the right neighbour"))?;
         if received == spec.size - 1 && right_flushed && matches!(right.state, RightState::Ready) {
             return Ok(cards.into_iter().map(|c| c.expect("every card arrived")).collect());
@@ -147,7 +155,7 @@ pub fn allgather(spec: &RingSpec, listener: std::net::TcpListener, own: Vec<u8>)
                                 RightState::Ready
                             }
                             (RightState::Ready, other) => {
-                                return Err(protocol(spec, right_rank, format!("unexpected {other:?}")))
+                                return Err(protocol(spec, right_rank, format!("unexpected {}", other.kind())))
                             }
                         };
                     }
@@ -157,7 +165,7 @@ pub fn allgather(spec: &RingSpec, listener: std::net::TcpListener, own: Vec<u8>)
                     let Some(link) = inbound.get_mut(index).and_then(Option::as_mut) else {
                         continue;
                     };
-                    match serve_inbound(spec, link, left_rank, right_rank, &mut cards, &mut received, &mut right.buf) {
+                    match serve_inbound(spec, link, left_rank, right_rank, &mut cards, &mut received, &mut to_forward) {
                         Ok(true) => {}
                         Ok(false) => {
                             if let Some(mut dropped) = inbound[index].take() {
@@ -180,7 +188,7 @@ fn serve_inbound(
     right_rank: usize,
     cards: &mut [Option<Vec<u8>>],
     received: &mut usize,
-    right_out: &mut FrameBuf,
+    to_forward: &mut Vec<usize>,
 ) -> Result<bool> {
     if link.buf.flush_to(&mut link.stream).is_err() {
         return Ok(matches!(link.state, InboundState::Left));
@@ -211,7 +219,7 @@ fn serve_inbound(
                 link.state = InboundState::Left;
             }
             (InboundState::AwaitHello, other) => {
-                return Err(protocol(spec, left_rank, format!("expected Hello from rank {left_rank}, got {other:?}")))
+                return Err(protocol(spec, left_rank, format!("expected Hello from rank {left_rank}, got {}", other.kind())))
             }
             (InboundState::Left, Msg::Card { origin, blob }) => {
                 let origin = origin as usize;
@@ -219,13 +227,13 @@ fn serve_inbound(
                     return Err(protocol(spec, left_rank, format!("duplicate or invalid card origin {origin}")));
                 }
                 if origin != right_rank {
-                    right_out.push(&Msg::Card { origin: origin as u32, blob: blob.clone() });
+                    to_forward.push(origin);
                 }
                 cards[origin] = Some(blob);
                 *received += 1;
             }
             (InboundState::Left, other) => {
-                return Err(protocol(spec, left_rank, format!("unexpected {other:?}")))
+                return Err(protocol(spec, left_rank, format!("unexpected {}", other.kind())))
             }
         }
     }

@@ -52,6 +52,24 @@ pub enum Msg {
     Abort { reason: String },
 }
 
+impl Msg {
+    /// The message's name, for error messages (payloads can be large or secret).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Msg::Challenge { .. } => "Challenge",
+            Msg::Response { .. } => "Response",
+            Msg::Confirm { .. } => "Confirm",
+            Msg::Register { .. } => "Register",
+            Msg::Ring { .. } => "Ring",
+            Msg::Hello { .. } => "Hello",
+            Msg::Card { .. } => "Card",
+            Msg::Finalized { .. } => "Finalized",
+            Msg::Goodbye => "Goodbye",
+            Msg::Abort { .. } => "Abort",
+        }
+    }
+}
+
 #[derive(Serialize, Deserialize)]
 struct Envelope {
     version: u16,

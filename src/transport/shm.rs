@@ -1,8 +1,8 @@
 //! The shared-memory path to a peer on the same host.
 //!
-//! A peer is "on the same host" when its card names our host and its segment
-//! opens here with the token it announced: a host name alone could lie (two
-//! machines with one name, or hosts that share a kernel but not `/dev/shm`).
+//! A peer is "on the same host" when its segment opens here with the token it
+//! announced: a host name alone could lie (two machines with one name, one
+//! machine under two names, or hosts that share a kernel but not `/dev/shm`).
 //!
 //! Data moves with plain copies into and out of the peer's mapping; ordering
 //! comes from the Release stores and Acquire loads on the barrier flags.
@@ -19,21 +19,24 @@ pub fn connect(rank: usize, peer: usize, own: &Card, card: &Card) -> Result<Path
         host: card.host.clone(),
         detail,
     };
-    if card.host != own.host {
-        return Err(unreachable(format!(
-            "it runs on another host than this rank ('{}'), and this build has no network transport yet",
-            own.host
-        )));
-    }
     let Some(shm) = &card.shm else {
-        return Err(unreachable("it published no shared-memory segment".into()));
+        return Err(unreachable("it is alone on its host, so it published no shared-memory segment, and this build has no network transport".into()));
     };
-    Segment::open_peer(shm).map(Path::Shm).map_err(|detail| Error::PeerSegment {
-        rank,
-        peer,
-        path: shm.path.clone(),
-        detail,
-    })
+    match Segment::open_peer(shm) {
+        Ok(segment) => Ok(Path::Shm(segment)),
+        // Host names can alias one machine ("localhost", its real name), so
+        // the segment decides; a different name only explains a failure.
+        Err(detail) if card.host != own.host => Err(unreachable(format!(
+            "it runs on another host than this rank ('{}') and this build has no network transport ({detail})",
+            own.host
+        ))),
+        Err(detail) => Err(Error::PeerSegment {
+            rank,
+            peer,
+            path: shm.path.clone(),
+            detail,
+        }),
+    }
 }
 
 /// Copies `bytes` bytes from `src` to `dst`.
@@ -42,8 +45,18 @@ pub fn connect(rank: usize, peer: usize, own: &Card, card: &Card) -> Result<Path
 /// `src` must be valid for `bytes` reads and `dst` for `bytes` writes, and
 /// the two ranges must not overlap. Either range may lie in memory another
 /// process writes concurrently; no Rust reference to it may exist.
+///
+/// Word-sized copies to aligned destinations are single stores, so a peer
+/// polling that word (`wait_until`) never sees it half-written.
 #[inline]
 pub unsafe fn copy(src: *const u8, dst: *mut u8, bytes: usize) {
-    // SAFETY: forwarded from the caller's contract.
-    unsafe { std::ptr::copy_nonoverlapping(src, dst, bytes) }
+    // SAFETY (all arms): forwarded from the caller's contract; the word arms
+    // check the destination's alignment and read the source unaligned.
+    unsafe {
+        match bytes {
+            8 if dst.cast::<u64>().is_aligned() => dst.cast::<u64>().write_volatile(src.cast::<u64>().read_unaligned()),
+            4 if dst.cast::<u32>().is_aligned() => dst.cast::<u32>().write_volatile(src.cast::<u32>().read_unaligned()),
+            _ => std::ptr::copy_nonoverlapping(src, dst, bytes),
+        }
+    }
 }

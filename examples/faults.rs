@@ -1,0 +1,125 @@
+//! Misbehaving ranks on purpose, to see (and test) how rlaunch and oneside
+//! handle failure. `faults MODE [ARGS]`:
+//!
+//! * `exit RANK CODE`     — RANK exits with CODE after init; the others wait in a barrier
+//! * `signal RANK`        — RANK kills itself with SIGKILL after init
+//! * `sleep`              — init, print `ready pid=P job=J`, then sleep forever
+//! * `no-init RANK`       — RANK exits 0 without calling init; the others call it
+//! * `stall-init RANK`    — RANK prints `stalling pid=P job=J` and never calls init
+//! * `oob-put`            — rank 0 puts past the end of an object and reports the error
+//! * `bad-rank`           — rank 0 puts to rank `size` and reports the error
+//! * `exhaust`            — allocate more than the heap and report the error
+//! * `leak`               — init, then `process::exit(0)` without finalizing
+//! * `env VAR`            — print VAR as rank 0 sees it
+//! * `echo-stdin`         — rank 0 copies one stdin line to stdout
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("faults: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn arg(args: &[String], i: usize) -> usize {
+    args.get(i).and_then(|a| a.parse().ok()).unwrap_or(0)
+}
+
+fn env_rank() -> usize {
+    std::env::var("ONESIDE_RANK").ok().and_then(|r| r.parse().ok()).unwrap_or(0)
+}
+
+fn job_id() -> String {
+    std::env::var("ONESIDE_JOB_ID").unwrap_or_default()
+}
+
+fn sleep_forever() -> ! {
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
+fn run(args: &[String]) -> oneside::Result<u8> {
+    let mode = args.first().map(String::as_str).unwrap_or("");
+    match mode {
+        "no-init" if env_rank() == arg(args, 1) => return Ok(0),
+        "stall-init" if env_rank() == arg(args, 1) => {
+            println!("stalling pid={} job={}", std::process::id(), job_id());
+            sleep_forever();
+        }
+        "env" => {
+            let name = args.get(1).cloned().unwrap_or_default();
+            if env_rank() == 0 {
+                println!("{name}={}", std::env::var(&name).unwrap_or_else(|_| "<unset>".into()));
+            }
+            return Ok(0);
+        }
+        "echo-stdin" => {
+            if env_rank() == 0 {
+                let mut line = String::new();
+                std::io::stdin().read_line(&mut line).expect("stdin is readable");
+                println!("rank 0 read: {}", line.trim_end());
+            }
+            return Ok(0);
+        }
+        _ => {}
+    }
+
+    let world = oneside::init()?;
+    let rank = world.rank();
+    match mode {
+        "exit" => {
+            if rank == arg(args, 1) {
+                std::process::exit(arg(args, 2) as i32);
+            }
+            world.barrier()?;
+        }
+        "signal" => {
+            if rank == arg(args, 1) {
+                // SAFETY: raising a signal at ourselves has no memory-safety preconditions.
+                unsafe { libc::raise(libc::SIGKILL) };
+            }
+            world.barrier()?;
+        }
+        "sleep" => {
+            println!("ready pid={} job={}", std::process::id(), job_id());
+            sleep_forever();
+        }
+        "oob-put" | "bad-rank" | "exhaust" => {
+            let object = world.alloc::<u32>(16)?;
+            let outcome = match mode {
+                "oob-put" => world.put(&object, (rank + 1) % world.size(), 10, &[7u32; 8]).map(|_| ()),
+                "bad-rank" => world.put(&object, world.size(), 0, &[7u32]).map(|_| ()),
+                _ => world.alloc::<u8>(world.heap_size() + 1).map(|_| ()),
+            };
+            if rank == 0 {
+                match outcome {
+                    Ok(()) => println!("{mode}: unexpectedly succeeded"),
+                    Err(e) => println!("{mode}: refused: {e}"),
+                }
+            }
+            // Nothing was written out of bounds: the object is still all zeros.
+            world.barrier()?;
+            let clean = world.local_to_vec(&object)?.iter().all(|&v| v == 0);
+            println!("rank {rank}: object intact: {clean}");
+        }
+        "leak" => {
+            if rank == 1 {
+                std::process::exit(0);
+            }
+            world.barrier()?;
+        }
+        _ => {
+            eprintln!("faults: unknown mode '{mode}' (see the source for the list)");
+            return Ok(2);
+        }
+    }
+    world.finalize()?;
+    Ok(0)
+}

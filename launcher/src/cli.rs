@@ -1,0 +1,130 @@
+//! Command-line arguments, as the user typed them. Turning them into a
+//! [`LaunchPlan`](crate::plan::LaunchPlan) is `plan`'s job.
+
+use clap::{Parser, ValueEnum};
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// Start a oneside job: place ranks on hosts, wire them up, forward their
+/// output, and tear everything down on exit, failure or Ctrl-C.
+#[derive(Debug, Parser)]
+#[command(name = "rlaunch", version, max_term_width = 100)]
+pub struct Args {
+    /// Number of ranks (default: every slot of the hosts, or 1).
+    #[arg(short = 'n', long = "np", value_name = "N")]
+    pub ranks: Option<usize>,
+
+    /// Hostfile (Open MPI `host slots=N`, MPICH `host:N`, or one host per line).
+    #[arg(short = 'f', long = "hostfile", visible_alias = "machinefile", value_name = "FILE")]
+    pub hostfile: Option<PathBuf>,
+
+    /// Comma-separated hosts, e.g. `-H a,b:2`.
+    #[arg(short = 'H', long = "host", value_name = "HOSTS")]
+    pub hosts: Option<String>,
+
+    /// Allow more ranks than slots.
+    #[arg(long)]
+    pub oversubscribe: bool,
+
+    /// Print the rank → host map and exit.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Prefix every output line with `[rank]`.
+    #[arg(long)]
+    pub tag_output: bool,
+
+    /// Forward an environment variable: `-x VAR` or `-x VAR=value` (repeatable).
+    #[arg(short = 'x', value_name = "VAR[=VALUE]")]
+    pub env: Vec<String>,
+
+    /// Kill the job after SECS seconds and exit with status 124.
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+
+    /// Transport between ranks.
+    #[arg(long, value_enum, default_value_t = Transport::Auto, env = "ONESIDE_TRANSPORT")]
+    pub transport: Transport,
+
+    /// Symmetric heap size per rank, e.g. 64M (default 64M).
+    #[arg(long, value_name = "SIZE")]
+    pub heap_size: Option<String>,
+
+    /// Seconds each bootstrap stage may take before the job is aborted.
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    pub bootstrap_timeout: u64,
+
+    /// The program to run on every rank.
+    #[arg(required = true)]
+    pub program: String,
+
+    /// Arguments passed to the program.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Transport {
+    Auto,
+    Shm,
+    Tcp,
+    Verbs,
+}
+
+impl Transport {
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Auto => "auto",
+            Transport::Shm => "shm",
+            Transport::Tcp => "tcp",
+            Transport::Verbs => "verbs",
+        }
+    }
+}
+
+/// Parses the process arguments, accepting mpirun's single-dash `-np N`.
+pub fn parse<I: IntoIterator<Item = OsString>>(argv: I) -> Result<Args, clap::Error> {
+    let mut seen_program = false;
+    let argv = argv.into_iter().enumerate().map(|(i, arg)| {
+        // Only rewrite rlaunch's own options, never the program's arguments.
+        if i > 0 && !seen_program && arg == "-np" {
+            return OsString::from("--np");
+        }
+        if i > 0 && !arg.to_string_lossy().starts_with('-') {
+            seen_program = true;
+        }
+        arg
+    });
+    Args::try_parse_from(argv)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &str) -> Args {
+        parse(line.split_whitespace().map(OsString::from)).unwrap()
+    }
+
+    #[test]
+    fn mpirun_spellings_are_accepted() {
+        let a = args("rlaunch -np 4 --machinefile h ./prog -np 2");
+        assert_eq!(a.ranks, Some(4));
+        assert_eq!(a.hostfile, Some(PathBuf::from("h")));
+        assert_eq!(a.program, "./prog");
+        assert_eq!(a.args, vec!["-np", "2"], "the program's own -np is left alone");
+    }
+
+    #[test]
+    fn program_arguments_may_look_like_options() {
+        let a = args("rlaunch -n 2 -x A=1 -x B --tag-output prog --size 8 -v");
+        assert_eq!(a.env, vec!["A=1", "B"]);
+        assert!(a.tag_output);
+        assert_eq!(a.args, vec!["--size", "8", "-v"]);
+    }
+
+    #[test]
+    fn a_missing_program_is_an_error() {
+        assert!(parse(["rlaunch", "-n", "2"].map(OsString::from)).is_err());
+    }
+}

@@ -1,0 +1,67 @@
+//! The one error type of `rlaunch`. Each variant says what failed, where
+//! (file:line, host, rank) and, where it can, what to do about it.
+
+use std::io;
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LaunchError {
+    #[error("cannot read hostfile {path}: {source}")]
+    HostfileRead {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+
+    #[error("{origin}: {reason}: '{text}'")]
+    HostfileSyntax {
+        origin: String,
+        text: String,
+        reason: String,
+    },
+
+    #[error("{origin} lists no hosts")]
+    NoHosts { origin: String },
+
+    #[error("-n must be at least 1")]
+    ZeroRanks,
+
+    #[error("requested {requested} ranks but {source_name} provides only {slots} slot(s) ({hosts}); lower -n, add slots (e.g. 'host slots=N' or 'host:N'), or pass --oversubscribe")]
+    NotEnoughSlots {
+        requested: usize,
+        slots: usize,
+        source_name: String,
+        hosts: String,
+    },
+
+    #[error("requested {requested} ranks but the hosts' max_slots allow only {limit}, even with --oversubscribe; lower -n or raise max_slots")]
+    OverMaxSlots { requested: usize, limit: usize },
+
+    #[error("-x {spec}: {reason}")]
+    BadEnvForward { spec: String, reason: String },
+
+    #[error("cannot run '{program}': {reason}")]
+    Program { program: String, reason: String },
+
+    #[error("host '{host}' ({origin}) is not this machine, and this rlaunch can only start ranks locally: SSH launching is not available yet; use a hostfile of local hosts")]
+    RemoteHost { host: String, origin: String },
+
+    #[error("cannot start the bootstrap service: {source}")]
+    BootstrapListen {
+        #[source]
+        source: io::Error,
+    },
+
+    #[error("cannot start rank {rank} on host {host} ({program}): {source}")]
+    Spawn {
+        rank: usize,
+        host: String,
+        program: String,
+        #[source]
+        source: io::Error,
+    },
+
+    #[error("cannot install the Ctrl-C handler: {0}")]
+    SignalHandler(#[from] ctrlc::Error),
+}

@@ -1,0 +1,187 @@
+//! The launcher's bootstrap service: one mio event loop on an ephemeral TCP
+//! port. Ranks connect, prove they know the job secret, and register their
+//! ring listener; once all have, each learns its right-hand neighbour. The
+//! links then stay open to carry `Finalized`.
+//!
+//! The clock for "every rank arrives" starts when the first rank registers,
+//! so a program may work for a while before calling `init`.
+
+use super::JobEvent;
+use crossbeam::channel::Sender;
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+use oneside::protocol::auth::Acceptor;
+use oneside::protocol::wire::{FrameBuf, Msg, MAX_FRAME, MAX_UNAUTHENTICATED_FRAME};
+use std::io;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+const LISTENER: Token = Token(usize::MAX);
+
+enum State {
+    AwaitResponse(Acceptor),
+    AwaitRegister,
+    Registered(usize),
+}
+
+struct Conn {
+    stream: TcpStream,
+    buf: FrameBuf,
+    state: State,
+}
+
+pub struct BootstrapServer {
+    poll: Poll,
+    listener: TcpListener,
+    addr: SocketAddr,
+}
+
+impl BootstrapServer {
+    /// Binds the service on an ephemeral port of `ip`.
+    pub fn bind(ip: std::net::IpAddr) -> io::Result<BootstrapServer> {
+        let poll = Poll::new()?;
+        let mut listener = TcpListener::bind(SocketAddr::new(ip, 0))?;
+        poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
+        let addr = listener.local_addr()?;
+        Ok(BootstrapServer { poll, listener, addr })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Serves the job until the process exits, reporting to `events`.
+    pub fn serve(mut self, size: usize, secret: Vec<u8>, stage_timeout: Duration, events: Sender<JobEvent>) {
+        let mut conns: Vec<Option<Conn>> = Vec::new();
+        let mut listen_addrs: Vec<Option<String>> = vec![None; size];
+        let mut rank_conn: Vec<usize> = vec![usize::MAX; size];
+        let mut deadline: Option<Instant> = None;
+        let mut ring_sent = false;
+        let mut poll_events = Events::with_capacity(128);
+
+        loop {
+            let wait = deadline.filter(|_| !ring_sent).map(|d| d.saturating_duration_since(Instant::now()));
+            if wait == Some(Duration::ZERO) {
+                let missing = (0..size).filter(|&r| listen_addrs[r].is_none()).collect();
+                let _ = events.send(JobEvent::BootstrapTimeout { missing, waited: stage_timeout });
+                deadline = None;
+            }
+            if let Err(e) = self.poll.poll(&mut poll_events, wait) {
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                let _ = events.send(JobEvent::BootstrapFailed { detail: format!("poll: {e}") });
+                return;
+            }
+            for event in poll_events.iter() {
+                if event.token() == LISTENER {
+                    while let Ok((mut stream, _)) = self.listener.accept() {
+                        let token = Token(conns.len());
+                        if self.poll.registry().register(&mut stream, token, Interest::READABLE).is_err() {
+                            continue;
+                        }
+                        let (acceptor, challenge) = Acceptor::start();
+                        let mut buf = FrameBuf::default();
+                        buf.push(&challenge);
+                        conns.push(Some(Conn { stream, buf, state: State::AwaitResponse(acceptor) }));
+                    }
+                    continue;
+                }
+                let index = event.token().0;
+                let Some(conn) = conns.get_mut(index).and_then(Option::as_mut) else {
+                    continue;
+                };
+                match serve_conn(conn, size, &secret, &mut listen_addrs, &events) {
+                    Ok(Some(rank)) => {
+                        rank_conn[rank] = index;
+                        deadline.get_or_insert_with(|| Instant::now() + stage_timeout);
+                    }
+                    Ok(None) => {}
+                    Err(Drop::Stranger) => {
+                        // Never trusted: dropped without a word.
+                        if let Some(mut c) = conns[index].take() {
+                            let _ = self.poll.registry().deregister(&mut c.stream);
+                        }
+                    }
+                    Err(Drop::Fatal(detail)) => {
+                        let _ = events.send(JobEvent::BootstrapFailed { detail });
+                        return;
+                    }
+                }
+            }
+            if !ring_sent && listen_addrs.iter().all(Option::is_some) {
+                ring_sent = true;
+                for rank in 0..size {
+                    let right = listen_addrs[(rank + 1) % size].clone().expect("all registered");
+                    if let Some(conn) = conns[rank_conn[rank]].as_mut() {
+                        conn.buf.push(&Msg::Ring { right });
+                    }
+                }
+            }
+            for conn in conns.iter_mut().flatten() {
+                // A write error means the rank is gone; its exit is reported by its waiter.
+                let _ = conn.buf.flush_to(&mut conn.stream);
+            }
+        }
+    }
+}
+
+enum Drop {
+    Stranger,
+    Fatal(String),
+}
+
+/// Handles one readable connection. Returns the rank if it just registered.
+fn serve_conn(
+    conn: &mut Conn,
+    size: usize,
+    secret: &[u8],
+    listen_addrs: &mut [Option<String>],
+    events: &Sender<JobEvent>,
+) -> Result<Option<usize>, Drop> {
+    let _ = conn.buf.flush_to(&mut conn.stream);
+    let open = conn.buf.fill_from(&mut conn.stream).unwrap_or(false);
+    let mut registered = None;
+    loop {
+        let authenticated = matches!(conn.state, State::Registered(_) | State::AwaitRegister);
+        let limit = if authenticated { MAX_FRAME } else { MAX_UNAUTHENTICATED_FRAME };
+        let msg = match conn.buf.next_msg(limit) {
+            Ok(Some(msg)) => msg,
+            Ok(None) => break,
+            Err(e) if authenticated => return Err(Drop::Fatal(format!("a rank sent a bad frame: {e}"))),
+            Err(_) => return Err(Drop::Stranger),
+        };
+        match (&conn.state, msg) {
+            (State::AwaitResponse(acceptor), response) => {
+                let confirm = acceptor.finish(secret, &response).map_err(|_| Drop::Stranger)?;
+                conn.buf.push(&confirm);
+                conn.state = State::AwaitRegister;
+            }
+            (State::AwaitRegister, Msg::Register { rank, size: their_size, listen, pid, .. }) => {
+                let rank = rank as usize;
+                if their_size as usize != size || rank >= size || listen_addrs[rank].is_some() {
+                    return Err(Drop::Fatal(format!(
+                        "rank {rank} (pid {pid}) registered with size {their_size}, but the job has {size} ranks{}",
+                        if rank < size && listen_addrs[rank].is_some() { " and that rank is already registered" } else { "" }
+                    )));
+                }
+                listen_addrs[rank] = Some(listen);
+                conn.state = State::Registered(rank);
+                registered = Some(rank);
+                let _ = events.send(JobEvent::Registered { rank });
+            }
+            (State::Registered(rank), Msg::Finalized { rank: said }) if said as usize == *rank => {
+                // Report first, then say goodbye: the rank exits only after the
+                // supervisor has seen this event (one channel keeps the order).
+                let _ = events.send(JobEvent::Finalized { rank: *rank });
+                conn.buf.push(&Msg::Goodbye);
+            }
+            (_, other) => return Err(Drop::Fatal(format!("unexpected bootstrap message {}", other.kind()))),
+        }
+    }
+    let _ = conn.buf.flush_to(&mut conn.stream);
+    if !open && !matches!(conn.state, State::Registered(_)) {
+        return Err(Drop::Stranger);
+    }
+    Ok(registered)
+}

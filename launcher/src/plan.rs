@@ -1,0 +1,239 @@
+//! Args → `LaunchPlan`: which host every rank runs on, with what program,
+//! environment and limits. Pure, apart from reading the hostfile, resolving
+//! the program and reading forwarded variables.
+
+use crate::cli::{Args, Transport};
+use crate::error::LaunchError;
+use crate::hostfile::{self, HostEntry};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Where one rank runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    pub rank: usize,
+    /// Index into [`LaunchPlan::hosts`].
+    pub host: usize,
+    pub local_rank: usize,
+    pub local_size: usize,
+}
+
+/// Everything needed to start the job.
+#[derive(Debug)]
+pub struct LaunchPlan {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub hosts: Vec<HostEntry>,
+    pub ranks: Vec<Placement>,
+    /// Variables set for every rank, after the launcher's own.
+    pub env: Vec<(String, String)>,
+    pub timeout: Option<Duration>,
+    pub tag_output: bool,
+    pub transport: Transport,
+    pub heap_size: Option<String>,
+    pub bootstrap_timeout: Duration,
+}
+
+impl LaunchPlan {
+    pub fn from_args(args: Args) -> Result<LaunchPlan, LaunchError> {
+        let (hosts, source_name, explicit) = match (&args.hostfile, &args.hosts) {
+            (Some(path), _) => (hostfile::read_hostfile(path)?, path.display().to_string(), true),
+            (None, Some(list)) => (hostfile::parse_host_list(list)?, "-H".to_string(), true),
+            (None, None) => (Vec::new(), String::new(), false),
+        };
+        let n = match args.ranks {
+            Some(0) => return Err(LaunchError::ZeroRanks),
+            Some(n) => n,
+            None if explicit => hosts.iter().map(|h| h.slots).sum(),
+            None => 1,
+        };
+        let hosts = if explicit { hosts } else { vec![local_host(n)] };
+        let ranks = place(&hosts, n, args.oversubscribe, &source_name)?;
+        let env = args.env.iter().map(|spec| forward(spec)).collect::<Result<_, _>>()?;
+        let timeout = match args.timeout {
+            Some(secs) if secs.is_finite() && secs > 0.0 => Some(Duration::from_secs_f64(secs)),
+            Some(_) => return Err(LaunchError::Program {
+                program: args.program,
+                reason: "--timeout must be a positive number of seconds".into(),
+            }),
+            None => None,
+        };
+        Ok(LaunchPlan {
+            program: resolve_program(&args.program)?,
+            args: args.args,
+            hosts,
+            ranks,
+            env,
+            timeout,
+            tag_output: args.tag_output,
+            transport: args.transport,
+            heap_size: args.heap_size,
+            bootstrap_timeout: Duration::from_secs(args.bootstrap_timeout.max(1)),
+        })
+    }
+
+    /// The `--dry-run` table: one line per rank.
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        for p in &self.ranks {
+            let host = &self.hosts[p.host];
+            out += &format!(
+                "rank {} -> {} (local rank {} of {}, {})\n",
+                p.rank,
+                host.login(),
+                p.local_rank,
+                p.local_size,
+                host.origin
+            );
+        }
+        out
+    }
+}
+
+fn local_host(slots: usize) -> HostEntry {
+    HostEntry {
+        user: None,
+        host: "localhost".into(),
+        slots,
+        max_slots: None,
+        origin: "default".into(),
+    }
+}
+
+/// Fills each host's slots in order (mpirun's `--map-by slot`); with
+/// `oversubscribe`, further ranks go round-robin over hosts below max_slots.
+pub fn place(hosts: &[HostEntry], n: usize, oversubscribe: bool, source_name: &str) -> Result<Vec<Placement>, LaunchError> {
+    let slots: usize = hosts.iter().map(|h| h.slots).sum();
+    if n > slots && !oversubscribe {
+        let list: Vec<String> = hosts.iter().map(|h| format!("{}:{}", h.host, h.slots)).collect();
+        return Err(LaunchError::NotEnoughSlots {
+            requested: n,
+            slots,
+            source_name: source_name.to_string(),
+            hosts: list.join(", "),
+        });
+    }
+    let mut per_host = vec![0usize; hosts.len()];
+    let mut order = Vec::with_capacity(n);
+    for (i, host) in hosts.iter().enumerate() {
+        for _ in 0..host.slots.min(n - order.len()) {
+            order.push(i);
+            per_host[i] += 1;
+        }
+    }
+    while order.len() < n {
+        let before = order.len();
+        for (i, host) in hosts.iter().enumerate() {
+            if order.len() < n && host.max_slots.is_none_or(|max| per_host[i] < max) {
+                order.push(i);
+                per_host[i] += 1;
+            }
+        }
+        if order.len() == before {
+            return Err(LaunchError::OverMaxSlots { requested: n, limit: before });
+        }
+    }
+    order.sort_by_key(|&host| host); // ranks on one host get consecutive numbers
+    let mut seen = vec![0usize; hosts.len()];
+    Ok(order
+        .into_iter()
+        .enumerate()
+        .map(|(rank, host)| {
+            seen[host] += 1;
+            Placement { rank, host, local_rank: seen[host] - 1, local_size: per_host[host] }
+        })
+        .collect())
+}
+
+fn forward(spec: &str) -> Result<(String, String), LaunchError> {
+    let bad = |reason: &str| LaunchError::BadEnvForward { spec: spec.to_string(), reason: reason.to_string() };
+    let (name, value) = match spec.split_once('=') {
+        Some((name, value)) => (name, value.to_string()),
+        None => (spec, std::env::var(spec).map_err(|_| bad("this variable is not set in rlaunch's environment"))?),
+    };
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(bad("not a valid variable name"));
+    }
+    Ok((name.to_string(), value))
+}
+
+/// Finds the program as a shell would, and checks it can be executed.
+pub fn resolve_program(program: &str) -> Result<PathBuf, LaunchError> {
+    let fail = |reason: String| LaunchError::Program { program: program.to_string(), reason };
+    if program.contains('/') {
+        let path = Path::new(program);
+        let meta = std::fs::metadata(path).map_err(|e| fail(format!("{e}")))?;
+        if !meta.is_file() {
+            return Err(fail("it is not a regular file".into()));
+        }
+        if meta.permissions().mode() & 0o111 == 0 {
+            return Err(fail("it is not executable (chmod +x?)".into()));
+        }
+        return std::path::absolute(path).map_err(|e| fail(e.to_string()));
+    }
+    let search = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&search)
+        .map(|dir| dir.join(program))
+        .find(|candidate| {
+            std::fs::metadata(candidate).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .ok_or_else(|| fail("no such executable in PATH (give a path such as ./prog)".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hosts(spec: &str) -> Vec<HostEntry> {
+        hostfile::parse_host_list(spec).unwrap()
+    }
+
+    fn map(placements: &[Placement]) -> Vec<(usize, usize, usize)> {
+        placements.iter().map(|p| (p.host, p.local_rank, p.local_size)).collect()
+    }
+
+    #[test]
+    fn slots_fill_in_host_order() {
+        let p = place(&hosts("a:2,b:2"), 3, false, "-H").unwrap();
+        assert_eq!(map(&p), vec![(0, 0, 2), (0, 1, 2), (1, 0, 1)]);
+    }
+
+    #[test]
+    fn too_many_ranks_needs_oversubscribe() {
+        let err = place(&hosts("a:2,b"), 4, false, "hosts").unwrap_err().to_string();
+        assert!(err.contains("requested 4 ranks but hosts provides only 3 slot(s) (a:2, b:1)"), "{err}");
+        assert!(err.contains("--oversubscribe"), "{err}");
+        let p = place(&hosts("a:2,b"), 5, true, "hosts").unwrap();
+        assert_eq!(map(&p), vec![(0, 0, 3), (0, 1, 3), (0, 2, 3), (1, 0, 2), (1, 1, 2)]);
+    }
+
+    #[test]
+    fn max_slots_is_a_hard_limit() {
+        let mut h = hosts("a:1,b:1");
+        h[0].max_slots = Some(1);
+        let p = place(&h, 3, true, "hosts").unwrap();
+        assert_eq!(map(&p), vec![(0, 0, 1), (1, 0, 2), (1, 1, 2)]);
+        h[1].max_slots = Some(1);
+        assert!(matches!(place(&h, 3, true, "hosts"), Err(LaunchError::OverMaxSlots { requested: 3, limit: 2 })));
+    }
+
+    #[test]
+    fn environment_forwarding() {
+        assert_eq!(forward("A=b=c").unwrap(), ("A".into(), "b=c".into()));
+        std::env::set_var("RLAUNCH_PLAN_TEST", "yes");
+        assert_eq!(forward("RLAUNCH_PLAN_TEST").unwrap().1, "yes");
+        assert!(forward("RLAUNCH_SURELY_UNSET_VAR").is_err());
+        assert!(forward("BAD-NAME=1").is_err());
+    }
+
+    #[test]
+    fn programs_are_checked_before_launch() {
+        assert!(resolve_program("sh").unwrap().ends_with("sh"));
+        let missing = resolve_program("./no-such-program").unwrap_err().to_string();
+        assert!(missing.starts_with("cannot run './no-such-program'"), "{missing}");
+        let not_exec = resolve_program("/etc/hostname").unwrap_err().to_string();
+        assert!(not_exec.contains("not executable"), "{not_exec}");
+        assert!(resolve_program("no-such-program-anywhere").is_err());
+    }
+}
