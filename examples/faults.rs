@@ -5,7 +5,7 @@
 //! * `signal RANK`        — RANK kills itself with SIGKILL after init
 //! * `sleep`              — init, print `ready pid=P job=J`, then sleep forever
 //! * `no-init RANK`       — RANK exits 0 without calling init; the others call it
-//! * `stall-init RANK`    — RANK prints `stalling pid=P job=J` and never calls init
+//! * `stall-init RANK`    — RANK prints `stalling pid=P job=J bootstrap=ADDR`, never calls init
 //! * `oob-put`            — rank 0 puts past the end of an object and reports the error
 //! * `bad-rank`           — rank 0 puts to rank `size` and reports the error
 //! * `exhaust`            — allocate more than the heap and report the error
@@ -50,7 +50,8 @@ fn run(args: &[String]) -> oneside::Result<u8> {
     match mode {
         "no-init" if env_rank() == arg(args, 1) => return Ok(0),
         "stall-init" if env_rank() == arg(args, 1) => {
-            println!("stalling pid={} job={}", std::process::id(), job_id());
+            let bootstrap = std::env::var("ONESIDE_BOOTSTRAP_ADDR").unwrap_or_default();
+            println!("stalling pid={} job={} bootstrap={bootstrap}", std::process::id(), job_id());
             sleep_forever();
         }
         "env" => {

@@ -232,8 +232,14 @@ mod tests {
         assert!(resolve_program("sh").unwrap().ends_with("sh"));
         let missing = resolve_program("./no-such-program").unwrap_err().to_string();
         assert!(missing.starts_with("cannot run './no-such-program'"), "{missing}");
-        let not_exec = resolve_program("/etc/hostname").unwrap_err().to_string();
+        let plain = std::env::temp_dir().join(format!("rlaunch-plan-test-{}", std::process::id()));
+        std::fs::write(&plain, "data").unwrap();
+        std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let not_exec = resolve_program(plain.to_str().unwrap()).unwrap_err().to_string();
+        std::fs::remove_file(&plain).unwrap();
         assert!(not_exec.contains("not executable"), "{not_exec}");
+        let dir = resolve_program("/").unwrap_err().to_string();
+        assert!(dir.contains("not a regular file"), "{dir}");
         assert!(resolve_program("no-such-program-anywhere").is_err());
     }
 }

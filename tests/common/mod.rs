@@ -1,0 +1,161 @@
+//! Helpers for the integration tests: find the built `rlaunch` and example
+//! binaries, run them with a hard time limit, and inspect what they left.
+
+#![allow(dead_code)]
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// No test may hang: anything still running after this is killed.
+pub const HARD_LIMIT: Duration = Duration::from_secs(120);
+
+/// `target/<profile>`, found from this test binary's own path.
+pub fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>/deps/<test>").to_path_buf()
+}
+
+pub fn rlaunch_path() -> PathBuf {
+    let path = target_dir().join("rlaunch");
+    assert!(path.exists(), "{} is missing: run the tests with `cargo test --workspace`", path.display());
+    path
+}
+
+pub fn example(name: &str) -> String {
+    let path = target_dir().join("examples").join(name);
+    assert!(path.exists(), "{} is missing: `cargo test` builds the examples", path.display());
+    path.display().to_string()
+}
+
+/// What a finished command did.
+#[derive(Debug)]
+pub struct Outcome {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Outcome {
+    pub fn lines(&self) -> Vec<&str> {
+        self.stdout.lines().collect()
+    }
+}
+
+/// Starts `rlaunch ARGS` with piped output.
+pub fn spawn_rlaunch(args: &[&str]) -> Child {
+    Command::new(rlaunch_path())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rlaunch starts")
+}
+
+/// Runs `rlaunch ARGS` to completion (or to [`HARD_LIMIT`]).
+pub fn rlaunch(args: &[&str]) -> Outcome {
+    finish(spawn_rlaunch(args))
+}
+
+/// Waits for a child, collecting its output; kills it at [`HARD_LIMIT`].
+pub fn finish(mut child: Child) -> Outcome {
+    let out_reader = read_all(child.stdout.take());
+    let err_reader = read_all(child.stderr.take());
+    let deadline = Instant::now() + HARD_LIMIT;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("command did not finish within {HARD_LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Outcome {
+        code: status.code(),
+        stdout: out_reader.join().unwrap(),
+        stderr: err_reader.join().unwrap(),
+    }
+}
+
+/// Reads a pipe to the end on a thread (empty if already taken).
+fn read_all(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_string(&mut text);
+        }
+        text
+    })
+}
+
+/// Reads lines from `child`'s stdout until `count` contain `marker`; returns them.
+pub fn wait_for_lines(child: &mut Child, marker: &str, count: usize) -> Vec<String> {
+    use std::io::BufRead;
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let mut found = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while found.len() < count {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) if line.contains(marker) => found.push(line),
+            Ok(_) => {}
+            Err(_) => {
+                let _ = child.kill();
+                panic!("saw only {found:?} before timing out waiting for {count} '{marker}' lines");
+            }
+        }
+    }
+    found
+}
+
+/// The value of `key=` in a line such as `ready pid=12 job=ab`.
+pub fn field<'a>(line: &'a str, key: &str) -> &'a str {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(&format!("{key}=")))
+        .unwrap_or_else(|| panic!("no {key}= in '{line}'"))
+}
+
+/// Whether a process is gone (or a zombie about to be reaped), polling up to `within`.
+pub fn process_gone(pid: u32, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+        let alive = state.is_some_and(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'));
+        if !alive {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Shared-memory files a job left in /dev/shm.
+pub fn shm_files(job: &str) -> Vec<String> {
+    std::fs::read_dir("/dev/shm")
+        .map(|dir| {
+            dir.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|name| name.starts_with(&format!("oneside-{job}-")))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub fn send_signal(child: &Child, signal: i32) {
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    unsafe { libc::kill(child.id() as i32, signal) };
+}

@@ -1,0 +1,116 @@
+//! The examples under the real `rlaunch`, at 1, 2, 4 and 8 ranks (8 ranks
+//! oversubscribe a 2-core machine), checking what they print.
+
+mod common;
+use common::*;
+
+const SIZES: [usize; 4] = [1, 2, 4, 8];
+
+#[test]
+fn hello_put_every_rank_hears_from_its_left_neighbour() {
+    for n in SIZES {
+        let out = rlaunch(&["-n", &n.to_string(), &example("hello_put")]);
+        assert_eq!(out.code, Some(0), "n={n}: {out:?}");
+        let mut lines = out.lines();
+        lines.sort();
+        assert_eq!(lines.len(), n, "n={n}: {out:?}");
+        for rank in 0..n {
+            let left = (rank + n - 1) % n;
+            let via = if n == 1 { "self" } else { "shm" };
+            let expected = format!("rank {rank}/{n} received \"Hello from rank {left}\" from rank {left} (via {via})");
+            assert!(lines.contains(&expected.as_str()), "n={n}: missing '{expected}' in {lines:?}");
+        }
+    }
+}
+
+#[test]
+fn the_readme_demo_runs_from_the_localhost_hostfile() {
+    let hostfile = concat!(env!("CARGO_MANIFEST_DIR"), "/hostfiles/localhost");
+    let out = rlaunch(&["-n", "2", "-f", hostfile, &example("hello_put")]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(out.stdout.contains("rank 1/2 received \"Hello from rank 0\" from rank 0 (via shm)"), "{out:?}");
+}
+
+#[test]
+fn hello_put_runs_alone_as_a_singleton() {
+    let out = std::process::Command::new(example("hello_put")).output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "rank 0/1 received \"Hello from rank 0\" from rank 0 (via self)\n");
+}
+
+#[test]
+fn ring_pass_sums_every_rank_on_every_lap() {
+    for n in SIZES {
+        let out = rlaunch(&["-n", &n.to_string(), &example("ring"), "3"]);
+        assert_eq!(out.code, Some(0), "n={n}: {out:?}");
+        let expected = 3 * n * (n - 1) / 2;
+        assert_eq!(out.stdout, format!("ring: 3 lap(s) over {n} ranks: token {expected}, expected {expected}: ok\n"));
+    }
+}
+
+#[test]
+fn parallel_pi_is_accurate_at_every_size() {
+    for n in SIZES {
+        let out = rlaunch(&["-n", &n.to_string(), &example("pi"), "200000"]);
+        assert_eq!(out.code, Some(0), "n={n}: {out:?}");
+        let value: f64 = out.stdout.split_whitespace().nth(2).and_then(|v| v.parse().ok()).expect("pi value");
+        assert!((value - std::f64::consts::PI).abs() < 1e-9, "n={n}: {}", out.stdout);
+        assert!(out.stdout.contains(&format!("from {n} rank(s)")), "{}", out.stdout);
+    }
+}
+
+#[test]
+fn tagged_output_keeps_lines_whole() {
+    let script = "for i in 1 2 3 4 5 6 7 8 9 10; do echo \"line-$i-$ONESIDE_RANK-abcdefghijklmnopqrstuvwxyz\"; done";
+    let out = rlaunch(&["-n", "4", "--tag-output", "sh", "-c", script]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let lines = out.lines();
+    assert_eq!(lines.len(), 40);
+    for line in lines {
+        let (tag, rest) = line.split_once(' ').expect("tag then text");
+        let rank = tag.trim_start_matches('[').trim_end_matches(']');
+        assert!(rest.starts_with("line-") && rest.ends_with(&format!("-{rank}-abcdefghijklmnopqrstuvwxyz")), "{line}");
+    }
+}
+
+#[test]
+fn every_rank_learns_its_place_from_the_environment() {
+    let script = "echo $ONESIDE_RANK $ONESIDE_SIZE $ONESIDE_LOCAL_RANK $ONESIDE_LOCAL_SIZE";
+    let out = rlaunch(&["-n", "3", "--oversubscribe", "-H", "localhost:2", "sh", "-c", script]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let mut lines = out.lines();
+    lines.sort();
+    assert_eq!(lines, vec!["0 3 0 3", "1 3 1 3", "2 3 2 3"]);
+}
+
+#[test]
+fn stdin_goes_to_rank_0_and_x_forwards_variables() {
+    use std::io::Write;
+    let mut child = std::process::Command::new(rlaunch_path())
+        .args(["-n", "2", &example("faults"), "echo-stdin"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"typed by the user\n").unwrap();
+    let out = finish(child);
+    assert_eq!(out.stdout, "rank 0 read: typed by the user\n", "{out:?}");
+
+    let out = rlaunch(&["-n", "2", "-x", "GREETING=hi there", &example("faults"), "env", "GREETING"]);
+    assert_eq!(out.stdout, "GREETING=hi there\n", "{out:?}");
+}
+
+#[test]
+fn dry_run_prints_the_rank_map_for_both_dialects() {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let out = rlaunch(&["--dry-run", "-n", "6", "-f", &format!("{dir}/hostfiles/mpich.example"), "sh"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let lines = out.lines();
+    assert_eq!(lines.len(), 6);
+    assert!(lines[0].starts_with("rank 0 -> node01 (local rank 0 of 4"), "{lines:?}");
+    assert!(lines[5].starts_with("rank 5 -> node02 (local rank 1 of 2"), "{lines:?}");
+    let out = rlaunch(&["--dry-run", "-f", &format!("{dir}/hostfiles/openmpi.example"), "sh"]);
+    assert_eq!(out.lines().len(), 10, "-n defaults to every slot: {out:?}");
+    assert!(out.stdout.contains("rank 9 -> alice@node03 (local rank 1 of 2"), "{out:?}");
+}
