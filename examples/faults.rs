@@ -32,7 +32,10 @@ fn arg(args: &[String], i: usize) -> usize {
 }
 
 fn env_rank() -> usize {
-    std::env::var("ONESIDE_RANK").ok().and_then(|r| r.parse().ok()).unwrap_or(0)
+    std::env::var("ONESIDE_RANK")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(0)
 }
 
 fn job_id() -> String {
@@ -51,7 +54,11 @@ fn run(args: &[String]) -> oneside::Result<u8> {
         "no-init" if env_rank() == arg(args, 1) => return Ok(0),
         "stall-init" if env_rank() == arg(args, 1) => {
             let bootstrap = std::env::var("ONESIDE_BOOTSTRAP_ADDR").unwrap_or_default();
-            println!("stalling pid={} job={} bootstrap={bootstrap}", std::process::id(), job_id());
+            println!(
+                "stalling pid={} job={} bootstrap={bootstrap}",
+                std::process::id(),
+                job_id()
+            );
             sleep_forever();
         }
         "env" => {
@@ -95,7 +102,9 @@ fn run(args: &[String]) -> oneside::Result<u8> {
         "oob-put" | "bad-rank" | "exhaust" => {
             let object = world.alloc::<u32>(16)?;
             let outcome = match mode {
-                "oob-put" => world.put(&object, (rank + 1) % world.size(), 10, &[7u32; 8]).map(|_| ()),
+                "oob-put" => world
+                    .put(&object, (rank + 1) % world.size(), 10, &[7u32; 8])
+                    .map(|_| ()),
                 "bad-rank" => world.put(&object, world.size(), 0, &[7u32]).map(|_| ()),
                 _ => world.alloc::<u8>(world.heap_size() + 1).map(|_| ()),
             };

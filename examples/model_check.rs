@@ -32,8 +32,16 @@ impl Rng {
 }
 
 enum Op {
-    Put { target: usize, start: usize, values: Vec<u64> },
-    Get { target: usize, start: usize, len: usize },
+    Put {
+        target: usize,
+        start: usize,
+        values: Vec<u64>,
+    },
+    Get {
+        target: usize,
+        start: usize,
+        len: usize,
+    },
 }
 
 fn main() -> ExitCode {
@@ -89,7 +97,9 @@ fn run() -> oneside::Result<bool> {
                     let mut got = vec![0u64; *len];
                     world.get(&array, *target, *start, &mut got)?;
                     if got[..] != model[*target][range] {
-                        println!("MISMATCH rank {me} phase {phase}: get from rank {target} at {start}: {got:?} != model");
+                        println!(
+                            "MISMATCH rank {me} phase {phase}: get from rank {target} at {start}: {got:?} != model"
+                        );
                         return Ok(false);
                     }
                     gets += 1;
@@ -104,7 +114,10 @@ fn run() -> oneside::Result<bool> {
         }
         let local = world.local_to_vec(&array)?;
         if let Some(slot) = (0..slots).find(|&s| local[s] != model[me][s]) {
-            println!("MISMATCH rank {me} phase {phase}: slot {slot} holds {} but the model says {}", local[slot], model[me][slot]);
+            println!(
+                "MISMATCH rank {me} phase {phase}: slot {slot} holds {} but the model says {}",
+                local[slot], model[me][slot]
+            );
             return Ok(false);
         }
         // Nobody writes the next phase until everyone has checked this one.

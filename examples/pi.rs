@@ -20,7 +20,10 @@ fn main() -> ExitCode {
 fn run() -> oneside::Result<()> {
     let world = oneside::init()?;
     let (rank, size) = (world.rank(), world.size());
-    let intervals: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(10_000_000);
+    let intervals: u64 = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(10_000_000);
     let partials = world.alloc::<f64>(size)?;
 
     let width = 1.0 / intervals as f64;

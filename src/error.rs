@@ -51,11 +51,7 @@ pub enum Error {
 
     /// A bootstrap peer sent something the protocol does not allow.
     #[error("rank {rank}: bootstrap protocol error from {peer}: {detail}")]
-    BootstrapProtocol {
-        rank: usize,
-        peer: String,
-        detail: String,
-    },
+    BootstrapProtocol { rank: usize, peer: String, detail: String },
 
     /// The launcher aborted the job while this rank was bootstrapping.
     #[error("rank {rank}: the launcher aborted the job: {reason}")]

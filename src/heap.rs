@@ -96,7 +96,13 @@ mod tests {
     fn exhaustion_reports_the_largest_free_block() {
         let mut a = Allocator::new(256);
         a.alloc(128).unwrap();
-        assert_eq!(a.alloc(200), Err(Exhausted { requested: 200, largest_free: 128 }));
+        assert_eq!(
+            a.alloc(200),
+            Err(Exhausted {
+                requested: 200,
+                largest_free: 128
+            })
+        );
         assert_eq!(a.alloc(usize::MAX).unwrap_err().requested, usize::MAX);
     }
 

@@ -125,7 +125,14 @@ impl World {
 
     /// Checks the arguments and returns the address of element `index` of
     /// `target`'s copy of `sym`, in this process.
-    fn remote_ptr<T: Pod>(&self, op: &'static str, sym: &Sym<T>, target: usize, index: usize, count: usize) -> Result<*mut u8> {
+    fn remote_ptr<T: Pod>(
+        &self,
+        op: &'static str,
+        sym: &Sym<T>,
+        target: usize,
+        index: usize,
+        count: usize,
+    ) -> Result<*mut u8> {
         self.check_rank(op, target)?;
         self.check_object(op, sym)?;
         if index.checked_add(count).is_none_or(|end| end > sym.len()) {

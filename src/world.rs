@@ -149,7 +149,7 @@ impl World {
     /// lengths, as with `shmem_malloc`. Ends with a barrier, so the object is
     /// zeroed everywhere before anyone can put into it.
     pub fn alloc<T: Pod>(&self, len: usize) -> Result<Sym<T>> {
-        let bytes = len.checked_mul(std::mem::size_of::<T>()).unwrap_or(usize::MAX);
+        let bytes = len.saturating_mul(std::mem::size_of::<T>());
         let heap_size = self.heap_size();
         let offset = self.heap.borrow_mut().alloc(bytes).map_err(|e| Error::HeapExhausted {
             rank: self.rank,

@@ -18,7 +18,10 @@ fn hello_put_every_rank_hears_from_its_left_neighbour() {
             let left = (rank + n - 1) % n;
             let via = if n == 1 { "self" } else { "shm" };
             let expected = format!("rank {rank}/{n} received \"Hello from rank {left}\" from rank {left} (via {via})");
-            assert!(lines.contains(&expected.as_str()), "n={n}: missing '{expected}' in {lines:?}");
+            assert!(
+                lines.contains(&expected.as_str()),
+                "n={n}: missing '{expected}' in {lines:?}"
+            );
         }
     }
 }
@@ -28,14 +31,21 @@ fn the_readme_demo_runs_from_the_localhost_hostfile() {
     let hostfile = concat!(env!("CARGO_MANIFEST_DIR"), "/hostfiles/localhost");
     let out = rlaunch(&["-n", "2", "-f", hostfile, &example("hello_put")]);
     assert_eq!(out.code, Some(0), "{out:?}");
-    assert!(out.stdout.contains("rank 1/2 received \"Hello from rank 0\" from rank 0 (via shm)"), "{out:?}");
+    assert!(
+        out.stdout
+            .contains("rank 1/2 received \"Hello from rank 0\" from rank 0 (via shm)"),
+        "{out:?}"
+    );
 }
 
 #[test]
 fn hello_put_runs_alone_as_a_singleton() {
     let out = std::process::Command::new(example("hello_put")).output().unwrap();
     assert!(out.status.success());
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "rank 0/1 received \"Hello from rank 0\" from rank 0 (via self)\n");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "rank 0/1 received \"Hello from rank 0\" from rank 0 (via self)\n"
+    );
 }
 
 #[test]
@@ -44,7 +54,10 @@ fn ring_pass_sums_every_rank_on_every_lap() {
         let out = rlaunch(&["-n", &n.to_string(), &example("ring"), "3"]);
         assert_eq!(out.code, Some(0), "n={n}: {out:?}");
         let expected = 3 * n * (n - 1) / 2;
-        assert_eq!(out.stdout, format!("ring: 3 lap(s) over {n} ranks: token {expected}, expected {expected}: ok\n"));
+        assert_eq!(
+            out.stdout,
+            format!("ring: 3 lap(s) over {n} ranks: token {expected}, expected {expected}: ok\n")
+        );
     }
 }
 
@@ -53,7 +66,12 @@ fn parallel_pi_is_accurate_at_every_size() {
     for n in SIZES {
         let out = rlaunch(&["-n", &n.to_string(), &example("pi"), "200000"]);
         assert_eq!(out.code, Some(0), "n={n}: {out:?}");
-        let value: f64 = out.stdout.split_whitespace().nth(2).and_then(|v| v.parse().ok()).expect("pi value");
+        let value: f64 = out
+            .stdout
+            .split_whitespace()
+            .nth(2)
+            .and_then(|v| v.parse().ok())
+            .expect("pi value");
         assert!((value - std::f64::consts::PI).abs() < 1e-9, "n={n}: {}", out.stdout);
         assert!(out.stdout.contains(&format!("from {n} rank(s)")), "{}", out.stdout);
     }
@@ -69,7 +87,10 @@ fn tagged_output_keeps_lines_whole() {
     for line in lines {
         let (tag, rest) = line.split_once(' ').expect("tag then text");
         let rank = tag.trim_start_matches('[').trim_end_matches(']');
-        assert!(rest.starts_with("line-") && rest.ends_with(&format!("-{rank}-abcdefghijklmnopqrstuvwxyz")), "{line}");
+        assert!(
+            rest.starts_with("line-") && rest.ends_with(&format!("-{rank}-abcdefghijklmnopqrstuvwxyz")),
+            "{line}"
+        );
     }
 }
 
@@ -97,14 +118,29 @@ fn stdin_goes_to_rank_0_and_x_forwards_variables() {
     let out = finish(child);
     assert_eq!(out.stdout, "rank 0 read: typed by the user\n", "{out:?}");
 
-    let out = rlaunch(&["-n", "2", "-x", "GREETING=hi there", &example("faults"), "env", "GREETING"]);
+    let out = rlaunch(&[
+        "-n",
+        "2",
+        "-x",
+        "GREETING=hi there",
+        &example("faults"),
+        "env",
+        "GREETING",
+    ]);
     assert_eq!(out.stdout, "GREETING=hi there\n", "{out:?}");
 }
 
 #[test]
 fn dry_run_prints_the_rank_map_for_both_dialects() {
     let dir = env!("CARGO_MANIFEST_DIR");
-    let out = rlaunch(&["--dry-run", "-n", "6", "-f", &format!("{dir}/hostfiles/mpich.example"), "sh"]);
+    let out = rlaunch(&[
+        "--dry-run",
+        "-n",
+        "6",
+        "-f",
+        &format!("{dir}/hostfiles/mpich.example"),
+        "sh",
+    ]);
     assert_eq!(out.code, Some(0), "{out:?}");
     let lines = out.lines();
     assert_eq!(lines.len(), 6);
@@ -112,5 +148,8 @@ fn dry_run_prints_the_rank_map_for_both_dialects() {
     assert!(lines[5].starts_with("rank 5 -> node02 (local rank 1 of 2"), "{lines:?}");
     let out = rlaunch(&["--dry-run", "-f", &format!("{dir}/hostfiles/openmpi.example"), "sh"]);
     assert_eq!(out.lines().len(), 10, "-n defaults to every slot: {out:?}");
-    assert!(out.stdout.contains("rank 9 -> alice@node03 (local rank 1 of 2"), "{out:?}");
+    assert!(
+        out.stdout.contains("rank 9 -> alice@node03 (local rank 1 of 2"),
+        "{out:?}"
+    );
 }

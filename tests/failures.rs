@@ -11,9 +11,16 @@ use std::time::Duration;
 fn a_failing_rank_aborts_the_job_with_its_exit_code() {
     let out = rlaunch(&["-n", "4", &example("faults"), "exit", "2", "3"]);
     assert_eq!(out.code, Some(3), "{out:?}");
-    let reports: Vec<&str> = out.stderr.lines().filter(|l| l.contains(" exited with code ")).collect();
+    let reports: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains(" exited with code "))
+        .collect();
     assert_eq!(reports.len(), 1, "one report line per failed rank: {out:?}");
-    assert!(reports[0].starts_with("rlaunch: rank 2 on host localhost (pid "), "{reports:?}");
+    assert!(
+        reports[0].starts_with("rlaunch: rank 2 on host localhost (pid "),
+        "{reports:?}"
+    );
     assert!(reports[0].ends_with(") exited with code 3"), "{reports:?}");
 }
 
@@ -41,9 +48,16 @@ fn ctrl_c_tears_down_every_rank_and_shared_memory_file() {
     send_signal(&child, libc::SIGINT);
     let out = finish(child);
     assert_eq!(out.code, Some(130), "{out:?}");
-    assert!(out.stderr.contains("rlaunch: interrupted; stopping all ranks"), "{out:?}");
+    assert!(
+        out.stderr.contains("rlaunch: interrupted; stopping all ranks"),
+        "{out:?}"
+    );
     assert!(process_gone(pid, Duration::from_secs(5)));
-    assert_eq!(shm_files(&job), Vec::<String>::new(), "no shared-memory file may remain");
+    assert_eq!(
+        shm_files(&job),
+        Vec::<String>::new(),
+        "no shared-memory file may remain"
+    );
 }
 
 #[test]
@@ -68,7 +82,10 @@ fn ranks_die_with_a_sigkilled_launcher() {
     let _ = child.wait();
     for line in &ready {
         let pid: u32 = field(line, "pid").parse().unwrap();
-        assert!(process_gone(pid, Duration::from_secs(5)), "rank pid {pid} outlived rlaunch");
+        assert!(
+            process_gone(pid, Duration::from_secs(5)),
+            "rank pid {pid} outlived rlaunch"
+        );
     }
 }
 
@@ -76,14 +93,29 @@ fn ranks_die_with_a_sigkilled_launcher() {
 fn timeout_kills_the_job_and_says_so() {
     let out = rlaunch(&["-n", "2", "--timeout", "1", &example("faults"), "sleep"]);
     assert_eq!(out.code, Some(124), "{out:?}");
-    assert!(out.stderr.contains("rlaunch: job timed out after 1s (--timeout 1)"), "{out:?}");
+    assert!(
+        out.stderr.contains("rlaunch: job timed out after 1s (--timeout 1)"),
+        "{out:?}"
+    );
 }
 
 #[test]
 fn a_rank_that_never_calls_init_is_named_when_bootstrap_times_out() {
-    let out = rlaunch(&["-n", "3", "--bootstrap-timeout", "2", &example("faults"), "stall-init", "1"]);
+    let out = rlaunch(&[
+        "-n",
+        "3",
+        "--bootstrap-timeout",
+        "2",
+        &example("faults"),
+        "stall-init",
+        "1",
+    ]);
     assert_eq!(out.code, Some(1), "{out:?}");
-    assert!(out.stderr.contains("bootstrap timed out after 2s: never called oneside::init(): rank 1 on host localhost"), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("bootstrap timed out after 2s: never called oneside::init(): rank 1 on host localhost"),
+        "{out:?}"
+    );
 }
 
 #[test]
@@ -91,7 +123,10 @@ fn a_rank_that_exits_0_without_init_does_not_hang_the_job() {
     let out = rlaunch(&["-n", "3", &example("faults"), "no-init", "1"]);
     assert_eq!(out.code, Some(1), "{out:?}");
     assert!(out.stderr.contains("rank 1 on host localhost"), "{out:?}");
-    assert!(out.stderr.contains("exited without calling oneside::init(), but rank"), "{out:?}");
+    assert!(
+        out.stderr.contains("exited without calling oneside::init(), but rank"),
+        "{out:?}"
+    );
 }
 
 #[test]
@@ -105,14 +140,20 @@ fn a_rank_that_exits_without_finalizing_is_reported() {
 #[test]
 fn bad_accesses_are_errors_with_numbers_and_touch_nothing() {
     let cases = [
-        ("oob-put", "put of 8 element(s) at index 10 is out of bounds for a symmetric object of 16 element(s)"),
+        (
+            "oob-put",
+            "put of 8 element(s) at index 10 is out of bounds for a symmetric object of 16 element(s)",
+        ),
         ("bad-rank", "put targets rank 2, but the job has ranks 0..2"),
         ("exhaust", "symmetric heap exhausted: asked for 67108865 bytes"),
     ];
     for (mode, message) in cases {
         let out = rlaunch(&["-n", "2", &example("faults"), mode]);
         assert_eq!(out.code, Some(0), "{mode}: {out:?}");
-        assert!(out.stdout.contains(&format!("{mode}: refused: rank 0: {message}")), "{mode}: {out:?}");
+        assert!(
+            out.stdout.contains(&format!("{mode}: refused: rank 0: {message}")),
+            "{mode}: {out:?}"
+        );
         assert_eq!(out.stdout.matches("object intact: true").count(), 2, "{mode}: {out:?}");
     }
 }
@@ -125,13 +166,31 @@ fn bad_input_is_one_clear_line_and_a_nonzero_exit() {
     std::fs::write(&bad, "# fine\nlocalhost slots=2\nlocalhost slots=two\n").unwrap();
     let bad = bad.display().to_string();
     let cases: Vec<(Vec<&str>, String)> = vec![
-        (vec!["-f", &bad, "sh"], format!("rlaunch: error: {bad}:3: slot count must be a positive integer: 'slots=two'")),
-        (vec!["-f", "/nonexistent/hosts", "sh"], "rlaunch: error: cannot read hostfile /nonexistent/hosts: No such file".into()),
+        (
+            vec!["-f", &bad, "sh"],
+            format!("rlaunch: error: {bad}:3: slot count must be a positive integer: 'slots=two'"),
+        ),
+        (
+            vec!["-f", "/nonexistent/hosts", "sh"],
+            "rlaunch: error: cannot read hostfile /nonexistent/hosts: No such file".into(),
+        ),
         (vec!["-n", "0", "sh"], "rlaunch: error: -n must be at least 1".into()),
-        (vec!["-n", "2", "./no-such-program"], "rlaunch: error: cannot run './no-such-program'".into()),
-        (vec!["-n", "2", "no-such-program-in-path"], "rlaunch: error: cannot run 'no-such-program-in-path': no such executable in PATH".into()),
-        (vec!["-n", "3", "-H", "localhost:2", "sh"], "rlaunch: error: requested 3 ranks but -H provides only 2 slot(s) (localhost:2); lower -n".into()),
-        (vec!["-n", "1", "-H", "node-far-away", "sh"], "rlaunch: error: host 'node-far-away' (-H) is not this machine".into()),
+        (
+            vec!["-n", "2", "./no-such-program"],
+            "rlaunch: error: cannot run './no-such-program'".into(),
+        ),
+        (
+            vec!["-n", "2", "no-such-program-in-path"],
+            "rlaunch: error: cannot run 'no-such-program-in-path': no such executable in PATH".into(),
+        ),
+        (
+            vec!["-n", "3", "-H", "localhost:2", "sh"],
+            "rlaunch: error: requested 3 ranks but -H provides only 2 slot(s) (localhost:2); lower -n".into(),
+        ),
+        (
+            vec!["-n", "1", "-H", "node-far-away", "sh"],
+            "rlaunch: error: host 'node-far-away' (-H) is not this machine".into(),
+        ),
     ];
     for (args, expected) in cases {
         let out = rlaunch(&args);
@@ -147,24 +206,54 @@ fn bad_input_is_one_clear_line_and_a_nonzero_exit() {
 fn strangers_at_the_bootstrap_port_are_dropped_untrusted() {
     use oneside::protocol::wire::{recv_blocking, send_blocking, Msg, MAX_FRAME};
     use std::net::TcpStream;
-    let mut child = spawn_rlaunch(&["-n", "2", "--bootstrap-timeout", "30", &example("faults"), "stall-init", "1"]);
+    let mut child = spawn_rlaunch(&[
+        "-n",
+        "2",
+        "--bootstrap-timeout",
+        "30",
+        &example("faults"),
+        "stall-init",
+        "1",
+    ]);
     let stalled = wait_for_lines(&mut child, "stalling", 1);
     let addr = field(&stalled[0], "bootstrap").to_string();
 
     // A forged proof: the launcher closes the connection without a Confirm.
     let mut stranger = TcpStream::connect(&addr).unwrap();
     stranger.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    assert!(matches!(recv_blocking(&mut stranger, MAX_FRAME).unwrap(), Msg::Challenge { .. }));
-    send_blocking(&mut stranger, &Msg::Response { nonce: [1; 32], tag: [2; 32] }).unwrap();
-    assert!(recv_blocking(&mut stranger, MAX_FRAME).is_err(), "a stranger must get no Confirm");
+    assert!(matches!(
+        recv_blocking(&mut stranger, MAX_FRAME).unwrap(),
+        Msg::Challenge { .. }
+    ));
+    send_blocking(
+        &mut stranger,
+        &Msg::Response {
+            nonce: [1; 32],
+            tag: [2; 32],
+        },
+    )
+    .unwrap();
+    assert!(
+        recv_blocking(&mut stranger, MAX_FRAME).is_err(),
+        "a stranger must get no Confirm"
+    );
 
     // Skipping the handshake and registering as rank 1 does not work either.
     let mut impostor = TcpStream::connect(&addr).unwrap();
     impostor.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let _challenge = recv_blocking(&mut impostor, MAX_FRAME).unwrap();
-    let register = Msg::Register { rank: 1, size: 2, listen: "127.0.0.1:9".into(), host: "x".into(), pid: 1 };
+    let register = Msg::Register {
+        rank: 1,
+        size: 2,
+        listen: "127.0.0.1:9".into(),
+        host: "x".into(),
+        pid: 1,
+    };
     let _ = send_blocking(&mut impostor, &register);
-    assert!(recv_blocking(&mut impostor, MAX_FRAME).is_err(), "an impostor must learn nothing");
+    assert!(
+        recv_blocking(&mut impostor, MAX_FRAME).is_err(),
+        "an impostor must learn nothing"
+    );
 
     // The job is unharmed: it still waits for the real rank 1.
     std::thread::sleep(Duration::from_millis(200));

@@ -52,7 +52,9 @@ pub fn parse_hostfile(text: &str, name: &str) -> Result<Vec<HostEntry>, LaunchEr
         merge(&mut hosts, parse_line(line, &origin)?);
     }
     if hosts.is_empty() {
-        return Err(LaunchError::NoHosts { origin: name.to_string() });
+        return Err(LaunchError::NoHosts {
+            origin: name.to_string(),
+        });
     }
     Ok(hosts)
 }
@@ -93,7 +95,13 @@ fn parse_line(line: &str, origin: &str) -> Result<HostEntry, LaunchError> {
         let target = match key {
             "slots" | "cpu" | "cpus" => &mut slots,
             "max_slots" | "max-slots" => &mut max_slots,
-            _ => return Err(syntax(origin, word, "unknown attribute (expected slots=N or max_slots=N)")),
+            _ => {
+                return Err(syntax(
+                    origin,
+                    word,
+                    "unknown attribute (expected slots=N or max_slots=N)",
+                ))
+            }
         };
         if target.replace(count_value(origin, word, value)?).is_some() {
             return Err(syntax(origin, line, &format!("'{key}' is given twice")));
@@ -187,9 +195,19 @@ mod tests {
             ("node1:zero\n", "hosts:1", "node1:zero", "positive integer"),
             ("node1 cores=4\n", "hosts:1", "cores=4", "unknown attribute"),
             ("node1 slots\n", "hosts:1", "slots", "key=value"),
-            ("node1 slots=2 slots=3\n", "hosts:1", "node1 slots=2 slots=3", "given twice"),
+            (
+                "node1 slots=2 slots=3\n",
+                "hosts:1",
+                "node1 slots=2 slots=3",
+                "given twice",
+            ),
             ("node1:2 slots=3\n", "hosts:1", "node1:2 slots=3", "given twice"),
-            ("node1 slots=4 max_slots=2\n", "hosts:1", "node1 slots=4 max_slots=2", "max_slots"),
+            (
+                "node1 slots=4 max_slots=2\n",
+                "hosts:1",
+                "node1 slots=4 max_slots=2",
+                "max_slots",
+            ),
             ("no/de\n", "hosts:1", "no/de", "invalid host name"),
             ("@node\n", "hosts:1", "@node", "invalid user name"),
         ];

@@ -53,10 +53,12 @@ impl LaunchPlan {
         let env = args.env.iter().map(|spec| forward(spec)).collect::<Result<_, _>>()?;
         let timeout = match args.timeout {
             Some(secs) if secs.is_finite() && secs > 0.0 => Some(Duration::from_secs_f64(secs)),
-            Some(_) => return Err(LaunchError::Program {
-                program: args.program,
-                reason: "--timeout must be a positive number of seconds".into(),
-            }),
+            Some(_) => {
+                return Err(LaunchError::Program {
+                    program: args.program,
+                    reason: "--timeout must be a positive number of seconds".into(),
+                })
+            }
             None => None,
         };
         Ok(LaunchPlan {
@@ -103,7 +105,12 @@ fn local_host(slots: usize) -> HostEntry {
 
 /// Fills each host's slots in order (mpirun's `--map-by slot`); with
 /// `oversubscribe`, further ranks go round-robin over hosts below max_slots.
-pub fn place(hosts: &[HostEntry], n: usize, oversubscribe: bool, source_name: &str) -> Result<Vec<Placement>, LaunchError> {
+pub fn place(
+    hosts: &[HostEntry],
+    n: usize,
+    oversubscribe: bool,
+    source_name: &str,
+) -> Result<Vec<Placement>, LaunchError> {
     let slots: usize = hosts.iter().map(|h| h.slots).sum();
     if n > slots && !oversubscribe {
         let list: Vec<String> = hosts.iter().map(|h| format!("{}:{}", h.host, h.slots)).collect();
@@ -131,7 +138,10 @@ pub fn place(hosts: &[HostEntry], n: usize, oversubscribe: bool, source_name: &s
             }
         }
         if order.len() == before {
-            return Err(LaunchError::OverMaxSlots { requested: n, limit: before });
+            return Err(LaunchError::OverMaxSlots {
+                requested: n,
+                limit: before,
+            });
         }
     }
     order.sort_by_key(|&host| host); // ranks on one host get consecutive numbers
@@ -141,16 +151,27 @@ pub fn place(hosts: &[HostEntry], n: usize, oversubscribe: bool, source_name: &s
         .enumerate()
         .map(|(rank, host)| {
             seen[host] += 1;
-            Placement { rank, host, local_rank: seen[host] - 1, local_size: per_host[host] }
+            Placement {
+                rank,
+                host,
+                local_rank: seen[host] - 1,
+                local_size: per_host[host],
+            }
         })
         .collect())
 }
 
 fn forward(spec: &str) -> Result<(String, String), LaunchError> {
-    let bad = |reason: &str| LaunchError::BadEnvForward { spec: spec.to_string(), reason: reason.to_string() };
+    let bad = |reason: &str| LaunchError::BadEnvForward {
+        spec: spec.to_string(),
+        reason: reason.to_string(),
+    };
     let (name, value) = match spec.split_once('=') {
         Some((name, value)) => (name, value.to_string()),
-        None => (spec, std::env::var(spec).map_err(|_| bad("this variable is not set in rlaunch's environment"))?),
+        None => (
+            spec,
+            std::env::var(spec).map_err(|_| bad("this variable is not set in rlaunch's environment"))?,
+        ),
     };
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         return Err(bad("not a valid variable name"));
@@ -160,7 +181,10 @@ fn forward(spec: &str) -> Result<(String, String), LaunchError> {
 
 /// Finds the program as a shell would, and checks it can be executed.
 pub fn resolve_program(program: &str) -> Result<PathBuf, LaunchError> {
-    let fail = |reason: String| LaunchError::Program { program: program.to_string(), reason };
+    let fail = |reason: String| LaunchError::Program {
+        program: program.to_string(),
+        reason,
+    };
     if program.contains('/') {
         let path = Path::new(program);
         let meta = std::fs::metadata(path).map_err(|e| fail(format!("{e}")))?;
@@ -190,7 +214,10 @@ mod tests {
     }
 
     fn map(placements: &[Placement]) -> Vec<(usize, usize, usize)> {
-        placements.iter().map(|p| (p.host, p.local_rank, p.local_size)).collect()
+        placements
+            .iter()
+            .map(|p| (p.host, p.local_rank, p.local_size))
+            .collect()
     }
 
     #[test]
@@ -202,7 +229,10 @@ mod tests {
     #[test]
     fn too_many_ranks_needs_oversubscribe() {
         let err = place(&hosts("a:2,b"), 4, false, "hosts").unwrap_err().to_string();
-        assert!(err.contains("requested 4 ranks but hosts provides only 3 slot(s) (a:2, b:1)"), "{err}");
+        assert!(
+            err.contains("requested 4 ranks but hosts provides only 3 slot(s) (a:2, b:1)"),
+            "{err}"
+        );
         assert!(err.contains("--oversubscribe"), "{err}");
         let p = place(&hosts("a:2,b"), 5, true, "hosts").unwrap();
         assert_eq!(map(&p), vec![(0, 0, 3), (0, 1, 3), (0, 2, 3), (1, 0, 2), (1, 1, 2)]);
@@ -215,7 +245,10 @@ mod tests {
         let p = place(&h, 3, true, "hosts").unwrap();
         assert_eq!(map(&p), vec![(0, 0, 1), (1, 0, 2), (1, 1, 2)]);
         h[1].max_slots = Some(1);
-        assert!(matches!(place(&h, 3, true, "hosts"), Err(LaunchError::OverMaxSlots { requested: 3, limit: 2 })));
+        assert!(matches!(
+            place(&h, 3, true, "hosts"),
+            Err(LaunchError::OverMaxSlots { requested: 3, limit: 2 })
+        ));
     }
 
     #[test]

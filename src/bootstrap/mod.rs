@@ -58,7 +58,9 @@ pub fn exchange_cards(env: &LaunchEnv, own_card: Vec<u8>) -> Result<(Vec<Vec<u8>
     let addr = resolve(&env.bootstrap_addr).map_err(launcher_err("address lookup"))?;
     let mut stream = TcpStream::connect_timeout(&addr, timeout).map_err(launcher_err("connect"))?;
     stream.set_nodelay(true).map_err(launcher_err("connect"))?;
-    stream.set_read_timeout(Some(timeout)).map_err(launcher_err("connect"))?;
+    stream
+        .set_read_timeout(Some(timeout))
+        .map_err(launcher_err("connect"))?;
 
     authenticate_to_launcher(env, &mut stream).map_err(|e| e.into_error(env, "authenticate"))?;
 
@@ -78,7 +80,13 @@ pub fn exchange_cards(env: &LaunchEnv, own_card: Vec<u8>) -> Result<(Vec<Vec<u8>
     let right = match recv_blocking(&mut stream, MAX_FRAME) {
         Ok(Msg::Ring { right }) => right,
         Ok(Msg::Abort { reason }) => return Err(Error::Aborted { rank: env.rank, reason }),
-        Ok(other) => return Err(protocol(env, &env.bootstrap_addr, format!("expected Ring, got {}", other.kind()))),
+        Ok(other) => {
+            return Err(protocol(
+                env,
+                &env.bootstrap_addr,
+                format!("expected Ring, got {}", other.kind()),
+            ))
+        }
         Err(e) if is_timeout(&e) => {
             return Err(Error::BootstrapTimeout {
                 rank: env.rank,

@@ -86,10 +86,16 @@ pub fn allgather(spec: &RingSpec, listener: std::net::TcpListener, own: Vec<u8>)
         if matches!(right.state, RightState::Ready) {
             for origin in to_forward.drain(..) {
                 let blob = cards[origin].clone().expect("forwarded cards are stored");
-                right.buf.push(&Msg::Card { origin: origin as u32, blob });
+                right.buf.push(&Msg::Card {
+                    origin: origin as u32,
+                    blob,
+                });
             }
         }
-        let right_flushed = right.buf.flush_to(&mut right.stream).map_err(io_err("send to the right neighbour"))?;
+        let right_flushed = right
+            .buf
+            .flush_to(&mut right.stream)
+            .map_err(io_err("send to the right neighbour"))?;
         if received == spec.size - 1 && right_flushed && matches!(right.state, RightState::Ready) {
             return Ok(cards.into_iter().map(|c| c.expect("every card arrived")).collect());
         }
@@ -103,10 +109,11 @@ pub fn allgather(spec: &RingSpec, listener: std::net::TcpListener, own: Vec<u8>)
                 missing,
             });
         }
-        poll.poll(&mut events, Some(deadline - now)).or_else(|e| match e.kind() {
-            io::ErrorKind::Interrupted => Ok(()),
-            _ => Err(io_err("ring poll")(e)),
-        })?;
+        poll.poll(&mut events, Some(deadline - now))
+            .or_else(|e| match e.kind() {
+                io::ErrorKind::Interrupted => Ok(()),
+                _ => Err(io_err("ring poll")(e)),
+            })?;
 
         for event in events.iter() {
             match event.token() {
@@ -131,7 +138,11 @@ pub fn allgather(spec: &RingSpec, listener: std::net::TcpListener, own: Vec<u8>)
                     }
                 },
                 RIGHT => {
-                    if !right.buf.fill_from(&mut right.stream).map_err(io_err("read from the right neighbour"))? {
+                    if !right
+                        .buf
+                        .fill_from(&mut right.stream)
+                        .map_err(io_err("read from the right neighbour"))?
+                    {
                         if !matches!(right.state, RightState::Ready) {
                             return Err(peer_gone(spec, right_rank, "during the handshake"));
                         }
@@ -151,7 +162,10 @@ pub fn allgather(spec: &RingSpec, listener: std::net::TcpListener, own: Vec<u8>)
                                     .map_err(|e| auth(spec, right_rank, e.describe()))?;
                                 right.buf.push(&Msg::Hello { rank: spec.rank as u32 });
                                 let own = cards[spec.rank].clone().expect("own card");
-                                right.buf.push(&Msg::Card { origin: spec.rank as u32, blob: own });
+                                right.buf.push(&Msg::Card {
+                                    origin: spec.rank as u32,
+                                    blob: own,
+                                });
                                 RightState::Ready
                             }
                             (RightState::Ready, other) => {
@@ -165,7 +179,15 @@ pub fn allgather(spec: &RingSpec, listener: std::net::TcpListener, own: Vec<u8>)
                     let Some(link) = inbound.get_mut(index).and_then(Option::as_mut) else {
                         continue;
                     };
-                    match serve_inbound(spec, link, left_rank, right_rank, &mut cards, &mut received, &mut to_forward) {
+                    match serve_inbound(
+                        spec,
+                        link,
+                        left_rank,
+                        right_rank,
+                        &mut cards,
+                        &mut received,
+                        &mut to_forward,
+                    ) {
                         Ok(true) => {}
                         Ok(false) => {
                             if let Some(mut dropped) = inbound[index].take() {
@@ -219,12 +241,20 @@ fn serve_inbound(
                 link.state = InboundState::Left;
             }
             (InboundState::AwaitHello, other) => {
-                return Err(protocol(spec, left_rank, format!("expected Hello from rank {left_rank}, got {}", other.kind())))
+                return Err(protocol(
+                    spec,
+                    left_rank,
+                    format!("expected Hello from rank {left_rank}, got {}", other.kind()),
+                ))
             }
             (InboundState::Left, Msg::Card { origin, blob }) => {
                 let origin = origin as usize;
                 if origin >= spec.size || origin == spec.rank || cards[origin].is_some() {
-                    return Err(protocol(spec, left_rank, format!("duplicate or invalid card origin {origin}")));
+                    return Err(protocol(
+                        spec,
+                        left_rank,
+                        format!("duplicate or invalid card origin {origin}"),
+                    ));
                 }
                 if origin != right_rank {
                     to_forward.push(origin);
@@ -267,5 +297,9 @@ fn protocol(spec: &RingSpec, peer: usize, detail: String) -> Error {
 }
 
 fn peer_gone(spec: &RingSpec, peer: usize, when: &str) -> Error {
-    protocol(spec, peer, format!("closed the connection {when} (did rank {peer} exit or crash?)"))
+    protocol(
+        spec,
+        peer,
+        format!("closed the connection {when} (did rank {peer} exit or crash?)"),
+    )
 }

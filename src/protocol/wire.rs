@@ -212,12 +212,26 @@ mod tests {
     fn every_message_round_trips_through_a_framebuf() {
         let msgs = vec![
             Msg::Challenge { nonce: [7; 32] },
-            Msg::Response { nonce: [1; 32], tag: [2; 32] },
+            Msg::Response {
+                nonce: [1; 32],
+                tag: [2; 32],
+            },
             Msg::Confirm { tag: [3; 32] },
-            Msg::Register { rank: 3, size: 8, listen: "127.0.0.1:4000".into(), host: "n1".into(), pid: 42 },
-            Msg::Ring { right: "127.0.0.1:4001".into() },
+            Msg::Register {
+                rank: 3,
+                size: 8,
+                listen: "127.0.0.1:4000".into(),
+                host: "n1".into(),
+                pid: 42,
+            },
+            Msg::Ring {
+                right: "127.0.0.1:4001".into(),
+            },
             Msg::Hello { rank: 2 },
-            Msg::Card { origin: 5, blob: vec![9; 300] },
+            Msg::Card {
+                origin: 5,
+                blob: vec![9; 300],
+            },
             Msg::Finalized { rank: 1 },
             Msg::Goodbye,
             Msg::Abort { reason: "bye".into() },
@@ -241,12 +255,23 @@ mod tests {
     #[test]
     fn oversized_and_foreign_frames_are_rejected() {
         let mut buf = FrameBuf::default();
-        buf.inbox.extend_from_slice(&encode(&Msg::Card { origin: 0, blob: vec![0; 1000] }));
-        assert!(matches!(buf.next_msg(MAX_UNAUTHENTICATED_FRAME), Err(DecodeError::TooLarge { .. })));
+        buf.inbox.extend_from_slice(&encode(&Msg::Card {
+            origin: 0,
+            blob: vec![0; 1000],
+        }));
+        assert!(matches!(
+            buf.next_msg(MAX_UNAUTHENTICATED_FRAME),
+            Err(DecodeError::TooLarge { .. })
+        ));
 
         let mut body = postcard::to_stdvec(&(PROTOCOL_VERSION + 1)).unwrap();
         body.push(0);
-        assert_eq!(decode(&body), Err(DecodeError::Version { got: PROTOCOL_VERSION + 1 }));
+        assert_eq!(
+            decode(&body),
+            Err(DecodeError::Version {
+                got: PROTOCOL_VERSION + 1
+            })
+        );
         assert!(matches!(decode(&[0x01, 0xff, 0xff]), Err(DecodeError::Malformed(_))));
     }
 
@@ -254,7 +279,10 @@ mod tests {
     fn blocking_helpers_match_the_framebuf() {
         let mut wire = Vec::new();
         send_blocking(&mut wire, &Msg::Hello { rank: 9 }).unwrap();
-        assert_eq!(recv_blocking(&mut wire.as_slice(), MAX_FRAME).unwrap(), Msg::Hello { rank: 9 });
+        assert_eq!(
+            recv_blocking(&mut wire.as_slice(), MAX_FRAME).unwrap(),
+            Msg::Hello { rank: 9 }
+        );
         assert!(recv_blocking(&mut &wire[..3], MAX_FRAME).is_err());
     }
 }

@@ -54,7 +54,8 @@ impl Choice {
             "tcp" | "verbs" => Err(Error::TransportUnavailable {
                 rank,
                 requested,
-                detail: "this build of oneside has only the shared-memory transport; use --transport shm or auto".into(),
+                detail: "this build of oneside has only the shared-memory transport; use --transport shm or auto"
+                    .into(),
             }),
             _ => Err(Error::TransportUnavailable {
                 rank,

@@ -14,18 +14,29 @@ pub const HARD_LIMIT: Duration = Duration::from_secs(120);
 /// `target/<profile>`, found from this test binary's own path.
 pub fn target_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
-    exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>/deps/<test>").to_path_buf()
+    exe.parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>/deps/<test>")
+        .to_path_buf()
 }
 
 pub fn rlaunch_path() -> PathBuf {
     let path = target_dir().join("rlaunch");
-    assert!(path.exists(), "{} is missing: run the tests with `cargo test --workspace`", path.display());
+    assert!(
+        path.exists(),
+        "{} is missing: run the tests with `cargo test --workspace`",
+        path.display()
+    );
     path
 }
 
 pub fn example(name: &str) -> String {
     let path = target_dir().join("examples").join(name);
-    assert!(path.exists(), "{} is missing: `cargo test` builds the examples", path.display());
+    assert!(
+        path.exists(),
+        "{} is missing: `cargo test` builds the examples",
+        path.display()
+    );
     path.display().to_string()
 }
 

@@ -29,11 +29,23 @@ pub const INTERRUPT_EXIT: u8 = 130;
 
 /// Everything the supervisor can learn.
 pub enum JobEvent {
-    Registered { rank: usize },
-    Finalized { rank: usize },
-    BootstrapTimeout { missing: Vec<usize>, waited: Duration },
-    BootstrapFailed { detail: String },
-    Exited { rank: usize, status: std::io::Result<std::process::ExitStatus> },
+    Registered {
+        rank: usize,
+    },
+    Finalized {
+        rank: usize,
+    },
+    BootstrapTimeout {
+        missing: Vec<usize>,
+        waited: Duration,
+    },
+    BootstrapFailed {
+        detail: String,
+    },
+    Exited {
+        rank: usize,
+        status: std::io::Result<std::process::ExitStatus>,
+    },
     Interrupted,
 }
 
@@ -63,8 +75,12 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
         secret_hex: hex_encode(&secret),
         job_id: hex_encode(&auth::random_bytes::<8>()),
     };
-    let server = pmi::BootstrapServer::bind([127, 0, 0, 1].into()).map_err(|source| LaunchError::BootstrapListen { source })?;
-    let job = JobContext { bootstrap_addr: server.addr().to_string(), ..job };
+    let server =
+        pmi::BootstrapServer::bind([127, 0, 0, 1].into()).map_err(|source| LaunchError::BootstrapListen { source })?;
+    let job = JobContext {
+        bootstrap_addr: server.addr().to_string(),
+        ..job
+    };
     let (events_tx, events) = channel::unbounded();
     let server_events = events_tx.clone();
     let (size, timeout) = (plan.ranks.len(), plan.bootstrap_timeout);
@@ -152,7 +168,9 @@ fn judge(event: JobEvent, procs: &[RankProcess], states: &mut [RankState], abort
     match event {
         JobEvent::Registered { rank } => {
             states[rank].registered = true;
-            let gone: Vec<usize> = (0..states.len()).filter(|&r| states[r].ending.is_some() && !states[r].registered).collect();
+            let gone: Vec<usize> = (0..states.len())
+                .filter(|&r| states[r].ending.is_some() && !states[r].registered)
+                .collect();
             if let Some(&first) = gone.first().filter(|_| !aborting) {
                 eprintln!(
                     "rlaunch: {} exited without calling oneside::init(), but rank {rank} is waiting for it in init; aborting the job",
@@ -230,7 +248,11 @@ fn start_abort(procs: &[RankProcess], states: &[RankState], code: u8) -> Abort {
     if running > 0 {
         eprintln!("rlaunch: sent SIGTERM to {running} remaining rank(s)");
     }
-    Abort { code, kill_at: Instant::now() + KILL_GRACE, killed: false }
+    Abort {
+        code,
+        kill_at: Instant::now() + KILL_GRACE,
+        killed: false,
+    }
 }
 
 /// Signals the process group of every rank still running; returns how many.

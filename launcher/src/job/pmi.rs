@@ -60,30 +60,46 @@ impl BootstrapServer {
         let mut poll_events = Events::with_capacity(128);
 
         loop {
-            let wait = deadline.filter(|_| !ring_sent).map(|d| d.saturating_duration_since(Instant::now()));
+            let wait = deadline
+                .filter(|_| !ring_sent)
+                .map(|d| d.saturating_duration_since(Instant::now()));
             if wait == Some(Duration::ZERO) {
                 let missing = (0..size).filter(|&r| listen_addrs[r].is_none()).collect();
-                let _ = events.send(JobEvent::BootstrapTimeout { missing, waited: stage_timeout });
+                let _ = events.send(JobEvent::BootstrapTimeout {
+                    missing,
+                    waited: stage_timeout,
+                });
                 deadline = None;
             }
             if let Err(e) = self.poll.poll(&mut poll_events, wait) {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
                 }
-                let _ = events.send(JobEvent::BootstrapFailed { detail: format!("poll: {e}") });
+                let _ = events.send(JobEvent::BootstrapFailed {
+                    detail: format!("poll: {e}"),
+                });
                 return;
             }
             for event in poll_events.iter() {
                 if event.token() == LISTENER {
                     while let Ok((mut stream, _)) = self.listener.accept() {
                         let token = Token(conns.len());
-                        if self.poll.registry().register(&mut stream, token, Interest::READABLE).is_err() {
+                        if self
+                            .poll
+                            .registry()
+                            .register(&mut stream, token, Interest::READABLE)
+                            .is_err()
+                        {
                             continue;
                         }
                         let (acceptor, challenge) = Acceptor::start();
                         let mut buf = FrameBuf::default();
                         buf.push(&challenge);
-                        conns.push(Some(Conn { stream, buf, state: State::AwaitResponse(acceptor) }));
+                        conns.push(Some(Conn {
+                            stream,
+                            buf,
+                            state: State::AwaitResponse(acceptor),
+                        }));
                     }
                     continue;
                 }
@@ -144,7 +160,11 @@ fn serve_conn(
     let mut registered = None;
     loop {
         let authenticated = matches!(conn.state, State::Registered(_) | State::AwaitRegister);
-        let limit = if authenticated { MAX_FRAME } else { MAX_UNAUTHENTICATED_FRAME };
+        let limit = if authenticated {
+            MAX_FRAME
+        } else {
+            MAX_UNAUTHENTICATED_FRAME
+        };
         let msg = match conn.buf.next_msg(limit) {
             Ok(Some(msg)) => msg,
             Ok(None) => break,
@@ -157,12 +177,25 @@ fn serve_conn(
                 conn.buf.push(&confirm);
                 conn.state = State::AwaitRegister;
             }
-            (State::AwaitRegister, Msg::Register { rank, size: their_size, listen, pid, .. }) => {
+            (
+                State::AwaitRegister,
+                Msg::Register {
+                    rank,
+                    size: their_size,
+                    listen,
+                    pid,
+                    ..
+                },
+            ) => {
                 let rank = rank as usize;
                 if their_size as usize != size || rank >= size || listen_addrs[rank].is_some() {
                     return Err(Drop::Fatal(format!(
                         "rank {rank} (pid {pid}) registered with size {their_size}, but the job has {size} ranks{}",
-                        if rank < size && listen_addrs[rank].is_some() { " and that rank is already registered" } else { "" }
+                        if rank < size && listen_addrs[rank].is_some() {
+                            " and that rank is already registered"
+                        } else {
+                            ""
+                        }
                     )));
                 }
                 listen_addrs[rank] = Some(listen);

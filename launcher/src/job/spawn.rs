@@ -27,7 +27,10 @@ impl Agent {
         if is_local(host) {
             Ok(Agent::Local)
         } else {
-            Err(LaunchError::RemoteHost { host: host.to_string(), origin: origin.to_string() })
+            Err(LaunchError::RemoteHost {
+                host: host.to_string(),
+                origin: origin.to_string(),
+            })
         }
     }
 }
@@ -120,7 +123,11 @@ pub fn start_rank(
         let status = child.wait();
         let _ = events.send(JobEvent::Exited { rank, status });
     });
-    Ok(RankProcess { rank, pid, host: host.host.clone() })
+    Ok(RankProcess {
+        rank,
+        pid,
+        host: host.host.clone(),
+    })
 }
 
 /// Whether `host` names this machine.
