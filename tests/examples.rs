@@ -28,8 +28,8 @@ fn hello_put_every_rank_hears_from_its_left_neighbour() {
 
 #[test]
 fn the_readme_demo_runs_from_the_localhost_hostfile() {
-    let hostfile = concat!(env!("CARGO_MANIFEST_DIR"), "/hostfiles/localhost");
-    let out = rlaunch(&["-n", "2", "-f", hostfile, &example("hello_put")]);
+    let hostfile = repo_file("hostfiles/localhost");
+    let out = rlaunch(&["-n", "2", "-f", &hostfile, &example("hello_put")]);
     assert_eq!(out.code, Some(0), "{out:?}");
     assert!(
         out.stdout
@@ -132,13 +132,12 @@ fn stdin_goes_to_rank_0_and_x_forwards_variables() {
 
 #[test]
 fn dry_run_prints_the_rank_map_for_both_dialects() {
-    let dir = env!("CARGO_MANIFEST_DIR");
     let out = rlaunch(&[
         "--dry-run",
         "-n",
         "6",
         "-f",
-        &format!("{dir}/hostfiles/mpich.example"),
+        &repo_file("hostfiles/mpich.example"),
         "sh",
     ]);
     assert_eq!(out.code, Some(0), "{out:?}");
@@ -146,7 +145,7 @@ fn dry_run_prints_the_rank_map_for_both_dialects() {
     assert_eq!(lines.len(), 6);
     assert!(lines[0].starts_with("rank 0 -> node01 (local rank 0 of 4"), "{lines:?}");
     assert!(lines[5].starts_with("rank 5 -> node02 (local rank 1 of 2"), "{lines:?}");
-    let out = rlaunch(&["--dry-run", "-f", &format!("{dir}/hostfiles/openmpi.example"), "sh"]);
+    let out = rlaunch(&["--dry-run", "-f", &repo_file("hostfiles/openmpi.example"), "sh"]);
     assert_eq!(out.lines().len(), 10, "-n defaults to every slot: {out:?}");
     assert!(
         out.stdout.contains("rank 9 -> alice@node03 (local rank 1 of 2"),
