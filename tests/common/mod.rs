@@ -21,13 +21,12 @@ pub fn target_dir() -> PathBuf {
 }
 
 pub fn rlaunch_path() -> PathBuf {
-    let path = target_dir().join("rlaunch");
-    assert!(
-        path.exists(),
-        "{} is missing: run the tests with `cargo test --workspace`",
-        path.display()
-    );
-    path
+    PathBuf::from(env!("CARGO_BIN_EXE_rlaunch"))
+}
+
+/// A file of the repository, e.g. `hostfiles/localhost`.
+pub fn repo_file(relative: &str) -> String {
+    format!("{}/../{relative}", env!("CARGO_MANIFEST_DIR"))
 }
 
 pub fn example(name: &str) -> String {
