@@ -14,8 +14,9 @@ use crate::world::World;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-/// Busy-polls this many times before yielding the core.
-const SPINS_BEFORE_YIELD: u32 = 200;
+/// Busy-polls this many times before yielding the core, when every local
+/// rank has a core of its own.
+pub(crate) const SPINS_BEFORE_YIELD: u32 = 200;
 /// Yields this many times before sleeping between polls.
 const YIELDS_BEFORE_SLEEP: u32 = 20_000;
 
@@ -31,7 +32,7 @@ impl World {
         while distance < self.size {
             let target = (self.rank + distance) % self.size;
             self.signal(target, round, epoch);
-            wait_at_least(self.own.barrier_flag(round), epoch);
+            wait_at_least(self.own.barrier_flag(round), epoch, self.spins_before_yield);
             distance <<= 1;
             round += 1;
         }
@@ -50,18 +51,19 @@ impl World {
 }
 
 /// Polls a local flag word until it reaches `epoch`.
-fn wait_at_least(flag: &AtomicU64, epoch: u64) {
+fn wait_at_least(flag: &AtomicU64, epoch: u64, spins: u32) {
     let mut polls: u32 = 0;
     while flag.load(Ordering::Acquire) < epoch {
         polls = polls.saturating_add(1);
-        back_off(polls);
+        back_off(polls, spins);
     }
 }
 
-/// One step of the back-off shared by every local wait: spin, then yield
-/// (ranks may outnumber cores), then sleep briefly so an idle wait costs little.
-pub(crate) fn back_off(polls: u32) {
-    if polls < SPINS_BEFORE_YIELD {
+/// One step of the back-off shared by every local wait: spin `spins` times,
+/// then yield (the rank we wait for may need this core), then sleep briefly
+/// so an idle wait costs little.
+pub(crate) fn back_off(polls: u32, spins: u32) {
+    if polls < spins {
         std::hint::spin_loop();
     } else if polls < YIELDS_BEFORE_SLEEP {
         std::thread::yield_now();

@@ -73,7 +73,7 @@ impl World {
                 return Ok(value);
             }
             polls = polls.saturating_add(1);
-            crate::barrier::back_off(polls);
+            crate::barrier::back_off(polls, self.spins_before_yield);
         }
     }
 

@@ -23,6 +23,10 @@ pub struct World {
     heap: RefCell<Allocator>,
     pub(crate) id: u64,
     pub(crate) barrier_epoch: Cell<u64>,
+    /// How long local waits spin before yielding: zero when this host runs
+    /// more ranks than it has cores, so a waiter gives its core away at once
+    /// (Open MPI's `mpi_yield_when_idle` under oversubscription).
+    pub(crate) spins_before_yield: u32,
     launcher: Option<LauncherLink>,
     finalized: bool,
 }
@@ -102,6 +106,7 @@ impl World {
             heap,
             id: u64::from_le_bytes(crate::protocol::auth::random_bytes()),
             barrier_epoch: Cell::new(0),
+            spins_before_yield: spin_budget(local_size),
             launcher,
             finalized: false,
         }
@@ -220,6 +225,15 @@ impl World {
             offset: sym.offset,
             bytes: sym.len * std::mem::size_of::<T>(),
         }
+    }
+}
+
+fn spin_budget(local_size: usize) -> u32 {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if local_size > cores {
+        0
+    } else {
+        crate::barrier::SPINS_BEFORE_YIELD
     }
 }
 

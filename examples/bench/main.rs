@@ -1,0 +1,140 @@
+//! OSU-style micro-benchmarks for oneside: put/get latency, put bandwidth
+//! and bi-directional bandwidth over a size sweep (8 B to 4 MiB), small-put
+//! message rate, and barrier latency over all ranks of the job.
+//!
+//! ```text
+//! rlaunch -n 2 target/release/examples/bench [--smoke] [--only-barrier] [--max BYTES]
+//!         [--csv FILE] [--plot FILE.svg] [--peer FILE] [--peer-name NAME]
+//! ```
+//!
+//! Prints a table, then one machine-readable line per figure:
+//! `<metric> <bytes> <value> <unit>`. `--peer` reads the same lines from
+//! another implementation (`bench/mpi_rma.c`) to draw next to ours.
+
+mod measure;
+mod report;
+
+use measure::{sizes, Bench};
+use report::Figure;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Default)]
+struct Options {
+    smoke: bool,
+    only_barrier: bool,
+    max: usize,
+    csv: Option<PathBuf>,
+    plot: Option<PathBuf>,
+    peer: Option<PathBuf>,
+    peer_name: String,
+}
+
+fn parse_options() -> Result<Options, String> {
+    let mut opts = Options {
+        max: 4 << 20,
+        peer_name: "peer".into(),
+        ..Options::default()
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().ok_or(format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--smoke" => opts.smoke = true,
+            "--only-barrier" => opts.only_barrier = true,
+            "--max" => opts.max = value()?.parse().map_err(|_| "--max takes a byte count".to_string())?,
+            "--csv" => opts.csv = Some(value()?.into()),
+            "--plot" => opts.plot = Some(value()?.into()),
+            "--peer" => opts.peer = Some(value()?.into()),
+            "--peer-name" => opts.peer_name = value()?,
+            other => return Err(format!("unknown option '{other}'")),
+        }
+    }
+    if opts.max < 8 {
+        return Err("--max must be at least 8".into());
+    }
+    Ok(opts)
+}
+
+fn main() -> ExitCode {
+    let opts = match parse_options() {
+        Ok(opts) => opts,
+        Err(e) => {
+            eprintln!("bench: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&opts) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(opts: &Options) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    let world = oneside::init()?;
+    if world.size() < 2 {
+        eprintln!(
+            "bench: needs at least 2 ranks, e.g. rlaunch -n 2 {}",
+            std::env::args().next().unwrap_or_default()
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let sweep = match (opts.only_barrier, opts.smoke) {
+        (true, _) => Vec::new(),
+        (false, true) => vec![8, 4096, 65536.min(opts.max)],
+        (false, false) => sizes(opts.max),
+    };
+    let bench = Bench {
+        world: &world,
+        buffer: world.alloc::<u8>(opts.max)?,
+        rates: world.alloc::<f64>(2)?,
+        smoke: opts.smoke,
+    };
+    let mut figures = Vec::new();
+    let mut keep = |metric: &str, bytes: usize, value: Option<f64>, unit: &'static str| {
+        if let Some(value) = value {
+            figures.push(Figure {
+                metric: metric.to_string(),
+                bytes,
+                value,
+                unit,
+            });
+        }
+    };
+    for &size in &sweep {
+        keep("put_lat", size, bench.put_latency(size)?, "us");
+        keep("get_lat", size, bench.get_latency(size)?, "us");
+        keep("put_bw", size, bench.put_bandwidth(size)?, "MB/s");
+        keep("put_bibw", size, bench.put_bibandwidth(size)?, "MB/s");
+        if size >= 65536 {
+            keep("copy_bw", size, bench.copy_bandwidth(size)?, "MB/s");
+        }
+    }
+    if !opts.only_barrier {
+        keep("msg_rate", 8, bench.message_rate()?, "msg/s");
+    }
+    keep(&format!("barrier_n{}", world.size()), 0, bench.barrier_latency()?, "us");
+
+    if world.rank() == 0 {
+        let transport = world.transport_to(1)?;
+        print!("{}", report::table(transport, world.size(), &figures));
+        for figure in &figures {
+            println!("{}", figure.line());
+        }
+        if let Some(path) = &opts.csv {
+            std::fs::write(path, report::csv(&figures))?;
+        }
+        if let Some(path) = &opts.plot {
+            let peer = match &opts.peer {
+                Some(file) => report::parse_lines(&std::fs::read_to_string(file)?),
+                None => Vec::new(),
+            };
+            report::plot(path, &figures, &peer, &opts.peer_name)?;
+        }
+    }
+    world.finalize()?;
+    Ok(ExitCode::SUCCESS)
+}
