@@ -10,6 +10,8 @@
 //! * `bad-rank`           — rank 0 puts to rank `size` and reports the error
 //! * `exhaust`            — allocate more than the heap and report the error
 //! * `leak`               — init, then `process::exit(0)` without finalizing
+//! * `guard SECS`         — print `ready ... tcp=ADDR`, sleep, then check a zeroed object is intact
+//! * `peer-dies`          — rank 1 SIGKILLs itself; rank 0 (ignoring SIGTERM) keeps getting from it
 //! * `env VAR`            — print VAR as rank 0 sees it
 //! * `echo-stdin`         — rank 0 copies one stdin line to stdout
 
@@ -79,6 +81,11 @@ fn run(args: &[String]) -> oneside::Result<u8> {
         _ => {}
     }
 
+    if mode == "peer-dies" {
+        // SAFETY: ignoring SIGTERM has no memory-safety preconditions. It lets
+        // rank 0 see the broken link itself before rlaunch's SIGKILL comes.
+        unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
+    }
     let world = oneside::init()?;
     let rank = world.rank();
     match mode {
@@ -118,6 +125,30 @@ fn run(args: &[String]) -> oneside::Result<u8> {
             world.barrier()?;
             let clean = world.local_to_vec(&object)?.iter().all(|&v| v == 0);
             println!("rank {rank}: object intact: {clean}");
+        }
+        "guard" => {
+            let object = world.alloc::<u32>(16)?;
+            let tcp = world.tcp_endpoint().map_or("-".to_string(), |a| a.to_string());
+            println!("ready pid={} job={} tcp={tcp}", std::process::id(), job_id());
+            std::thread::sleep(Duration::from_secs(arg(args, 1) as u64));
+            world.barrier()?;
+            let clean = world.local_to_vec(&object)?.iter().all(|&v| v == 0);
+            println!("rank {rank}: object intact: {clean}");
+        }
+        "peer-dies" => {
+            let object = world.alloc::<u64>(4)?;
+            if rank == 1 {
+                // SAFETY: raising a signal at ourselves has no memory-safety preconditions.
+                unsafe { libc::raise(libc::SIGKILL) };
+            }
+            if rank == 0 {
+                let deadline = std::time::Instant::now() + Duration::from_secs(10);
+                while std::time::Instant::now() < deadline {
+                    world.get_value(&object, 1, 0)?;
+                }
+                println!("peer-dies: rank 1 still answers after 10 s");
+            }
+            return Ok(3);
         }
         "leak" => {
             if rank == 1 {

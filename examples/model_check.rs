@@ -82,7 +82,7 @@ fn run() -> oneside::Result<bool> {
                 Op::Put { target, start, values } => {
                     let range = *start..start + values.len();
                     if unquieted[*target][range.clone()].iter().any(|&w| w) {
-                        world.quiet();
+                        world.quiet()?;
                         unquieted.iter_mut().for_each(|t| t.fill(false));
                     }
                     world.put(&array, *target, *start, values)?;

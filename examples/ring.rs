@@ -36,7 +36,7 @@ fn run() -> oneside::Result<bool> {
         }
         let token = world.get_value(&mailbox, rank, 0)? + rank as u64;
         world.put_value(&mailbox, right, 0, token)?;
-        world.quiet();
+        world.quiet()?;
         world.put_value(&arrived, right, 0, lap)?;
     }
 

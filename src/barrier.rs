@@ -24,14 +24,14 @@ impl World {
     /// Completes all of this rank's puts ([`quiet`](World::quiet)), then
     /// waits until every rank has entered the barrier.
     pub fn barrier(&self) -> Result<()> {
-        self.quiet();
+        self.quiet()?;
         let epoch = self.barrier_epoch.get() + 1;
         self.barrier_epoch.set(epoch);
         let mut distance = 1;
         let mut round = 0;
         while distance < self.size {
             let target = (self.rank + distance) % self.size;
-            self.signal(target, round, epoch);
+            self.signal(target, round, epoch)?;
             wait_at_least(self.own.barrier_flag(round), epoch, self.spins_before_yield);
             distance <<= 1;
             round += 1;
@@ -41,12 +41,21 @@ impl World {
 
     /// Stores `epoch` into `target`'s flag for `round`: a put of one word
     /// with Release ordering, so every earlier put is visible before it.
-    fn signal(&self, target: usize, round: usize, epoch: u64) {
+    /// Over TCP the target's progress engine makes that store, after every
+    /// earlier request on the connection.
+    fn signal(&self, target: usize, round: usize, epoch: u64) -> Result<()> {
         let segment: &Segment = match &self.paths[target] {
             Path::Local => &self.own,
             Path::Shm(segment) => segment,
+            Path::Tcp(link) => {
+                return link
+                    .borrow_mut()
+                    .signal(round, epoch)
+                    .map_err(|source| self.lost(target, "barrier", source))
+            }
         };
         segment.barrier_flag(round).store(epoch, Ordering::Release);
+        Ok(())
     }
 }
 

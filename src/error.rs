@@ -93,6 +93,34 @@ pub enum Error {
         detail: String,
     },
 
+    /// Starting this rank's TCP progress engine failed.
+    #[error("rank {rank}: cannot start the TCP transport's progress engine")]
+    TcpListen {
+        rank: usize,
+        #[source]
+        source: io::Error,
+    },
+
+    /// Connecting to a peer's TCP progress engine failed.
+    #[error("rank {rank}: cannot connect to rank {peer}'s TCP transport at {addr} (is a firewall in the way?)")]
+    TcpConnect {
+        rank: usize,
+        peer: usize,
+        addr: String,
+        #[source]
+        source: io::Error,
+    },
+
+    /// A peer's connection broke during an operation.
+    #[error("rank {rank}: {op} with rank {peer} failed: {source} (did rank {peer} exit or crash?)")]
+    PeerLost {
+        rank: usize,
+        peer: usize,
+        op: &'static str,
+        #[source]
+        source: io::Error,
+    },
+
     /// No transport reaches a peer.
     #[error("rank {rank}: no transport reaches rank {peer} on host '{host}': {detail}")]
     Unreachable {

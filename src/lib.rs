@@ -37,6 +37,12 @@
 //!   before the barrier is visible to every load the target makes after it
 //!   (release/acquire: each rank's barrier signal is a Release store, its wait
 //!   an Acquire load). [`MPI_Win_fence`].
+//! * Progress: a put always completes eventually without help from the
+//!   target's application thread. Over TCP, small puts from one rank are
+//!   batched and leave at this rank's next `quiet`, `get`, `barrier` or
+//!   `wait_until` (or when the batch fills), so a flag put that another rank
+//!   waits for is delivered once the putter reaches its next oneside call
+//!   (MPI's progress rule). Call `quiet` to push it out at once.
 //! * Ordering between two puts to the same target without an intervening
 //!   quiet is not promised, as in OpenSHMEM; use `quiet` (or a barrier) to
 //!   order them.

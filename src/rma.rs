@@ -4,9 +4,23 @@
 
 use crate::error::{Error, Result};
 use crate::sym::{Pod, Sym};
+use crate::transport::tcp::TcpPeer;
 use crate::transport::{shm, Path};
 use crate::world::World;
+use std::cell::RefCell;
 use std::sync::atomic::{fence, Ordering};
+
+/// Where an access lands.
+enum Target<'w> {
+    /// Memory mapped into this process (our own heap or a same-host peer's).
+    Mapped(*mut u8),
+    /// A heap offset on a peer reached over TCP.
+    Remote {
+        peer: usize,
+        link: &'w RefCell<TcpPeer>,
+        offset: usize,
+    },
+}
 
 impl World {
     /// Writes `src` into `target`'s copy of `sym`, starting at element `index`.
@@ -15,12 +29,17 @@ impl World {
     /// after [`quiet`](World::quiet), and visible to it after a
     /// [`barrier`](World::barrier) (see the crate docs).
     pub fn put<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, src: &[T]) -> Result<()> {
-        let dst = self.remote_ptr("put", sym, target, index, src.len())?;
-        // SAFETY: `remote_ptr` checked that [index, index+len) lies inside the
-        // object, hence inside the target's mapped heap; `src` is a private
-        // slice, so the ranges cannot overlap unless target is us and the user
-        // passes our own heap memory, which the API gives no reference to.
-        unsafe { shm::copy(src.as_ptr().cast(), dst, std::mem::size_of_val(src)) };
+        let bytes: &[u8] = bytemuck::cast_slice(src);
+        match self.locate("put", sym, target, index, src.len())? {
+            // SAFETY: `locate` checked that [index, index+len) lies inside the
+            // object, hence inside the target's mapped heap; `src` is private
+            // memory, so the ranges cannot overlap.
+            Target::Mapped(dst) => unsafe { shm::copy(bytes.as_ptr(), dst, bytes.len()) },
+            Target::Remote { peer, link, offset } => link
+                .borrow_mut()
+                .put(offset, bytes)
+                .map_err(|source| self.lost(peer, "put", source))?,
+        }
         Ok(())
     }
 
@@ -28,10 +47,19 @@ impl World {
     ///
     /// Returns with the data in `dst`.
     pub fn get<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, dst: &mut [T]) -> Result<()> {
-        let src = self.remote_ptr("get", sym, target, index, dst.len())?;
-        // SAFETY: as in `put`, with the roles of the two ranges swapped.
-        unsafe { shm::copy(src, dst.as_mut_ptr().cast(), std::mem::size_of_val(dst)) };
-        fence(Ordering::Acquire);
+        let count = dst.len();
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(dst);
+        match self.locate("get", sym, target, index, count)? {
+            Target::Mapped(src) => {
+                // SAFETY: as in `put`, with the roles of the two ranges swapped.
+                unsafe { shm::copy(src, bytes.as_mut_ptr(), bytes.len()) };
+                fence(Ordering::Acquire);
+            }
+            Target::Remote { peer, link, offset } => link
+                .borrow_mut()
+                .get(offset, bytes)
+                .map_err(|source| self.lost(peer, "get", source))?,
+        }
         Ok(())
     }
 
@@ -49,10 +77,30 @@ impl World {
 
     /// Completes every earlier put of this rank at its target.
     ///
-    /// On shared memory a put is complete when its copy returns; `quiet`
-    /// orders those stores before anything this rank does next.
-    pub fn quiet(&self) {
+    /// On shared memory a put is complete when its copy returns, and `quiet`
+    /// orders those stores before anything this rank does next. Over TCP it
+    /// asks every peer written to since the last quiet for an
+    /// acknowledgement (all at once), then waits for each.
+    pub fn quiet(&self) -> Result<()> {
         fence(Ordering::SeqCst);
+        let mut owed = Vec::new();
+        for (peer, path) in self.paths.iter().enumerate() {
+            if let Path::Tcp(link) = path {
+                if link
+                    .borrow_mut()
+                    .start_quiet()
+                    .map_err(|source| self.lost(peer, "quiet", source))?
+                {
+                    owed.push((peer, link));
+                }
+            }
+        }
+        for (peer, link) in owed {
+            link.borrow_mut()
+                .finish_quiet()
+                .map_err(|source| self.lost(peer, "quiet", source))?;
+        }
+        Ok(())
     }
 
     /// Waits until this rank's own element `index` of `sym` satisfies `done`,
@@ -60,10 +108,12 @@ impl World {
     /// before a `quiet` that precedes the awaited put are visible after this
     /// returns.
     pub fn wait_until<T: Pod>(&self, sym: &Sym<T>, index: usize, mut done: impl FnMut(T) -> bool) -> Result<T> {
-        let ptr = self.remote_ptr("wait_until", sym, self.rank, index, 1)?.cast::<T>();
+        let ptr = self.local_ptr("wait_until", sym, index, 1)?.cast::<T>();
+        // What we wait for may depend on a put of ours still in a batch.
+        self.send_batches()?;
         let mut polls: u32 = 0;
         loop {
-            // SAFETY: `remote_ptr` checked the element lies in our heap;
+            // SAFETY: `local_ptr` checked the element lies in our heap;
             // heap objects are 64-byte aligned and Pod sizes are multiples of
             // their alignment, so `ptr` is aligned. A volatile read never
             // forms a reference to the shared element.
@@ -102,7 +152,7 @@ impl World {
     /// barrier and drop it before the next one, in a phase where the program
     /// sends no puts to this object (the OpenSHMEM rule for local access).
     pub unsafe fn local_slice<'a, T: Pod>(&'a self, sym: &'a Sym<T>) -> Result<&'a [T]> {
-        let ptr = self.remote_ptr("local_slice", sym, self.rank, 0, sym.len())?;
+        let ptr = self.local_ptr("local_slice", sym, 0, sym.len())?;
         // SAFETY: the range is checked, aligned (heap offsets are 64-byte
         // aligned, T is Pod), and the mapping outlives 'a because `self`
         // owns it; exclusivity is the caller's contract.
@@ -118,21 +168,21 @@ impl World {
     /// As for [`local_slice`](World::local_slice): no other rank may put to or
     /// get from this object while the slice lives.
     pub unsafe fn local_slice_mut<'a, T: Pod>(&'a self, sym: &'a mut Sym<T>) -> Result<&'a mut [T]> {
-        let ptr = self.remote_ptr("local_slice_mut", sym, self.rank, 0, sym.len())?;
+        let ptr = self.local_ptr("local_slice_mut", sym, 0, sym.len())?;
         // SAFETY: as in `local_slice`; `&mut Sym` makes the view unique here.
         Ok(unsafe { std::slice::from_raw_parts_mut(ptr.cast::<T>(), sym.len()) })
     }
 
-    /// Checks the arguments and returns the address of element `index` of
-    /// `target`'s copy of `sym`, in this process.
-    fn remote_ptr<T: Pod>(
+    /// Checks the arguments and says where element `index` of `target`'s
+    /// copy of `sym` is: mapped here, or behind a TCP link.
+    fn locate<T: Pod>(
         &self,
         op: &'static str,
         sym: &Sym<T>,
         target: usize,
         index: usize,
         count: usize,
-    ) -> Result<*mut u8> {
+    ) -> Result<Target<'_>> {
         self.check_rank(op, target)?;
         self.check_object(op, sym)?;
         if index.checked_add(count).is_none_or(|end| end > sym.len()) {
@@ -144,13 +194,51 @@ impl World {
                 len: sym.len(),
             });
         }
+        let offset = sym.byte_offset(index);
         let base = match &self.paths[target] {
             Path::Local => self.own.heap_base(),
             Path::Shm(segment) => segment.heap_base(),
+            Path::Tcp(link) => {
+                return Ok(Target::Remote {
+                    peer: target,
+                    link,
+                    offset,
+                })
+            }
         };
         // SAFETY: the object lies inside the heap (the allocator only hands
         // out in-heap ranges, every heap has the same size, checked at init),
         // and [index, index+count) lies inside the object (checked above).
-        Ok(unsafe { base.add(sym.byte_offset(index)) })
+        Ok(Target::Mapped(unsafe { base.add(offset) }))
+    }
+
+    /// Like `locate`, for this rank's own memory, which is always mapped.
+    fn local_ptr<T: Pod>(&self, op: &'static str, sym: &Sym<T>, index: usize, count: usize) -> Result<*mut u8> {
+        match self.locate(op, sym, self.rank, index, count)? {
+            Target::Mapped(ptr) => Ok(ptr),
+            Target::Remote { .. } => unreachable!("a rank's path to itself is always Local"),
+        }
+    }
+
+    /// Pushes out every TCP peer's batch of small puts.
+    fn send_batches(&self) -> Result<()> {
+        for (peer, path) in self.paths.iter().enumerate() {
+            if let Path::Tcp(link) = path {
+                link.borrow_mut()
+                    .flush()
+                    .map_err(|source| self.lost(peer, "put", source))?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn lost(&self, peer: usize, op: &'static str, source: std::io::Error) -> Error {
+        self.broken.set(true);
+        Error::PeerLost {
+            rank: self.rank,
+            peer,
+            op,
+            source,
+        }
     }
 }

@@ -37,6 +37,44 @@ pub struct Segment {
     owned_path: Option<String>,
 }
 
+/// The address range of a mapped segment, without ownership: what the TCP
+/// progress thread needs to apply requests to this rank's memory.
+#[derive(Clone, Copy)]
+pub struct RawSegment {
+    base: *mut u8,
+    len: usize,
+}
+
+// SAFETY: a RawSegment is only a pointer and a length into a MAP_SHARED
+// mapping that other processes write concurrently anyway; all accesses are
+// raw-pointer copies or atomics. Its holder (the progress engine) is stopped
+// and joined before the owning `Segment` is unmapped (see `World`).
+unsafe impl Send for RawSegment {}
+
+impl RawSegment {
+    /// Start of the symmetric heap.
+    pub fn heap_base(self) -> *mut u8 {
+        // SAFETY: every segment is at least HEADER_BYTES long.
+        unsafe { self.base.add(HEADER_BYTES) }
+    }
+
+    /// Heap bytes.
+    pub fn heap_len(self) -> usize {
+        self.len - HEADER_BYTES
+    }
+
+    /// The flag word that barrier round `round` writes into, if the round exists.
+    pub fn barrier_flag<'a>(self, round: usize) -> Option<&'a AtomicU64> {
+        if round >= MAX_ROUNDS {
+            return None;
+        }
+        // SAFETY: CACHE_LINE * (1 + MAX_ROUNDS) <= HEADER_BYTES, the address
+        // is 8-byte aligned, and the word is only ever accessed atomically.
+        // The caller keeps the mapping alive while it uses the reference.
+        Some(unsafe { AtomicU64::from_ptr(self.base.add(CACHE_LINE * (1 + round)).cast()) })
+    }
+}
+
 impl Segment {
     /// Anonymous, private to this process (singleton or no same-host peers).
     pub fn anonymous(rank: usize, heap_bytes: usize) -> Result<Segment> {
@@ -104,23 +142,27 @@ impl Segment {
         Segment { map, base, owned_path }
     }
 
+    /// The mapping's address range, for the progress engine.
+    pub fn raw(&self) -> RawSegment {
+        RawSegment {
+            base: self.base,
+            len: self.map.len(),
+        }
+    }
+
     /// Start of the symmetric heap in this mapping.
     pub fn heap_base(&self) -> *mut u8 {
-        // SAFETY: every segment is at least HEADER_BYTES long.
-        unsafe { self.base.add(HEADER_BYTES) }
+        self.raw().heap_base()
     }
 
     /// Heap bytes in this mapping.
     pub fn heap_len(&self) -> usize {
-        self.map.len() - HEADER_BYTES
+        self.raw().heap_len()
     }
 
     /// The flag word that barrier round `round` writes into.
     pub fn barrier_flag(&self, round: usize) -> &AtomicU64 {
-        assert!(round < MAX_ROUNDS, "barrier round {round} exceeds {MAX_ROUNDS}");
-        // SAFETY: CACHE_LINE * (1 + MAX_ROUNDS) <= HEADER_BYTES, the address
-        // is 8-byte aligned, and the word is only ever accessed atomically.
-        unsafe { AtomicU64::from_ptr(self.base.add(CACHE_LINE * (1 + round)).cast()) }
+        self.raw().barrier_flag(round).expect("a barrier of at most 2^32 ranks")
     }
 
     fn magic(&self) -> &AtomicU64 {

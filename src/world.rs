@@ -8,6 +8,7 @@ use crate::heap::Allocator;
 use crate::protocol::env::{heap_size_from_env, LaunchEnv};
 use crate::segment::Segment;
 use crate::sym::{Pod, Sym};
+use crate::transport::tcp::engine::ProgressEngine;
 use crate::transport::{self, Card, Choice, Path};
 use std::cell::{Cell, RefCell};
 
@@ -18,11 +19,16 @@ pub struct World {
     local_rank: usize,
     local_size: usize,
     host: String,
-    pub(crate) own: Segment,
+    // Fields drop in order: the engine (which writes into `own`) and the
+    // paths stop before this rank's segment is unmapped.
+    engine: Option<ProgressEngine>,
     pub(crate) paths: Vec<Path>,
+    pub(crate) own: Segment,
     heap: RefCell<Allocator>,
     pub(crate) id: u64,
     pub(crate) barrier_epoch: Cell<u64>,
+    /// Set once a peer's link broke: no farewell barrier could complete.
+    pub(crate) broken: Cell<bool>,
     /// How long local waits spin before yielding: zero when this host runs
     /// more ranks than it has cores, so a waiter gives its core away at once
     /// (Open MPI's `mpi_yield_when_idle` under oversubscription).
@@ -40,19 +46,33 @@ pub fn init() -> Result<World> {
         return Ok(World::assemble(0, 1, 0, 1, host, own, vec![Path::Local], None));
     };
     let choice = Choice::from_env(env.rank)?;
-    let (own, shm) = if env.local_size > 1 {
+    let want_tcp = choice == Choice::Tcp || (choice == Choice::Auto && env.local_size < env.size);
+    let (own, shm) = if env.local_size > 1 && choice != Choice::Tcp {
         let (segment, card) = Segment::create_shared(env.rank, &env.job_id, heap_bytes)?;
         (segment, Some(card))
     } else {
         (Segment::anonymous(env.rank, heap_bytes)?, None)
     };
-    let card = Card {
-        host: env.host.clone(),
-        heap_bytes: heap_bytes as u64,
-        shm,
-    };
-    let blob = postcard::to_stdvec(&card).expect("postcard encoding into a Vec cannot fail");
-    let (blobs, launcher) = bootstrap::exchange_cards(&env, blob)?;
+    let mut engine = None;
+    let (blobs, launcher) = bootstrap::exchange_cards(&env, |local_ip| {
+        let tcp = match want_tcp {
+            true => {
+                let started = ProgressEngine::start(env.rank, local_ip, env.secret.clone(), own.raw())
+                    .map_err(|source| Error::TcpListen { rank: env.rank, source })?;
+                let addr = started.addr().to_string();
+                engine = Some(started);
+                Some(addr)
+            }
+            false => None,
+        };
+        let card = Card {
+            host: env.host.clone(),
+            heap_bytes: heap_bytes as u64,
+            shm,
+            tcp,
+        };
+        Ok(postcard::to_stdvec(&card).expect("postcard encoding into a Vec cannot fail"))
+    })?;
     let cards = blobs
         .iter()
         .enumerate()
@@ -64,7 +84,8 @@ pub fn init() -> Result<World> {
             })
         })
         .collect::<Result<Vec<Card>>>()?;
-    let paths = transport::connect_all(env.rank, choice, &cards)?;
+    let timeout = std::time::Duration::from_secs(env.bootstrap_timeout_secs.max(1));
+    let paths = transport::connect_all(env.rank, choice, &cards, &env.secret, timeout)?;
     let mut world = World::assemble(
         env.rank,
         env.size,
@@ -75,6 +96,7 @@ pub fn init() -> Result<World> {
         paths,
         Some(launcher),
     );
+    world.engine = engine;
     // Every peer maps our segment before entering this barrier, so after it
     // the file is no longer needed: unlink it now so a crash leaves nothing.
     world.barrier()?;
@@ -101,11 +123,13 @@ impl World {
             local_rank,
             local_size,
             host,
-            own,
+            engine: None,
             paths,
+            own,
             heap,
             id: u64::from_le_bytes(crate::protocol::auth::random_bytes()),
             barrier_epoch: Cell::new(0),
+            broken: Cell::new(false),
             spins_before_yield: spin_budget(local_size),
             launcher,
             finalized: false,
@@ -141,6 +165,12 @@ impl World {
     pub fn transport_to(&self, target: usize) -> Result<&'static str> {
         self.check_rank("transport_to", target)?;
         Ok(self.paths[target].name())
+    }
+
+    /// The address of this rank's TCP progress engine, if it runs one
+    /// (diagnostics: it is where peers' TCP requests arrive).
+    pub fn tcp_endpoint(&self) -> Option<std::net::SocketAddr> {
+        self.engine.as_ref().map(ProgressEngine::addr)
     }
 
     /// Symmetric heap size per rank, in bytes.
@@ -240,8 +270,9 @@ fn spin_budget(local_size: usize) -> u32 {
 impl Drop for World {
     fn drop(&mut self) {
         // A panicking rank must not wait in a barrier for peers that may be
-        // waiting for it: it leaves without a farewell and rlaunch aborts the job.
-        if std::thread::panicking() {
+        // waiting for it, and a rank that lost a peer cannot finish one: it
+        // leaves without a farewell and rlaunch aborts the job.
+        if std::thread::panicking() || self.broken.get() {
             return;
         }
         if let Err(e) = self.finalize_once() {

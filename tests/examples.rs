@@ -6,17 +6,20 @@ use common::*;
 
 const SIZES: [usize; 4] = [1, 2, 4, 8];
 
+/// `--transport` values and the path every rank must report using.
+const TRANSPORTS: [(&str, &str); 2] = [("auto", "shm"), ("tcp", "tcp")];
+
 #[test]
 fn hello_put_every_rank_hears_from_its_left_neighbour() {
-    for n in SIZES {
-        let out = rlaunch(&["-n", &n.to_string(), &example("hello_put")]);
-        assert_eq!(out.code, Some(0), "n={n}: {out:?}");
+    for ((transport, path), n) in TRANSPORTS.iter().flat_map(|t| SIZES.map(|n| (*t, n))) {
+        let out = rlaunch(&["-n", &n.to_string(), "--transport", transport, &example("hello_put")]);
+        assert_eq!(out.code, Some(0), "n={n} {transport}: {out:?}");
         let mut lines = out.lines();
         lines.sort();
         assert_eq!(lines.len(), n, "n={n}: {out:?}");
         for rank in 0..n {
             let left = (rank + n - 1) % n;
-            let via = if n == 1 { "self" } else { "shm" };
+            let via = if n == 1 { "self" } else { path };
             let expected = format!("rank {rank}/{n} received \"Hello from rank {left}\" from rank {left} (via {via})");
             assert!(
                 lines.contains(&expected.as_str()),
@@ -50,8 +53,8 @@ fn hello_put_runs_alone_as_a_singleton() {
 
 #[test]
 fn ring_pass_sums_every_rank_on_every_lap() {
-    for n in SIZES {
-        let out = rlaunch(&["-n", &n.to_string(), &example("ring"), "3"]);
+    for ((transport, _), n) in TRANSPORTS.iter().flat_map(|t| SIZES.map(|n| (*t, n))) {
+        let out = rlaunch(&["-n", &n.to_string(), "--transport", transport, &example("ring"), "3"]);
         assert_eq!(out.code, Some(0), "n={n}: {out:?}");
         let expected = 3 * n * (n - 1) / 2;
         assert_eq!(
@@ -63,8 +66,8 @@ fn ring_pass_sums_every_rank_on_every_lap() {
 
 #[test]
 fn parallel_pi_is_accurate_at_every_size() {
-    for n in SIZES {
-        let out = rlaunch(&["-n", &n.to_string(), &example("pi"), "200000"]);
+    for ((transport, _), n) in TRANSPORTS.iter().flat_map(|t| SIZES.map(|n| (*t, n))) {
+        let out = rlaunch(&["-n", &n.to_string(), "--transport", transport, &example("pi"), "200000"]);
         assert_eq!(out.code, Some(0), "n={n}: {out:?}");
         let value: f64 = out
             .stdout

@@ -37,7 +37,7 @@ fn ctrl_c_tears_down_every_rank_and_shared_memory_file() {
     // Rank 1 never calls init, so ranks 0 and 2 sit in the bootstrap with
     // their segment files still linked: the worst moment to be interrupted.
     let mut child = spawn_rlaunch(&["-n", "3", &example("faults"), "stall-init", "1"]);
-    let stalled = wait_for_lines(&mut child, "stalling", 1);
+    let (stalled, _) = wait_for_lines(&mut child, "stalling", 1);
     let job = field(&stalled[0], "job").to_string();
     let pid: u32 = field(&stalled[0], "pid").parse().unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
@@ -63,7 +63,7 @@ fn ctrl_c_tears_down_every_rank_and_shared_memory_file() {
 #[test]
 fn ctrl_c_after_init_leaves_no_process() {
     let mut child = spawn_rlaunch(&["-n", "3", &example("faults"), "sleep"]);
-    let ready = wait_for_lines(&mut child, "ready", 3);
+    let (ready, _) = wait_for_lines(&mut child, "ready", 3);
     send_signal(&child, libc::SIGINT);
     let out = finish(child);
     assert_eq!(out.code, Some(130), "{out:?}");
@@ -77,7 +77,7 @@ fn ctrl_c_after_init_leaves_no_process() {
 #[test]
 fn ranks_die_with_a_sigkilled_launcher() {
     let mut child = spawn_rlaunch(&["-n", "2", &example("faults"), "sleep"]);
-    let ready = wait_for_lines(&mut child, "ready", 2);
+    let (ready, _) = wait_for_lines(&mut child, "ready", 2);
     send_signal(&child, libc::SIGKILL);
     let _ = child.wait();
     for line in &ready {
@@ -215,7 +215,7 @@ fn strangers_at_the_bootstrap_port_are_dropped_untrusted() {
         "stall-init",
         "1",
     ]);
-    let stalled = wait_for_lines(&mut child, "stalling", 1);
+    let (stalled, _) = wait_for_lines(&mut child, "stalling", 1);
     let addr = field(&stalled[0], "bootstrap").to_string();
 
     // A forged proof: the launcher closes the connection without a Confirm.
@@ -260,4 +260,68 @@ fn strangers_at_the_bootstrap_port_are_dropped_untrusted() {
     assert!(child.try_wait().unwrap().is_none(), "the job must survive strangers");
     send_signal(&child, libc::SIGINT);
     assert_eq!(finish(child).code, Some(130));
+}
+
+#[test]
+fn a_peer_that_dies_makes_the_next_operation_fail_naming_it() {
+    let out = rlaunch(&["-n", "2", "--transport", "tcp", &example("faults"), "peer-dies"]);
+    assert_eq!(out.code, Some(137), "rank 1's death decides the exit code: {out:?}");
+    assert!(out.stderr.contains("rlaunch: rank 1 on host localhost"), "{out:?}");
+    assert!(
+        out.stderr.contains("faults: rank 0: get with rank 1 failed: "),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains("(did rank 1 exit or crash?)"), "{out:?}");
+    assert!(!out.stdout.contains("still answers"), "{out:?}");
+}
+
+#[test]
+fn strangers_at_a_ranks_tcp_port_can_neither_read_nor_write() {
+    use oneside::protocol::wire::{recv_blocking, send_blocking, Msg, MAX_FRAME};
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    let mut child = spawn_rlaunch(&["-n", "2", "--transport", "tcp", &example("faults"), "guard", "3"]);
+    let (ready, rest) = wait_for_lines(&mut child, "ready", 2);
+    for line in &ready {
+        let addr = field(line, "tcp");
+        // A raw PUT header of 16 bytes of 0xff at offset 0, without a handshake.
+        let mut raw = TcpStream::connect(addr).unwrap();
+        raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut put = vec![1, 0, 0, 0, 16, 0, 0, 0];
+        put.extend_from_slice(&[0; 16]);
+        put.extend_from_slice(&[0xff; 16]);
+        let _ = raw.write_all(&put);
+        let mut sink = Vec::new();
+        let _ = raw.read_to_end(&mut sink);
+        assert!(
+            sink.len() < 200,
+            "only a challenge may come back, got {} bytes",
+            sink.len()
+        );
+
+        // A forged handshake gets no Confirm.
+        let mut forged = TcpStream::connect(addr).unwrap();
+        forged.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        assert!(matches!(
+            recv_blocking(&mut forged, MAX_FRAME).unwrap(),
+            Msg::Challenge { .. }
+        ));
+        send_blocking(
+            &mut forged,
+            &Msg::Response {
+                nonce: [3; 32],
+                tag: [4; 32],
+            },
+        )
+        .unwrap();
+        assert!(recv_blocking(&mut forged, MAX_FRAME).is_err());
+    }
+    let out = finish(child);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let stdout = rest.rest();
+    assert_eq!(
+        stdout.matches("object intact: true").count(),
+        2,
+        "memory must be untouched: {stdout}"
+    );
 }

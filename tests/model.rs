@@ -6,8 +6,24 @@ use common::*;
 
 #[test]
 fn random_puts_and_gets_match_the_model() {
-    for (n, seed) in [(2, 11), (3, 12), (4, 13), (8, 14)] {
-        let out = rlaunch(&["-n", &n.to_string(), &example("model_check"), &seed.to_string(), "30"]);
+    let runs = [
+        ("auto", 2, 11),
+        ("auto", 3, 12),
+        ("auto", 4, 13),
+        ("auto", 8, 14),
+        ("tcp", 2, 15),
+        ("tcp", 4, 16),
+    ];
+    for (transport, n, seed) in runs {
+        let out = rlaunch(&[
+            "-n",
+            &n.to_string(),
+            "--transport",
+            transport,
+            &example("model_check"),
+            &seed.to_string(),
+            "30",
+        ]);
         assert_eq!(out.code, Some(0), "n={n} seed={seed}: {out:?}");
         let ok = out.lines().iter().filter(|l| l.contains(" ok: 30 phases")).count();
         assert_eq!(ok, n, "every rank must report success: {out:?}");

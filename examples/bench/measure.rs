@@ -77,7 +77,7 @@ impl Bench<'_> {
             let seconds = timed(|| {
                 for _ in 0..iters {
                     self.world.put(&self.buffer, 1, 0, &src)?;
-                    self.world.quiet();
+                    self.world.quiet()?;
                 }
                 Ok(())
             })?;
@@ -130,7 +130,7 @@ impl Bench<'_> {
                         self.world
                             .put(&self.buffer, 1, 8 * (j % 8), &(i as u64).to_le_bytes())?;
                     }
-                    self.world.quiet();
+                    self.world.quiet()?;
                 }
                 Ok(())
             })?;
@@ -177,7 +177,7 @@ impl Bench<'_> {
                 for _ in 0..WINDOW {
                     self.world.put(&self.buffer, target, 0, &src)?;
                 }
-                self.world.quiet();
+                self.world.quiet()?;
             }
             Ok(())
         })?;

@@ -12,7 +12,7 @@ use crate::protocol::auth::Connector;
 use crate::protocol::env::LaunchEnv;
 use crate::protocol::wire::{recv_blocking, send_blocking, Msg, MAX_FRAME, MAX_UNAUTHENTICATED_FRAME};
 use std::io;
-use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 /// How long finalize waits for the launcher to acknowledge.
@@ -43,7 +43,13 @@ impl LauncherLink {
 }
 
 /// Runs the whole bootstrap and returns every rank's card, indexed by rank.
-pub fn exchange_cards(env: &LaunchEnv, own_card: Vec<u8>) -> Result<(Vec<Vec<u8>>, LauncherLink)> {
+///
+/// `make_card` builds this rank's card once the address peers reach it at
+/// (the local end of the launcher connection) is known.
+pub fn exchange_cards(
+    env: &LaunchEnv,
+    make_card: impl FnOnce(IpAddr) -> Result<Vec<u8>>,
+) -> Result<(Vec<Vec<u8>>, LauncherLink)> {
     let timeout = Duration::from_secs(env.bootstrap_timeout_secs.max(1));
     let launcher_err = |stage: &'static str| {
         let addr = env.bootstrap_addr.clone();
@@ -68,6 +74,7 @@ pub fn exchange_cards(env: &LaunchEnv, own_card: Vec<u8>) -> Result<(Vec<Vec<u8>
     let local_ip = stream.local_addr().map_err(launcher_err("register"))?.ip();
     let listener = TcpListener::bind((local_ip, 0)).map_err(launcher_err("bind the ring listener"))?;
     let listen = listener.local_addr().map_err(launcher_err("bind the ring listener"))?;
+    let own_card = make_card(local_ip)?;
     let register = Msg::Register {
         rank: env.rank as u32,
         size: env.size as u32,

@@ -1,16 +1,21 @@
 //! How this rank reaches each peer: a closed set of paths, chosen per peer at
 //! `init` and dispatched with `match`.
 //!
-//! Today there are two: the rank itself, and a same-host peer through shared
-//! memory ([`shm`]). Remote paths (TCP, verbs) join this enum as variants;
-//! nothing above this module needs to know which path a peer uses.
+//! Today there are three: the rank itself, a same-host peer through shared
+//! memory ([`shm`]), and any peer over TCP ([`tcp`]). `auto` picks shared
+//! memory where the peer's segment opens here and TCP otherwise; a forced
+//! choice applies to every peer but the rank itself.
 
 pub mod shm;
+pub mod tcp;
 
 use crate::error::{Error, Result};
 use crate::protocol::env::TRANSPORT;
 use crate::segment::{Segment, ShmCard};
 use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::time::Duration;
+use tcp::TcpPeer;
 
 /// What every rank publishes about itself in the bootstrap all-gather.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -18,6 +23,8 @@ pub struct Card {
     pub host: String,
     pub heap_bytes: u64,
     pub shm: Option<ShmCard>,
+    /// `ip:port` of the rank's TCP progress engine, if it runs one.
+    pub tcp: Option<String>,
 }
 
 /// The route to one peer.
@@ -26,6 +33,8 @@ pub enum Path {
     Local,
     /// A peer on this host, its segment mapped into this process.
     Shm(Segment),
+    /// A peer reached over TCP, served by its progress engine.
+    Tcp(RefCell<TcpPeer>),
 }
 
 impl Path {
@@ -34,6 +43,7 @@ impl Path {
         match self {
             Path::Local => "self",
             Path::Shm(_) => "shm",
+            Path::Tcp(_) => "tcp",
         }
     }
 }
@@ -43,6 +53,7 @@ impl Path {
 pub enum Choice {
     Auto,
     Shm,
+    Tcp,
 }
 
 impl Choice {
@@ -51,11 +62,11 @@ impl Choice {
         match requested.as_str() {
             "auto" | "" => Ok(Choice::Auto),
             "shm" => Ok(Choice::Shm),
-            "tcp" | "verbs" => Err(Error::TransportUnavailable {
+            "tcp" => Ok(Choice::Tcp),
+            "verbs" => Err(Error::TransportUnavailable {
                 rank,
                 requested,
-                detail: "this build of oneside has only the shared-memory transport; use --transport shm or auto"
-                    .into(),
+                detail: "this build of oneside has no verbs transport; use --transport auto, shm or tcp".into(),
             }),
             _ => Err(Error::TransportUnavailable {
                 rank,
@@ -67,7 +78,7 @@ impl Choice {
 }
 
 /// Builds the path to every rank from the all-gathered cards.
-pub fn connect_all(rank: usize, _choice: Choice, cards: &[Card]) -> Result<Vec<Path>> {
+pub fn connect_all(rank: usize, choice: Choice, cards: &[Card], secret: &[u8], timeout: Duration) -> Result<Vec<Path>> {
     let own = &cards[rank];
     let mut paths = Vec::with_capacity(cards.len());
     for (peer, card) in cards.iter().enumerate() {
@@ -79,12 +90,42 @@ pub fn connect_all(rank: usize, _choice: Choice, cards: &[Card]) -> Result<Vec<P
                 theirs: card.heap_bytes as usize,
             });
         }
-        let path = if peer == rank {
-            Path::Local
-        } else {
-            shm::connect(rank, peer, own, card)?
+        let path = match choice {
+            _ if peer == rank => Path::Local,
+            Choice::Shm => shm::connect(rank, peer, own, card)?,
+            Choice::Tcp => connect_tcp(rank, peer, card, secret, timeout)?,
+            Choice::Auto => match shm::connect(rank, peer, own, card) {
+                Ok(path) => path,
+                Err(_) if card.tcp.is_some() => connect_tcp(rank, peer, card, secret, timeout)?,
+                Err(e) => return Err(e),
+            },
         };
         paths.push(path);
     }
     Ok(paths)
+}
+
+fn connect_tcp(rank: usize, peer: usize, card: &Card, secret: &[u8], timeout: Duration) -> Result<Path> {
+    let Some(addr) = &card.tcp else {
+        return Err(Error::Unreachable {
+            rank,
+            peer,
+            host: card.host.clone(),
+            detail: "it runs no TCP transport".into(),
+        });
+    };
+    let connect_err = |source| Error::TcpConnect {
+        rank,
+        peer,
+        addr: addr.clone(),
+        source,
+    };
+    let socket = addr.parse().map_err(|_| {
+        connect_err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "not an ip:port address",
+        ))
+    })?;
+    let peer_link = TcpPeer::connect(rank, socket, secret, timeout).map_err(connect_err)?;
+    Ok(Path::Tcp(RefCell::new(peer_link)))
 }

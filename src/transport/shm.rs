@@ -20,14 +20,16 @@ pub fn connect(rank: usize, peer: usize, own: &Card, card: &Card) -> Result<Path
         detail,
     };
     let Some(shm) = &card.shm else {
-        return Err(unreachable("it is alone on its host, so it published no shared-memory segment, and this build has no network transport".into()));
+        return Err(unreachable(
+            "it published no shared-memory segment (alone on its host, or TCP forced)".into(),
+        ));
     };
     match Segment::open_peer(shm) {
         Ok(segment) => Ok(Path::Shm(segment)),
         // Host names can alias one machine ("localhost", its real name), so
         // the segment decides; a different name only explains a failure.
         Err(detail) if card.host != own.host => Err(unreachable(format!(
-            "it runs on another host than this rank ('{}') and this build has no network transport ({detail})",
+            "it runs on another host than this rank ('{}'), so shared memory cannot reach it ({detail})",
             own.host
         ))),
         Err(detail) => Err(Error::PeerSegment {

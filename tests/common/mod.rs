@@ -102,8 +102,21 @@ fn read_all(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle
     })
 }
 
-/// Reads lines from `child`'s stdout until `count` contain `marker`; returns them.
-pub fn wait_for_lines(child: &mut Child, marker: &str, count: usize) -> Vec<String> {
+/// Lines of a child's stdout, read on a thread.
+pub struct Lines {
+    rx: std::sync::mpsc::Receiver<String>,
+}
+
+impl Lines {
+    /// Everything printed after the lines already taken, up to EOF.
+    pub fn rest(self) -> String {
+        self.rx.iter().map(|line| line + "\n").collect()
+    }
+}
+
+/// Reads `child`'s stdout until `count` lines contain `marker`; returns them
+/// and the stream's remainder.
+pub fn wait_for_lines(child: &mut Child, marker: &str, count: usize) -> (Vec<String>, Lines) {
     use std::io::BufRead;
     let stdout = child.stdout.take().expect("piped stdout");
     let (tx, rx) = std::sync::mpsc::channel();
@@ -127,7 +140,7 @@ pub fn wait_for_lines(child: &mut Child, marker: &str, count: usize) -> Vec<Stri
             }
         }
     }
-    found
+    (found, Lines { rx })
 }
 
 /// The value of `key=` in a line such as `ready pid=12 job=ab`.

@@ -1,0 +1,328 @@
+//! The progress engine: a thread per rank with a mio event loop that serves
+//! peers' TCP requests against this rank's memory, so a rank busy computing
+//! still answers puts and gets.
+//!
+//! Each connection first runs the job-secret handshake; a stranger is
+//! dropped before it can name an address. Then requests are applied in
+//! order: put payloads are received straight into the heap, get replies are
+//! sent straight from it, and a quiet is answered only after every earlier
+//! request on that connection. Every offset is bounds-checked here too: a
+//! bad request closes the connection, it never touches memory.
+
+use super::request::{Request, HEADER_BYTES};
+use crate::protocol::auth::Acceptor;
+use crate::protocol::wire::{FrameBuf, Msg, MAX_UNAUTHENTICATED_FRAME};
+use crate::segment::RawSegment;
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token, Waker};
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+const LISTENER: Token = Token(usize::MAX);
+const WAKER: Token = Token(usize::MAX - 1);
+
+/// A running progress engine. Dropping it stops and joins the thread.
+pub struct ProgressEngine {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    waker: Arc<Waker>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ProgressEngine {
+    /// Listens on an ephemeral port of `ip` and serves `memory` for rank `rank`.
+    pub fn start(rank: usize, ip: IpAddr, secret: Vec<u8>, memory: RawSegment) -> io::Result<ProgressEngine> {
+        let poll = Poll::new()?;
+        let mut listener = TcpListener::bind(SocketAddr::new(ip, 0))?;
+        poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        let addr = listener.local_addr()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let server = Server {
+            rank,
+            poll,
+            listener,
+            secret,
+            memory,
+            conns: Vec::new(),
+        };
+        let stop_flag = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name(format!("oneside-progress-{rank}"))
+            .spawn(move || server.run(&stop_flag))?;
+        Ok(ProgressEngine {
+            addr,
+            stop,
+            waker,
+            thread: Some(thread),
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for ProgressEngine {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        let _ = self.waker.wake();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+enum Phase {
+    AwaitResponse(Acceptor),
+    AwaitHello,
+    /// Reading a request header; `got` bytes so far.
+    Header {
+        header: [u8; HEADER_BYTES],
+        got: usize,
+    },
+    /// Receiving a put's payload into the heap.
+    Payload {
+        at: usize,
+        left: usize,
+    },
+    /// Sending bytes from `at` in the heap (a get reply).
+    Reply {
+        at: usize,
+        left: usize,
+    },
+    /// Sending a quiet's token.
+    Ack {
+        token: [u8; 8],
+        sent: usize,
+    },
+}
+
+struct Conn {
+    stream: TcpStream,
+    frames: FrameBuf,
+    phase: Phase,
+}
+
+struct Server {
+    rank: usize,
+    poll: Poll,
+    listener: TcpListener,
+    secret: Vec<u8>,
+    memory: RawSegment,
+    conns: Vec<Option<Conn>>,
+}
+
+/// What happened to a connection after serving it.
+enum Verdict {
+    KeepOpen,
+    Close,
+}
+
+impl Server {
+    fn run(mut self, stop: &AtomicBool) {
+        let mut events = Events::with_capacity(64);
+        while !stop.load(Ordering::Acquire) {
+            if let Err(e) = self.poll.poll(&mut events, None) {
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                eprintln!("oneside: rank {}: progress engine stopped: {e}", self.rank);
+                return;
+            }
+            for event in events.iter() {
+                match event.token() {
+                    WAKER => {}
+                    LISTENER => self.accept_all(),
+                    Token(index) => {
+                        let Some(conn) = self.conns.get_mut(index).and_then(Option::as_mut) else {
+                            continue;
+                        };
+                        if let Verdict::Close = serve(self.rank, &self.secret, self.memory, conn) {
+                            if let Some(mut closed) = self.conns[index].take() {
+                                let _ = self.poll.registry().deregister(&mut closed.stream);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn accept_all(&mut self) {
+        while let Ok((mut stream, _)) = self.listener.accept() {
+            let token = Token(self.conns.len());
+            let interest = Interest::READABLE | Interest::WRITABLE;
+            if stream.set_nodelay(true).is_err() || self.poll.registry().register(&mut stream, token, interest).is_err()
+            {
+                continue;
+            }
+            let (acceptor, challenge) = Acceptor::start();
+            let mut frames = FrameBuf::default();
+            frames.push(&challenge);
+            let _ = frames.flush_to(&mut stream);
+            self.conns.push(Some(Conn {
+                stream,
+                frames,
+                phase: Phase::AwaitResponse(acceptor),
+            }));
+        }
+    }
+}
+
+/// Makes as much progress on one connection as the socket allows.
+fn serve(rank: usize, secret: &[u8], memory: RawSegment, conn: &mut Conn) -> Verdict {
+    if matches!(conn.phase, Phase::AwaitResponse(_) | Phase::AwaitHello) {
+        match handshake(rank, secret, conn) {
+            Some(true) => {}
+            Some(false) => return Verdict::KeepOpen,
+            None => return Verdict::Close,
+        }
+    }
+    match conn.frames.flush_to(&mut conn.stream) {
+        Ok(true) => {}
+        Ok(false) => return Verdict::KeepOpen,
+        Err(_) => return Verdict::Close,
+    }
+    loop {
+        let step = match &mut conn.phase {
+            Phase::AwaitResponse(_) | Phase::AwaitHello => unreachable!("the handshake finished above"),
+            Phase::Header { header, got } => recv_into(&conn.stream, header[*got..].as_mut_ptr(), HEADER_BYTES - *got)
+                .inspect(|&n| {
+                    *got += n;
+                }),
+            Phase::Payload { at, left } => {
+                // SAFETY: `start_request` checked that [at, at+left) lies in the heap.
+                let dst = unsafe { memory.heap_base().add(*at) };
+                recv_into(&conn.stream, dst, *left).inspect(|&n| {
+                    *at += n;
+                    *left -= n;
+                })
+            }
+            Phase::Reply { at, left } => {
+                // SAFETY: `start_request` checked that [at, at+left) lies in the heap.
+                let src = unsafe { memory.heap_base().add(*at) };
+                send_from(&conn.stream, src, *left).inspect(|&n| {
+                    *at += n;
+                    *left -= n;
+                })
+            }
+            Phase::Ack { token, sent } => send_from(&conn.stream, token[*sent..].as_ptr(), 8 - *sent).inspect(|&n| {
+                *sent += n;
+            }),
+        };
+        match step {
+            Ok(0) => return Verdict::Close,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Verdict::KeepOpen,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => return Verdict::Close,
+        }
+        let next = match &conn.phase {
+            Phase::Header {
+                header,
+                got: HEADER_BYTES,
+            } => match start_request(memory, header) {
+                Some(phase) => phase,
+                None => {
+                    eprintln!(
+                        "oneside: rank {rank}: a peer sent an invalid or out-of-bounds request; connection closed"
+                    );
+                    return Verdict::Close;
+                }
+            },
+            Phase::Payload { left: 0, .. } | Phase::Reply { left: 0, .. } | Phase::Ack { sent: 8, .. } => {
+                fresh_header()
+            }
+            _ => continue,
+        };
+        conn.phase = next;
+    }
+}
+
+fn fresh_header() -> Phase {
+    Phase::Header {
+        header: [0; HEADER_BYTES],
+        got: 0,
+    }
+}
+
+/// Runs the secret handshake: `Some(true)` when done, `Some(false)` when it
+/// needs more input, `None` to drop a stranger.
+fn handshake(rank: usize, secret: &[u8], conn: &mut Conn) -> Option<bool> {
+    let open = conn.frames.fill_from(&mut conn.stream).unwrap_or(false);
+    while let Some(msg) = conn.frames.next_msg(MAX_UNAUTHENTICATED_FRAME).ok()? {
+        match (&conn.phase, msg) {
+            (Phase::AwaitResponse(acceptor), response) => {
+                let confirm = acceptor.finish(secret, &response).ok()?;
+                conn.frames.push(&confirm);
+                conn.phase = Phase::AwaitHello;
+            }
+            (Phase::AwaitHello, Msg::Hello { .. }) => {
+                // The client sends nothing more until it has this reply, so
+                // no request bytes can be sitting in the frame buffer.
+                conn.frames.push(&Msg::Hello { rank: rank as u32 });
+                conn.phase = fresh_header();
+                return Some(true);
+            }
+            _ => return None,
+        }
+    }
+    conn.frames.flush_to(&mut conn.stream).ok()?;
+    open.then_some(false)
+}
+
+/// Decodes a header and checks it against this rank's memory; `None` if invalid.
+fn start_request(memory: RawSegment, header: &[u8; HEADER_BYTES]) -> Option<Phase> {
+    let in_heap = |offset: u64, len: u32| {
+        let at = usize::try_from(offset).ok()?;
+        let left = len as usize;
+        (at.checked_add(left)? <= memory.heap_len()).then_some((at, left))
+    };
+    Some(match Request::decode(header)? {
+        Request::Put { offset, len } => match in_heap(offset, len)? {
+            (_, 0) => fresh_header(),
+            (at, left) => Phase::Payload { at, left },
+        },
+        Request::Get { offset, len } => match in_heap(offset, len)? {
+            (_, 0) => fresh_header(),
+            (at, left) => Phase::Reply { at, left },
+        },
+        Request::Signal { round, epoch } => {
+            memory
+                .barrier_flag(usize::try_from(round).ok()?)?
+                .store(epoch, Ordering::Release);
+            fresh_header()
+        }
+        Request::Quiet { token } => Phase::Ack {
+            token: token.to_le_bytes(),
+            sent: 0,
+        },
+    })
+}
+
+/// recv(2) into raw memory: no Rust reference to the (shared) destination.
+fn recv_into(stream: &TcpStream, dst: *mut u8, len: usize) -> io::Result<usize> {
+    // SAFETY: callers pass a destination valid for `len` bytes of writes.
+    let n = unsafe { libc::recv(stream.as_raw_fd(), dst.cast(), len, 0) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// send(2) from raw memory, without SIGPIPE.
+fn send_from(stream: &TcpStream, src: *const u8, len: usize) -> io::Result<usize> {
+    // SAFETY: callers pass a source valid for `len` bytes of reads.
+    let n = unsafe { libc::send(stream.as_raw_fd(), src.cast(), len, libc::MSG_NOSIGNAL) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}

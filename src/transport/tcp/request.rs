@@ -1,0 +1,87 @@
+//! The TCP data path's request format: a fixed 24-byte little-endian header,
+//! followed by the payload for a put. Binary rather than postcard, because it
+//! is on the hot path and has exactly four shapes.
+//!
+//! ```text
+//! op:u32  len:u32  offset:u64  arg:u64
+//! PUT     bytes    heap offset  -          + `len` payload bytes
+//! GET     bytes    heap offset  -          → `len` bytes back
+//! SIGNAL  0        round        epoch      barrier flag store
+//! QUIET   0        0            token      → 8-byte token back, after every earlier request
+//! ```
+
+pub const HEADER_BYTES: usize = 24;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Request {
+    Put { offset: u64, len: u32 },
+    Get { offset: u64, len: u32 },
+    Signal { round: u64, epoch: u64 },
+    Quiet { token: u64 },
+}
+
+const PUT: u32 = 1;
+const GET: u32 = 2;
+const SIGNAL: u32 = 3;
+const QUIET: u32 = 4;
+
+impl Request {
+    pub fn encode(self) -> [u8; HEADER_BYTES] {
+        let (op, len, offset, arg) = match self {
+            Request::Put { offset, len } => (PUT, len, offset, 0),
+            Request::Get { offset, len } => (GET, len, offset, 0),
+            Request::Signal { round, epoch } => (SIGNAL, 0, round, epoch),
+            Request::Quiet { token } => (QUIET, 0, 0, token),
+        };
+        let mut header = [0u8; HEADER_BYTES];
+        header[0..4].copy_from_slice(&op.to_le_bytes());
+        header[4..8].copy_from_slice(&len.to_le_bytes());
+        header[8..16].copy_from_slice(&offset.to_le_bytes());
+        header[16..24].copy_from_slice(&arg.to_le_bytes());
+        header
+    }
+
+    /// `None` for an unknown operation.
+    pub fn decode(header: &[u8; HEADER_BYTES]) -> Option<Request> {
+        let word = |range: std::ops::Range<usize>| u64::from_le_bytes(header[range].try_into().expect("8 bytes"));
+        let op = u32::from_le_bytes(header[0..4].try_into().expect("4 bytes"));
+        let len = u32::from_le_bytes(header[4..8].try_into().expect("4 bytes"));
+        let (offset, arg) = (word(8..16), word(16..24));
+        match op {
+            PUT => Some(Request::Put { offset, len }),
+            GET => Some(Request::Get { offset, len }),
+            SIGNAL => Some(Request::Signal {
+                round: offset,
+                epoch: arg,
+            }),
+            QUIET => Some(Request::Quiet { token: arg }),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_round_trip_and_unknown_ops_are_refused() {
+        for r in [
+            Request::Put {
+                offset: 1 << 40,
+                len: 7,
+            },
+            Request::Get {
+                offset: 64,
+                len: u32::MAX,
+            },
+            Request::Signal { round: 3, epoch: 99 },
+            Request::Quiet { token: 5 },
+        ] {
+            assert_eq!(Request::decode(&r.encode()), Some(r));
+        }
+        let mut bad = Request::Quiet { token: 0 }.encode();
+        bad[0] = 9;
+        assert_eq!(Request::decode(&bad), None);
+    }
+}
