@@ -144,7 +144,12 @@ fn run(args: &[String]) -> oneside::Result<u8> {
             if rank == 0 {
                 let deadline = std::time::Instant::now() + Duration::from_secs(10);
                 while std::time::Instant::now() < deadline {
-                    world.get_value(&object, 1, 0)?;
+                    if let Err(e) = world.get_value(&object, 1, 0) {
+                        // Report, then stay until rlaunch tears the job down, so
+                        // rank 1's death is the failure it sees first.
+                        eprintln!("faults: {e}");
+                        sleep_forever();
+                    }
                 }
                 println!("peer-dies: rank 1 still answers after 10 s");
             }

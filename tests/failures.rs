@@ -189,7 +189,8 @@ fn bad_input_is_one_clear_line_and_a_nonzero_exit() {
         ),
         (
             vec!["-n", "1", "-H", "node-far-away", "sh"],
-            "rlaunch: error: host 'node-far-away' (-H) is not this machine".into(),
+            "rlaunch: error: cannot choose the bootstrap address: cannot find a local address that reaches 'node-far-away'"
+                .into(),
         ),
     ];
     for (args, expected) in cases {

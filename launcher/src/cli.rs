@@ -50,6 +50,18 @@ pub struct Args {
     #[arg(long, value_name = "SIZE")]
     pub heap_size: Option<String>,
 
+    /// Command that reaches other hosts (rlaunch adds BatchMode and ConnectTimeout).
+    #[arg(long, value_name = "CMD", default_value = "ssh", env = "RLAUNCH_SSH")]
+    pub ssh: String,
+
+    /// Address ranks on other hosts connect back to (default: the one that routes to them).
+    #[arg(long, value_name = "IP", conflicts_with = "iface")]
+    pub bootstrap_addr: Option<std::net::IpAddr>,
+
+    /// Network interface whose address ranks on other hosts connect back to.
+    #[arg(long, value_name = "NAME")]
+    pub iface: Option<String>,
+
     /// Seconds each bootstrap stage may take before the job is aborted.
     #[arg(long, value_name = "SECS", default_value_t = 60)]
     pub bootstrap_timeout: u64,

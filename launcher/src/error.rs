@@ -44,8 +44,17 @@ pub enum LaunchError {
     #[error("cannot run '{program}': {reason}")]
     Program { program: String, reason: String },
 
-    #[error("host '{host}' ({origin}) is not this machine, and this rlaunch can only start ranks locally: SSH launching is not available yet; use a hostfile of local hosts")]
-    RemoteHost { host: String, origin: String },
+    #[error("cannot choose the bootstrap address: {detail}")]
+    Address { detail: String },
+
+    #[error("--ssh '{command}': {reason}")]
+    BadSsh { command: String, reason: String },
+
+    #[error("cannot find rlaunch's own path or working directory: {source}")]
+    SelfPath {
+        #[source]
+        source: io::Error,
+    },
 
     #[error("cannot start the bootstrap service: {source}")]
     BootstrapListen {

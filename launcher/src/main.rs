@@ -6,10 +6,15 @@ mod error;
 mod hostfile;
 mod job;
 mod plan;
+mod proxy;
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // The remote end of an ssh connection: not a user-facing mode.
+    if std::env::args_os().nth(1).is_some_and(|a| a == "--proxy") {
+        return ExitCode::from(proxy::run());
+    }
     let args = match cli::parse(std::env::args_os()) {
         Ok(args) => args,
         Err(e) => {

@@ -33,6 +33,10 @@ pub struct LaunchPlan {
     pub transport: Transport,
     pub heap_size: Option<String>,
     pub bootstrap_timeout: Duration,
+    /// The command reaching other hosts, split into words (never empty).
+    pub ssh: Vec<String>,
+    pub bootstrap_addr: Option<std::net::IpAddr>,
+    pub iface: Option<String>,
 }
 
 impl LaunchPlan {
@@ -72,6 +76,9 @@ impl LaunchPlan {
             transport: args.transport,
             heap_size: args.heap_size,
             bootstrap_timeout: Duration::from_secs(args.bootstrap_timeout.max(1)),
+            ssh: split_command(&args.ssh)?,
+            bootstrap_addr: args.bootstrap_addr,
+            iface: args.iface,
         })
     }
 
@@ -177,6 +184,18 @@ fn forward(spec: &str) -> Result<(String, String), LaunchError> {
         return Err(bad("not a valid variable name"));
     }
     Ok((name.to_string(), value))
+}
+
+/// Splits `--ssh` into words (whitespace-separated; no shell quoting).
+fn split_command(command: &str) -> Result<Vec<String>, LaunchError> {
+    let words: Vec<String> = command.split_whitespace().map(String::from).collect();
+    if words.is_empty() {
+        return Err(LaunchError::BadSsh {
+            command: command.to_string(),
+            reason: "the command is empty".into(),
+        });
+    }
+    Ok(words)
 }
 
 /// Finds the program as a shell would, and checks it can be executed.

@@ -71,9 +71,9 @@ impl Msg {
 }
 
 #[derive(Serialize, Deserialize)]
-struct Envelope {
+struct Envelope<T> {
     version: u16,
-    msg: Msg,
+    msg: T,
 }
 
 /// Why a frame could not be decoded.
@@ -99,9 +99,15 @@ impl std::fmt::Display for DecodeError {
 
 /// Encodes `msg` as one length-prefixed frame.
 pub fn encode(msg: &Msg) -> Vec<u8> {
+    encode_any(msg)
+}
+
+/// Encodes any serializable message as one versioned, length-prefixed frame
+/// (rlaunch uses this for its proxy protocol too).
+pub fn encode_any<T: Serialize>(msg: &T) -> Vec<u8> {
     let envelope = Envelope {
         version: PROTOCOL_VERSION,
-        msg: msg.clone(),
+        msg,
     };
     let body = postcard::to_stdvec(&envelope).expect("postcard encoding into a Vec cannot fail");
     let mut frame = Vec::with_capacity(4 + body.len());
@@ -112,12 +118,17 @@ pub fn encode(msg: &Msg) -> Vec<u8> {
 
 /// Decodes one frame body (without its length prefix).
 pub fn decode(body: &[u8]) -> Result<Msg, DecodeError> {
+    decode_any(body)
+}
+
+/// Decodes one frame body of any message type.
+pub fn decode_any<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, DecodeError> {
     // The version is the first field, so it decodes even if `Msg` changed shape.
     let (version, _) = postcard::take_from_bytes::<u16>(body).map_err(|e| DecodeError::Malformed(e.to_string()))?;
     if version != PROTOCOL_VERSION {
         return Err(DecodeError::Version { got: version });
     }
-    let envelope: Envelope = postcard::from_bytes(body).map_err(|e| DecodeError::Malformed(e.to_string()))?;
+    let envelope: Envelope<T> = postcard::from_bytes(body).map_err(|e| DecodeError::Malformed(e.to_string()))?;
     Ok(envelope.msg)
 }
 
@@ -189,6 +200,11 @@ pub fn send_blocking(dst: &mut impl Write, msg: &Msg) -> io::Result<()> {
 
 /// Receives one message from a blocking stream (honouring its read timeout).
 pub fn recv_blocking(src: &mut impl Read, limit: usize) -> io::Result<Msg> {
+    recv_any(src, limit)
+}
+
+/// Receives one message of any type from a blocking stream.
+pub fn recv_any<T: serde::de::DeserializeOwned>(src: &mut impl Read, limit: usize) -> io::Result<T> {
     let mut header = [0u8; 4];
     src.read_exact(&mut header)?;
     let len = u32::from_le_bytes(header) as usize;
@@ -197,7 +213,7 @@ pub fn recv_blocking(src: &mut impl Read, limit: usize) -> io::Result<Msg> {
     }
     let mut body = vec![0u8; len];
     src.read_exact(&mut body)?;
-    decode(&body).map_err(invalid)
+    decode_any(&body).map_err(invalid)
 }
 
 fn invalid(e: DecodeError) -> io::Error {

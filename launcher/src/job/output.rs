@@ -1,22 +1,23 @@
 //! Forwarding ranks' output line by line, and rlaunch's stdin to rank 0.
 //!
-//! Each pipe has a reader thread that writes whole lines while holding the
-//! lock on rlaunch's own stdout or stderr, so lines from different ranks
-//! never interleave mid-line.
+//! Each pipe has a reader thread that hands whole lines to a sink: the
+//! terminal (writing each line while holding the lock on rlaunch's stdout or
+//! stderr, so lines never interleave mid-line) or, in proxy mode, a frame to
+//! the launcher.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::ChildStdin;
 use std::thread::JoinHandle;
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Stream {
     Stdout,
     Stderr,
 }
 
-/// Copies `pipe` to rlaunch's `stream`, one whole line at a time, with an
-/// optional tag before each line. Ends at EOF.
-pub fn forward_lines(pipe: impl Read + Send + 'static, stream: Stream, tag: Option<String>) -> JoinHandle<()> {
+/// Reads `pipe` to EOF and calls `sink` with every line, newline included
+/// (one is added to a last line that lacks it).
+pub fn forward_lines(pipe: impl Read + Send + 'static, mut sink: impl FnMut(&[u8]) + Send + 'static) -> JoinHandle<()> {
     std::thread::spawn(move || {
         let mut reader = BufReader::with_capacity(64 * 1024, pipe);
         let mut line = Vec::with_capacity(256);
@@ -29,25 +30,30 @@ pub fn forward_lines(pipe: impl Read + Send + 'static, stream: Stream, tag: Opti
             if line.last() != Some(&b'\n') {
                 line.push(b'\n');
             }
-            let written = match stream {
-                Stream::Stdout => write_line(&mut std::io::stdout().lock(), tag.as_deref(), &line),
-                Stream::Stderr => write_line(&mut std::io::stderr().lock(), tag.as_deref(), &line),
-            };
-            if written.is_err() {
-                // rlaunch's own output is gone (e.g. a closed pipe): keep
-                // draining so the rank never blocks on a full pipe.
-                continue;
-            }
+            sink(&line);
         }
     })
 }
 
-fn write_line(out: &mut impl Write, tag: Option<&str>, line: &[u8]) -> std::io::Result<()> {
-    if let Some(tag) = tag {
-        out.write_all(tag.as_bytes())?;
+/// Writes one line to rlaunch's own stdout or stderr, with an optional tag.
+/// Errors (a closed terminal) are ignored: ranks must never block on output.
+pub fn print_line(stream: Stream, tag: Option<&str>, line: &[u8]) {
+    fn write(out: &mut impl Write, tag: Option<&str>, line: &[u8]) -> std::io::Result<()> {
+        if let Some(tag) = tag {
+            out.write_all(tag.as_bytes())?;
+        }
+        out.write_all(line)?;
+        out.flush()
     }
-    out.write_all(line)?;
-    out.flush()
+    let _ = match stream {
+        Stream::Stdout => write(&mut std::io::stdout().lock(), tag, line),
+        Stream::Stderr => write(&mut std::io::stderr().lock(), tag, line),
+    };
+}
+
+/// The `--tag-output` prefix of a rank's lines.
+pub fn tag(enabled: bool, rank: usize) -> Option<String> {
+    enabled.then(|| format!("[{rank}] "))
 }
 
 /// Copies rlaunch's stdin to rank 0 until either side closes. Detached: a

@@ -5,7 +5,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 
 /// How a rank process ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Ending {
     Code(i32),
     Signal(i32),

@@ -1,36 +1,32 @@
-//! Starting rank processes on their hosts.
+//! Starting processes for a job: ranks on this host, and ssh connections to
+//! the proxies on other hosts.
 //!
-//! [`Agent`] is the seam for remote hosts: today only `Local` exists, which
-//! forks the rank here. Each rank gets its own process group (so teardown can
-//! signal the rank and anything it started) and dies with the launcher
-//! (`PR_SET_PDEATHSIG`), so not even a SIGKILLed rlaunch leaves orphans.
+//! Every process rlaunch starts gets its own process group (so teardown can
+//! signal it and anything it started, and a terminal's Ctrl-C reaches only
+//! rlaunch) and dies with its parent (`PR_SET_PDEATHSIG`), so not even a
+//! SIGKILLed rlaunch or proxy leaves orphans.
 
-use super::output::{self, Stream};
-use super::JobEvent;
-use crate::error::LaunchError;
 use crate::plan::{LaunchPlan, Placement};
-use crossbeam::channel::Sender;
 use oneside::protocol::env as vars;
 use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
-use std::thread::JoinHandle;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 
 /// How ranks reach a host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Agent {
     /// This machine: fork and exec directly.
     Local,
+    /// Another machine: one ssh connection running `rlaunch --proxy`.
+    Ssh,
 }
 
 impl Agent {
-    /// Picks the agent for a host, or explains why none can reach it.
-    pub fn for_host(host: &str, origin: &str) -> Result<Agent, LaunchError> {
+    pub fn for_host(host: &str) -> Agent {
         if is_local(host) {
-            Ok(Agent::Local)
+            Agent::Local
         } else {
-            Err(LaunchError::RemoteHost {
-                host: host.to_string(),
-                origin: origin.to_string(),
-            })
+            Agent::Ssh
         }
     }
 }
@@ -42,51 +38,53 @@ pub struct JobContext {
     pub job_id: String,
 }
 
-/// A started rank.
-pub struct RankProcess {
-    pub rank: usize,
-    pub pid: i32,
-    pub host: String,
+/// The complete environment rlaunch sets for one rank.
+pub fn rank_env(plan: &LaunchPlan, placement: &Placement, job: &JobContext) -> Vec<(String, String)> {
+    let host = &plan.hosts[placement.host];
+    let mut env = vec![
+        (vars::RANK, placement.rank.to_string()),
+        (vars::SIZE, plan.ranks.len().to_string()),
+        (vars::LOCAL_RANK, placement.local_rank.to_string()),
+        (vars::LOCAL_SIZE, placement.local_size.to_string()),
+        (vars::HOST, host.host.clone()),
+        (vars::BOOTSTRAP_ADDR, job.bootstrap_addr.clone()),
+        (vars::JOB_SECRET, job.secret_hex.clone()),
+        (vars::JOB_ID, job.job_id.clone()),
+        (vars::BOOTSTRAP_TIMEOUT, plan.bootstrap_timeout.as_secs().to_string()),
+        (vars::TRANSPORT, plan.transport.name().to_string()),
+    ];
+    if let Some(size) = &plan.heap_size {
+        env.push((vars::HEAP_SIZE, size.clone()));
+    }
+    let mut env: Vec<(String, String)> = env.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    env.extend(plan.env.iter().cloned());
+    env
 }
 
-/// Starts one rank. Must run on the main thread: the parent-death signal
-/// fires when the *thread* that forked exits, not the process.
-pub fn start_rank(
-    plan: &LaunchPlan,
-    placement: &Placement,
-    job: &JobContext,
-    events: &Sender<JobEvent>,
-    readers: &mut Vec<JoinHandle<()>>,
-) -> Result<RankProcess, LaunchError> {
-    let host = &plan.hosts[placement.host];
-    let Agent::Local = Agent::for_host(&host.host, &host.origin)?;
-    let rank = placement.rank;
-    let mut command = Command::new(&plan.program);
+/// Spawns `program` with piped stdout and stderr, in its own process group,
+/// dying with this process. Call it on the main thread: the parent-death
+/// signal fires when the *thread* that forked exits, not the process.
+pub fn spawn_process(
+    program: &Path,
+    args: &[String],
+    env: &[(String, String)],
+    cwd: Option<&Path>,
+    stdin: Stdio,
+) -> std::io::Result<Child> {
+    let mut command = Command::new(program);
     command
-        .args(&plan.args)
-        .env(vars::RANK, rank.to_string())
-        .env(vars::SIZE, plan.ranks.len().to_string())
-        .env(vars::LOCAL_RANK, placement.local_rank.to_string())
-        .env(vars::LOCAL_SIZE, placement.local_size.to_string())
-        .env(vars::HOST, &host.host)
-        .env(vars::BOOTSTRAP_ADDR, &job.bootstrap_addr)
-        .env(vars::JOB_SECRET, &job.secret_hex)
-        .env(vars::JOB_ID, &job.job_id)
-        .env(vars::BOOTSTRAP_TIMEOUT, plan.bootstrap_timeout.as_secs().to_string())
-        .env(vars::TRANSPORT, plan.transport.name())
-        .stdin(if rank == 0 { Stdio::piped() } else { Stdio::null() })
+        .args(args)
+        .envs(env.iter().cloned())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    if let Some(size) = &plan.heap_size {
-        command.env(vars::HEAP_SIZE, size);
-    }
-    for (name, value) in &plan.env {
-        command.env(name, value);
+    if let Some(dir) = cwd {
+        command.current_dir(dir);
     }
     // SAFETY: the closure runs between fork and exec and calls only
     // async-signal-safe functions (setpgid, prctl, getppid, _exit).
     unsafe {
-        let launcher = libc::getpid();
+        let parent = libc::getpid();
         command.pre_exec(move || {
             if libc::setpgid(0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
@@ -94,40 +92,23 @@ pub fn start_rank(
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            // The launcher may have died before prctl took effect.
-            if libc::getppid() != launcher {
+            // The parent may have died before prctl took effect.
+            if libc::getppid() != parent {
                 libc::_exit(1);
             }
             Ok(())
         });
     }
-    let mut child = command.spawn().map_err(|source| LaunchError::Spawn {
-        rank,
-        host: host.host.clone(),
-        program: plan.program.display().to_string(),
-        source,
-    })?;
-    let tag = plan.tag_output.then(|| format!("[{rank}] "));
-    if let Some(stdout) = child.stdout.take() {
-        readers.push(output::forward_lines(stdout, Stream::Stdout, tag.clone()));
+    command.spawn()
+}
+
+/// Sends `signal` to the process group led by `pid`.
+pub fn signal_group(pid: i32, signal: i32) {
+    if pid > 0 {
+        // SAFETY: kill(2) has no memory-safety preconditions; a negative pid
+        // names the process group the child created at spawn.
+        unsafe { libc::kill(-pid, signal) };
     }
-    if let Some(stderr) = child.stderr.take() {
-        readers.push(output::forward_lines(stderr, Stream::Stderr, tag));
-    }
-    if let Some(stdin) = child.stdin.take() {
-        output::forward_stdin(stdin);
-    }
-    let pid = child.id() as i32;
-    let events = events.clone();
-    std::thread::spawn(move || {
-        let status = child.wait();
-        let _ = events.send(JobEvent::Exited { rank, status });
-    });
-    Ok(RankProcess {
-        rank,
-        pid,
-        host: host.host.clone(),
-    })
 }
 
 /// Whether `host` names this machine.

@@ -1,0 +1,44 @@
+//! What rlaunch and its proxies say to each other over an ssh connection's
+//! stdin and stdout: a closed set of messages in the same versioned,
+//! length-prefixed postcard frames as the bootstrap protocol.
+
+use crate::job::output::Stream;
+use crate::job::report::Ending;
+use serde::{Deserialize, Serialize};
+
+/// Largest frame either side accepts.
+pub const MAX_FRAME: usize = 16 << 20;
+
+/// Launcher → proxy.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum ToProxy {
+    /// Start these ranks (always the first message).
+    Start(ProxySpec),
+    /// Send a signal to every rank still running.
+    Signal { signal: i32 },
+}
+
+/// Everything a proxy needs to start its host's ranks.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ProxySpec {
+    pub cwd: String,
+    pub program: String,
+    pub args: Vec<String>,
+    pub ranks: Vec<ProxyRank>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ProxyRank {
+    pub rank: u32,
+    /// The complete environment rlaunch sets for this rank.
+    pub env: Vec<(String, String)>,
+}
+
+/// Proxy → launcher.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum FromProxy {
+    Started { rank: u32, pid: i32 },
+    SpawnFailed { rank: u32, error: String },
+    Output { rank: u32, stream: Stream, line: Vec<u8> },
+    Exited { rank: u32, ending: Ending },
+}

@@ -1,0 +1,273 @@
+//! Integration tests through the namespace cluster (tests/cluster/): real
+//! sshd, real network stacks, separate hostnames and /dev/shm. They need
+//! root and are run by `tests/cluster/run.sh`, which builds the cluster and
+//! sets ONESIDE_CLUSTER_DIR; the `cluster-tests` feature keeps them out of
+//! a plain `cargo test`.
+
+mod common;
+use common::*;
+use std::time::Duration;
+
+/// The cluster `run.sh` built: hosts os-h1..os-h4 at 198.18.0.11..14.
+struct Cluster {
+    dir: String,
+    ssh: String,
+}
+
+fn cluster() -> Cluster {
+    let dir = std::env::var("ONESIDE_CLUSTER_DIR").expect("run these through tests/cluster/run.sh");
+    let ssh = std::fs::read_to_string(format!("{dir}/ssh"))
+        .expect("cluster ssh command")
+        .trim()
+        .to_string();
+    Cluster { dir, ssh }
+}
+
+impl Cluster {
+    /// Writes a hostfile of `(host number, slots)` and returns its path.
+    fn hostfile(&self, name: &str, hosts: &[(usize, usize)]) -> String {
+        let path = format!("{}/{name}", self.dir);
+        let text: String = hosts
+            .iter()
+            .map(|(h, slots)| format!("198.18.0.{} slots={slots}\n", 10 + h))
+            .collect();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn run(&self, hostfile: &str, args: &[&str]) -> Outcome {
+        finish(self.spawn(hostfile, args))
+    }
+
+    fn spawn(&self, hostfile: &str, args: &[&str]) -> std::process::Child {
+        let mut full = vec!["--ssh", &self.ssh, "-f", hostfile];
+        full.extend_from_slice(args);
+        spawn_rlaunch(&full)
+    }
+
+    /// Names of the processes still running on host `h` (besides its sshd).
+    fn processes_on(&self, h: usize) -> Vec<String> {
+        let out = std::process::Command::new("ip")
+            .args(["netns", "pids", &format!("os-h{h}")])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/comm")).ok())
+            .map(|comm| comm.trim().to_string())
+            .filter(|comm| comm != "sshd")
+            .collect()
+    }
+
+    fn assert_hosts_clean(&self, hosts: &[usize]) {
+        for &h in hosts {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while !self.processes_on(h).is_empty() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            assert_eq!(self.processes_on(h), Vec::<String>::new(), "processes left on os-h{h}");
+        }
+    }
+}
+
+#[test]
+fn examples_on_two_hosts_by_two_ranks_mix_shm_and_tcp() {
+    let c = cluster();
+    let hosts = c.hostfile("two-by-two", &[(1, 2), (2, 2)]);
+    let out = c.run(&hosts, &["-n", "4", &example("hello_put")]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    for (rank, left, via) in [(0, 3, "tcp"), (1, 0, "shm"), (2, 1, "tcp"), (3, 2, "shm")] {
+        let line = format!("rank {rank}/4 received \"Hello from rank {left}\" from rank {left} (via {via})");
+        assert!(out.stdout.contains(&line), "missing '{line}': {out:?}");
+    }
+    let out = c.run(&hosts, &["-n", "4", &example("ring"), "3"]);
+    assert_eq!(
+        out.stdout, "ring: 3 lap(s) over 4 ranks: token 18, expected 18: ok\n",
+        "{out:?}"
+    );
+    let out = c.run(&hosts, &["-n", "4", &example("pi"), "100000"]);
+    assert!(
+        out.stdout.starts_with("pi ≈ 3.14159265") && out.code == Some(0),
+        "{out:?}"
+    );
+    let out = c.run(&hosts, &["-n", "4", &example("model_check"), "21", "20"]);
+    assert_eq!(out.stdout.matches(" ok: 20 phases").count(), 4, "{out:?}");
+    c.assert_hosts_clean(&[1, 2]);
+}
+
+#[test]
+fn three_hosts_with_uneven_slots_place_and_run() {
+    let c = cluster();
+    let hosts = c.hostfile("uneven", &[(1, 1), (2, 3), (3, 2)]);
+    let out = c.run(
+        &hosts,
+        &[
+            "-n",
+            "6",
+            "sh",
+            "-c",
+            "echo $ONESIDE_RANK $(hostname) $ONESIDE_LOCAL_RANK/$ONESIDE_LOCAL_SIZE",
+        ],
+    );
+    let mut lines = out.lines();
+    lines.sort();
+    let expected = [
+        "0 os-h1 0/1",
+        "1 os-h2 0/3",
+        "2 os-h2 1/3",
+        "3 os-h2 2/3",
+        "4 os-h3 0/2",
+        "5 os-h3 1/2",
+    ];
+    assert_eq!(lines, expected, "{out:?}");
+    let out = c.run(&hosts, &["-n", "6", &example("model_check"), "22", "20"]);
+    assert_eq!(out.stdout.matches(" ok: 20 phases").count(), 6, "{out:?}");
+    let out = c.run(&hosts, &["-n", "6", "--transport", "tcp", &example("hello_put")]);
+    assert_eq!(out.stdout.matches("(via tcp)").count(), 6, "{out:?}");
+}
+
+#[test]
+fn a_host_whose_sshd_is_stopped_fails_the_job_with_one_line() {
+    let c = cluster();
+    let status = std::process::Command::new(repo_file("tests/cluster/cluster.sh"))
+        .args(["stop-sshd", &c.dir, "4"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let hosts = c.hostfile("stopped", &[(1, 1), (4, 1)]);
+    let out = c.run(&hosts, &["-n", "2", &example("hello_put")]);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    let failures: Vec<&str> = out.stderr.lines().filter(|l| l.starts_with("rlaunch: host ")).collect();
+    assert_eq!(failures.len(), 1, "{out:?}");
+    assert!(
+        failures[0].starts_with("rlaunch: host 198.18.0.14: ssh failed (exit status: 255): "),
+        "{failures:?}"
+    );
+    assert!(failures[0].contains("Connection refused"), "{failures:?}");
+    c.assert_hosts_clean(&[1]);
+}
+
+#[test]
+fn a_wrong_key_is_reported_per_host_with_sshs_words() {
+    let c = cluster();
+    let hosts = c.hostfile("wrong-key", &[(1, 1), (2, 1)]);
+    let ssh = c.ssh.replace("client_key", "wrong_key");
+    let out = finish(spawn_rlaunch(&[
+        "--ssh",
+        &ssh,
+        "-f",
+        &hosts,
+        "-n",
+        "2",
+        &example("hello_put"),
+    ]));
+    assert_eq!(out.code, Some(1), "{out:?}");
+    for host in ["198.18.0.11", "198.18.0.12"] {
+        let line =
+            format!("rlaunch: host {host}: ssh failed (exit status: 255): root@{host}: Permission denied (publickey).");
+        assert!(out.stderr.contains(&line), "missing '{line}': {out:?}");
+    }
+}
+
+#[test]
+fn a_host_without_rlaunch_is_named() {
+    let c = cluster();
+    let hosts = c.hostfile("no-rlaunch", &[(1, 1), (2, 1)]);
+    // An ssh that asks the remote shell for an rlaunch that is not there.
+    let wrapper = format!("{}/ssh-missing-rlaunch", c.dir);
+    let script = format!(
+        "#!/bin/bash\n# Every argument but the remote command, then a command naming a missing rlaunch.\nexec {} \"${{@:1:$#-1}}\" 'exec /nonexistent/rlaunch --proxy'\n",
+        c.ssh
+    );
+    std::fs::write(&wrapper, script).unwrap();
+    std::process::Command::new("chmod")
+        .args(["+x", &wrapper])
+        .status()
+        .unwrap();
+    let out = finish(spawn_rlaunch(&[
+        "--ssh",
+        &wrapper,
+        "-f",
+        &hosts,
+        "-n",
+        "2",
+        &example("hello_put"),
+    ]));
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("rlaunch: host 198.18.0.11: ssh failed (exit status: 127)"),
+        "{out:?}"
+    );
+    assert!(
+        out.stderr.contains("/nonexistent/rlaunch: No such file or directory"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn a_remote_rank_killed_mid_run_ends_the_job_everywhere() {
+    let c = cluster();
+    let hosts = c.hostfile("kill-remote", &[(1, 2), (2, 2)]);
+    let out = c.run(&hosts, &["-n", "4", &example("faults"), "signal", "3"]);
+    assert_eq!(out.code, Some(137), "{out:?}");
+    assert!(
+        out.stderr.contains("rlaunch: rank 3 on host 198.18.0.12 (pid "),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains("was killed by signal 9 (SIGKILL)"), "{out:?}");
+    c.assert_hosts_clean(&[1, 2]);
+}
+
+#[test]
+fn sigint_and_sigkill_to_rlaunch_leave_nothing_on_any_host() {
+    let c = cluster();
+    let hosts = c.hostfile("signals", &[(1, 2), (2, 2)]);
+    for signal in [libc::SIGINT, libc::SIGKILL] {
+        let mut child = c.spawn(&hosts, &["-n", "4", &example("faults"), "sleep"]);
+        let _ = wait_for_lines(&mut child, "ready", 4);
+        send_signal(&child, signal);
+        let status = child.wait().unwrap();
+        if signal == libc::SIGINT {
+            assert_eq!(status.code(), Some(130));
+        }
+        c.assert_hosts_clean(&[1, 2]);
+    }
+}
+
+#[test]
+fn strangers_cannot_touch_a_remote_ranks_memory() {
+    use std::io::{Read, Write};
+    let c = cluster();
+    let hosts = c.hostfile("guard", &[(1, 1), (2, 1)]);
+    let mut child = c.spawn(&hosts, &["-n", "2", &example("faults"), "guard", "3"]);
+    let (ready, rest) = wait_for_lines(&mut child, "ready", 2);
+    for line in &ready {
+        let mut raw = std::net::TcpStream::connect(field(line, "tcp")).unwrap();
+        raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut put = vec![1, 0, 0, 0, 16, 0, 0, 0];
+        put.extend_from_slice(&[0; 16]);
+        put.extend_from_slice(&[0xff; 16]);
+        let _ = raw.write_all(&put);
+        let _ = raw.read_to_end(&mut Vec::new());
+    }
+    assert_eq!(finish(child).code, Some(0));
+    assert_eq!(rest.rest().matches("object intact: true").count(), 2);
+}
+
+#[test]
+fn a_rank_that_cannot_connect_back_names_the_address_it_tried() {
+    let c = cluster();
+    let hosts = c.hostfile("no-way-back", &[(1, 1)]);
+    let out = c.run(
+        &hosts,
+        &["-n", "1", "--bootstrap-addr", "127.0.0.1", &example("hello_put")],
+    );
+    assert_ne!(out.code, Some(0), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("hello_put: rank 0: bootstrap with the launcher at 127.0.0.1:"),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains("failed during connect"), "{out:?}");
+}

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Builds the namespace test cluster, runs the cluster tests through it, and
+# tears it down whatever happens. Needs root (network namespaces, sshd).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+dir=$(mktemp -d /tmp/oneside-cluster.XXXXXX)
+trap 'tests/cluster/cluster.sh down "$dir"; rm -rf "$dir"' EXIT
+tests/cluster/cluster.sh down "$dir" 2>/dev/null || true
+tests/cluster/cluster.sh up 4 "$dir"
+cargo build --workspace --bins --examples --quiet
+ONESIDE_CLUSTER_DIR="$dir" cargo test -p rlaunch --features cluster-tests --test cluster -- --test-threads=1
