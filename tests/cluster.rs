@@ -271,3 +271,29 @@ fn a_rank_that_cannot_connect_back_names_the_address_it_tried() {
     );
     assert!(out.stderr.contains("failed during connect"), "{out:?}");
 }
+
+#[test]
+fn the_doctor_prints_one_row_per_host_and_names_the_broken_one() {
+    let c = cluster();
+    let hosts = c.hostfile("doctor", &[(1, 2), (2, 1), (4, 1)]);
+    let status = std::process::Command::new(repo_file("tests/cluster/cluster.sh"))
+        .args(["stop-sshd", &c.dir, "4"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = c.run(&hosts, &["--check", &example("hello_put")]);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    let rows = out.lines();
+    assert!(rows[0].starts_with("host"), "{out:?}");
+    for host in ["198.18.0.11", "198.18.0.12"] {
+        let row = rows.iter().find(|r| r.starts_with(host)).expect("a row per host");
+        let words: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(words[1..5], ["ok", "ok", "ok", "ok"], "{row}");
+        assert!(words[5].starts_with("shm,tcp,verbs:"), "{row}");
+    }
+    let broken = rows.iter().find(|r| r.starts_with("198.18.0.14")).unwrap();
+    assert!(broken.contains("FAILED"), "{broken}");
+    assert!(out
+        .stdout
+        .contains("198.18.0.14: ssh failed: ssh: connect to host 198.18.0.14 port 22: Connection refused"));
+}

@@ -155,3 +155,23 @@ fn dry_run_prints_the_rank_map_for_both_dialects() {
         "{out:?}"
     );
 }
+
+#[test]
+fn the_doctor_checks_this_host() {
+    let out = rlaunch(&["--check", "-H", "localhost", &example("hello_put")]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let row = out
+        .lines()
+        .into_iter()
+        .find(|l| l.starts_with("localhost"))
+        .expect("a row for localhost");
+    let words: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(words[1..5], ["ok", "ok", "ok", "ok"], "{row}");
+    let out = rlaunch(&["--check", "-H", "localhost", "./no-such-program"]);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(
+        out.stdout
+            .contains("localhost: program: cannot run './no-such-program'"),
+        "{out:?}"
+    );
+}

@@ -30,6 +30,11 @@ pub struct Args {
     #[arg(long)]
     pub dry_run: bool,
 
+    /// Check every host (ssh, rlaunch and the program there, connecting back,
+    /// transports, memlock) and print one row per host.
+    #[arg(long)]
+    pub check: bool,
+
     /// Prefix every output line with `[rank]`.
     #[arg(long)]
     pub tag_output: bool,
@@ -67,8 +72,8 @@ pub struct Args {
     pub bootstrap_timeout: u64,
 
     /// The program to run on every rank.
-    #[arg(required = true)]
-    pub program: String,
+    #[arg(required_unless_present = "check")]
+    pub program: Option<String>,
 
     /// Arguments passed to the program.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
@@ -123,7 +128,7 @@ mod tests {
         let a = args("rlaunch -np 4 --machinefile h ./prog -np 2");
         assert_eq!(a.ranks, Some(4));
         assert_eq!(a.hostfile, Some(PathBuf::from("h")));
-        assert_eq!(a.program, "./prog");
+        assert_eq!(a.program.as_deref(), Some("./prog"));
         assert_eq!(a.args, vec!["-np", "2"], "the program's own -np is left alone");
     }
 
@@ -136,7 +141,12 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_program_is_an_error() {
+    fn a_missing_program_is_an_error_except_for_check() {
         assert!(parse(["rlaunch", "-n", "2"].map(OsString::from)).is_err());
+        assert!(
+            parse(["rlaunch", "--check", "-H", "a,b"].map(OsString::from))
+                .unwrap()
+                .check
+        );
     }
 }

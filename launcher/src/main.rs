@@ -1,6 +1,7 @@
 //! `rlaunch`: parse the arguments, build the launch plan, run the job.
 //! Every error ends as one line on stderr and a non-zero exit status.
 
+mod check;
 mod cli;
 mod error;
 mod hostfile;
@@ -15,6 +16,11 @@ fn main() -> ExitCode {
     if std::env::args_os().nth(1).is_some_and(|a| a == "--proxy") {
         return ExitCode::from(proxy::run());
     }
+    // A host's side of `rlaunch --check`: not a user-facing mode either.
+    if std::env::args_os().nth(1).is_some_and(|a| a == "--probe") {
+        let rest: Vec<String> = std::env::args().skip(2).collect();
+        return ExitCode::from(check::probe(&rest));
+    }
     let args = match cli::parse(std::env::args_os()) {
         Ok(args) => args,
         Err(e) => {
@@ -22,8 +28,11 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
-    let dry_run = args.dry_run;
+    let (dry_run, doctor) = (args.dry_run, args.check);
     let result = plan::LaunchPlan::from_args(args).and_then(|plan| {
+        if doctor {
+            return check::run(&plan);
+        }
         if dry_run {
             print!("{}", plan.describe());
             return Ok(0);

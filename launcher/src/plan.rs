@@ -22,7 +22,10 @@ pub struct Placement {
 /// Everything needed to start the job.
 #[derive(Debug)]
 pub struct LaunchPlan {
+    /// The program, resolved to an absolute path (empty for `--check` without one).
     pub program: PathBuf,
+    /// The program as the user typed it.
+    pub program_text: Option<String>,
     pub args: Vec<String>,
     pub hosts: Vec<HostEntry>,
     pub ranks: Vec<Placement>,
@@ -59,14 +62,20 @@ impl LaunchPlan {
             Some(secs) if secs.is_finite() && secs > 0.0 => Some(Duration::from_secs_f64(secs)),
             Some(_) => {
                 return Err(LaunchError::Program {
-                    program: args.program,
+                    program: args.program.unwrap_or_default(),
                     reason: "--timeout must be a positive number of seconds".into(),
                 })
             }
             None => None,
         };
+        let program = match (&args.program, args.check) {
+            (Some(program), false) => resolve_program(program)?,
+            // The doctor checks the program on every host itself.
+            _ => PathBuf::new(),
+        };
         Ok(LaunchPlan {
-            program: resolve_program(&args.program)?,
+            program,
+            program_text: args.program,
             args: args.args,
             hosts,
             ranks,

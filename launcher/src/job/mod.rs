@@ -9,7 +9,7 @@
 //! [`KILL_GRACE`], and after another grace period rlaunch stops waiting for
 //! ranks on hosts it can no longer reach.
 
-mod address;
+pub mod address;
 mod judge;
 mod local;
 pub mod output;
