@@ -53,17 +53,20 @@ unsafe impl Send for RawSegment {}
 
 impl RawSegment {
     /// Start of the symmetric heap.
+    #[inline]
     pub fn heap_base(self) -> *mut u8 {
         // SAFETY: every segment is at least HEADER_BYTES long.
         unsafe { self.base.add(HEADER_BYTES) }
     }
 
     /// Heap bytes.
+    #[inline]
     pub fn heap_len(self) -> usize {
         self.len - HEADER_BYTES
     }
 
     /// The flag word that barrier round `round` writes into, if the round exists.
+    #[inline]
     pub fn barrier_flag<'a>(self, round: usize) -> Option<&'a AtomicU64> {
         if round >= MAX_ROUNDS {
             return None;
@@ -143,6 +146,7 @@ impl Segment {
     }
 
     /// The mapping's address range, for the progress engine.
+    #[inline]
     pub fn raw(&self) -> RawSegment {
         RawSegment {
             base: self.base,
@@ -151,16 +155,19 @@ impl Segment {
     }
 
     /// Start of the symmetric heap in this mapping.
+    #[inline]
     pub fn heap_base(&self) -> *mut u8 {
         self.raw().heap_base()
     }
 
     /// Heap bytes in this mapping.
+    #[inline]
     pub fn heap_len(&self) -> usize {
         self.raw().heap_len()
     }
 
     /// The flag word that barrier round `round` writes into.
+    #[inline]
     pub fn barrier_flag(&self, round: usize) -> &AtomicU64 {
         self.raw().barrier_flag(round).expect("a barrier of at most 2^32 ranks")
     }

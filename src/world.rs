@@ -23,6 +23,8 @@ pub struct World {
     // paths stop before this rank's segment is unmapped.
     engine: Option<ProgressEngine>,
     pub(crate) paths: Vec<Path>,
+    /// Ranks reached over TCP, so shared-memory-only quiets skip the scan.
+    pub(crate) tcp_peers: Vec<usize>,
     pub(crate) own: Segment,
     heap: RefCell<Allocator>,
     pub(crate) id: u64,
@@ -117,6 +119,7 @@ impl World {
         launcher: Option<LauncherLink>,
     ) -> World {
         let heap = RefCell::new(Allocator::new(own.heap_len()));
+        let tcp_peers = (0..paths.len()).filter(|&p| matches!(paths[p], Path::Tcp(_))).collect();
         World {
             rank,
             size,
@@ -125,6 +128,7 @@ impl World {
             host,
             engine: None,
             paths,
+            tcp_peers,
             own,
             heap,
             id: u64::from_le_bytes(crate::protocol::auth::random_bytes()),
@@ -228,18 +232,25 @@ impl World {
         }
     }
 
+    #[inline(always)]
     pub(crate) fn check_rank(&self, op: &'static str, target: usize) -> Result<()> {
         if target < self.size {
             return Ok(());
         }
-        Err(Error::RankOutOfRange {
+        Err(self.bad_rank(op, target))
+    }
+
+    #[cold]
+    fn bad_rank(&self, op: &'static str, target: usize) -> Error {
+        Error::RankOutOfRange {
             rank: self.rank,
             op,
             target,
             size: self.size,
-        })
+        }
     }
 
+    #[inline(always)]
     pub(crate) fn check_object<T: Pod>(&self, op: &'static str, sym: &Sym<T>) -> Result<()> {
         if sym.world_id == self.id {
             Ok(())
@@ -248,6 +259,7 @@ impl World {
         }
     }
 
+    #[cold]
     fn unknown<T: Pod>(&self, op: &'static str, sym: &Sym<T>) -> Error {
         Error::UnknownObject {
             rank: self.rank,

@@ -90,7 +90,7 @@ fn run(opts: &Options) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let bench = Bench {
         world: &world,
         buffer: world.alloc::<u8>(opts.max)?,
-        rates: world.alloc::<f64>(2)?,
+        rates: world.alloc::<f64>(3)?,
         smoke: opts.smoke,
     };
     let mut figures = Vec::new();

@@ -1,6 +1,4 @@
-//! The measurements, OSU-style. Iteration counts depend only on the message
-//! size, so every rank agrees on them without talking; `bench/mpi_rma.c`
-//! uses the same formulas, sizes and medians, so the two are comparable.
+//! The measurements, OSU-style, with the same method as `bench/mpi_rma.c`:
 //!
 //! * latency: one op (put + quiet, or get) per iteration, time / iterations
 //! * bandwidth: a window of puts, then one quiet
@@ -11,13 +9,18 @@
 //! * copy: one core's memcpy between private buffers, the bound for put
 //!   bandwidth on shared memory
 //!
-//! Each figure is the median of `BATCHES` timed batches, after a warm-up batch.
+//! Iteration counts are calibrated, since one op costs nanoseconds on
+//! shared memory and milliseconds on some networks: the count doubles until
+//! a batch lasts [`BATCH_TARGET`] (up to a cap). Each figure is then the
+//! median of [`BATCHES`] timed batches, after a warm-up batch.
 
 use oneside::{Sym, World};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 pub const WINDOW: usize = 64;
 pub const BATCHES: usize = 7;
+/// A calibrated batch lasts at least this long.
+pub const BATCH_TARGET: Duration = Duration::from_millis(10);
 
 /// Sizes of the sweep, 8 B to `max` by powers of two.
 pub fn sizes(max: usize) -> Vec<usize> {
@@ -26,44 +29,52 @@ pub fn sizes(max: usize) -> Vec<usize> {
         .collect()
 }
 
-/// Latency iterations per batch: about 64 MiB of traffic, 100..100 000 ops.
-pub fn latency_iters(size: usize, smoke: bool) -> usize {
-    if smoke {
-        return 5;
-    }
-    ((64 << 20) / size).clamp(100, 100_000)
-}
-
-/// Bandwidth windows per batch: about 256 MiB of traffic, 2..2000 windows.
-pub fn window_iters(size: usize, smoke: bool) -> usize {
-    if smoke {
-        return 1;
-    }
-    ((256 << 20) / (size * WINDOW)).clamp(2, 2000)
-}
-
 fn median(mut samples: Vec<f64>) -> f64 {
     samples.sort_by(|a, b| a.total_cmp(b));
     samples[samples.len() / 2]
 }
 
-/// Runs `batch` once to warm up, then `BATCHES` times; median seconds per batch.
-fn timed(mut batch: impl FnMut() -> oneside::Result<()>) -> oneside::Result<f64> {
-    batch()?;
+/// How many iterations of `run` make a batch last `BATCH_TARGET` (at most `cap`).
+fn calibrate(cap: usize, run: &mut impl FnMut(usize) -> oneside::Result<()>) -> oneside::Result<usize> {
+    let mut n = 1;
+    loop {
+        let start = Instant::now();
+        run(n)?;
+        if start.elapsed() >= BATCH_TARGET || n >= cap {
+            return Ok(n);
+        }
+        n = (n * 2).min(cap);
+    }
+}
+
+/// Runs `n` iterations once to warm up, then `BATCHES` times; median seconds per batch.
+fn timed(n: usize, run: &mut impl FnMut(usize) -> oneside::Result<()>) -> oneside::Result<f64> {
+    run(n)?;
     let mut samples = Vec::with_capacity(BATCHES);
     for _ in 0..BATCHES {
         let start = Instant::now();
-        batch()?;
+        run(n)?;
         samples.push(start.elapsed().as_secs_f64());
     }
     Ok(median(samples))
+}
+
+/// Calibrates (or uses the smoke count), then times: (iterations, median seconds).
+fn measure(
+    smoke: bool,
+    cap: usize,
+    mut run: impl FnMut(usize) -> oneside::Result<()>,
+) -> oneside::Result<(usize, f64)> {
+    let n = if smoke { 2 } else { calibrate(cap, &mut run)? };
+    Ok((n, timed(n, &mut run)?))
 }
 
 pub struct Bench<'w> {
     pub world: &'w World,
     /// Target buffer of every put and get: `max` bytes on every rank.
     pub buffer: Sym<u8>,
-    /// Slot r holds rank r's half of the bi-directional figure.
+    /// Slots 0 and 1: each direction of the bi-directional figure; slot 2:
+    /// an iteration count rank 0 shares with everyone.
     pub rates: Sym<f64>,
     pub smoke: bool,
 }
@@ -72,44 +83,53 @@ impl Bench<'_> {
     /// Put + quiet latency from rank 0 to rank 1, in microseconds.
     pub fn put_latency(&self, size: usize) -> oneside::Result<Option<f64>> {
         let src = vec![1u8; size];
-        let iters = latency_iters(size, self.smoke);
         self.on_rank0(|| {
-            let seconds = timed(|| {
-                for _ in 0..iters {
+            let (n, seconds) = measure(self.smoke, 1_000_000, |n| {
+                for _ in 0..n {
                     self.world.put(&self.buffer, 1, 0, &src)?;
                     self.world.quiet()?;
                 }
                 Ok(())
             })?;
-            Ok(seconds * 1e6 / iters as f64)
+            Ok(seconds * 1e6 / n as f64)
         })
     }
 
     /// Get latency from rank 1 to rank 0, in microseconds.
     pub fn get_latency(&self, size: usize) -> oneside::Result<Option<f64>> {
         let mut dst = vec![0u8; size];
-        let iters = latency_iters(size, self.smoke);
         self.on_rank0(|| {
-            let seconds = timed(|| {
-                for _ in 0..iters {
+            let (n, seconds) = measure(self.smoke, 1_000_000, |n| {
+                for _ in 0..n {
                     self.world.get(&self.buffer, 1, 0, &mut dst)?;
                 }
                 Ok(())
             })?;
-            Ok(seconds * 1e6 / iters as f64)
+            Ok(seconds * 1e6 / n as f64)
         })
     }
 
     /// Put bandwidth from rank 0 to rank 1, MB/s (10^6 bytes per second).
     pub fn put_bandwidth(&self, size: usize) -> oneside::Result<Option<f64>> {
-        self.on_rank0(|| self.stream(size, 1))
+        self.on_rank0(|| {
+            let (windows, seconds) = measure(self.smoke, 100_000, self.stream(size, 1))?;
+            Ok((size * WINDOW * windows) as f64 / seconds / 1e6)
+        })
     }
 
     /// Ranks 0 and 1 stream at each other at once; the sum of both, MB/s.
+    /// Rank 0 calibrates alone and shares the count, so both loops match.
     pub fn put_bibandwidth(&self, size: usize) -> oneside::Result<Option<f64>> {
         let rank = self.world.rank();
+        let proposal = match (rank, self.smoke) {
+            (0, true) => Some(2),
+            (0, false) => Some(calibrate(100_000, &mut self.stream(size, 1))?),
+            _ => None,
+        };
+        let windows = self.shared_count(proposal)?;
         if rank < 2 {
-            let mine = self.stream(size, 1 - rank)?;
+            let seconds = timed(windows, &mut self.stream(size, 1 - rank))?;
+            let mine = (size * WINDOW * windows) as f64 / seconds / 1e6;
             self.world.put_value(&self.rates, 0, rank, mine)?;
         }
         self.world.barrier()?;
@@ -122,10 +142,9 @@ impl Bench<'_> {
 
     /// 8-byte puts in windows, each window closed by a quiet; messages per second.
     pub fn message_rate(&self) -> oneside::Result<Option<f64>> {
-        let windows = if self.smoke { 1 } else { 5000 };
         self.on_rank0(|| {
-            let seconds = timed(|| {
-                for i in 0..windows {
+            let (windows, seconds) = measure(self.smoke, 1_000_000, |n| {
+                for i in 0..n {
                     for j in 0..WINDOW {
                         self.world
                             .put(&self.buffer, 1, 8 * (j % 8), &(i as u64).to_le_bytes())?;
@@ -143,10 +162,9 @@ impl Bench<'_> {
     pub fn copy_bandwidth(&self, size: usize) -> oneside::Result<Option<f64>> {
         let src = vec![3u8; size];
         let mut dst = vec![0u8; size];
-        let windows = window_iters(size, self.smoke);
         self.on_rank0(|| {
-            let seconds = timed(|| {
-                for _ in 0..windows * WINDOW {
+            let (windows, seconds) = measure(self.smoke, 100_000, |n| {
+                for _ in 0..n * WINDOW {
                     dst.copy_from_slice(std::hint::black_box(&src));
                     std::hint::black_box(&mut dst);
                 }
@@ -156,32 +174,52 @@ impl Bench<'_> {
         })
     }
 
-    /// Barrier latency over every rank of the job, in microseconds.
+    /// Barrier latency over every rank of the job, in microseconds. Every
+    /// rank must run the same count: all run a 64-barrier probe, and rank 0
+    /// sizes the real batches from its own timing of it.
     pub fn barrier_latency(&self) -> oneside::Result<Option<f64>> {
-        let iters = if self.smoke { 5 } else { 20_000 };
-        let seconds = timed(|| {
-            for _ in 0..iters {
+        const PROBE: usize = 64;
+        let mut run = |n: usize| {
+            for _ in 0..n {
                 self.world.barrier()?;
             }
             Ok(())
-        })?;
-        Ok((self.world.rank() == 0).then_some(seconds * 1e6 / iters as f64))
+        };
+        let start = Instant::now();
+        run(PROBE)?;
+        let per_barrier = start.elapsed().as_secs_f64() / PROBE as f64;
+        let proposal = (self.world.rank() == 0).then(|| match self.smoke {
+            true => 2,
+            false => ((BATCH_TARGET.as_secs_f64() / per_barrier.max(1e-9)) as usize).clamp(PROBE, 1_000_000),
+        });
+        let n = self.shared_count(proposal)?;
+        let seconds = timed(n, &mut run)?;
+        Ok((self.world.rank() == 0).then_some(seconds * 1e6 / n as f64))
     }
 
-    /// One direction's bandwidth to `target`, MB/s.
-    fn stream(&self, size: usize, target: usize) -> oneside::Result<f64> {
+    /// Rank 0's `proposal` (a count), delivered to every rank.
+    fn shared_count(&self, proposal: Option<usize>) -> oneside::Result<usize> {
+        if let Some(count) = proposal {
+            for peer in 0..self.world.size() {
+                self.world.put_value(&self.rates, peer, 2, count as f64)?;
+            }
+        }
+        self.world.barrier()?;
+        Ok(self.world.get_value(&self.rates, self.world.rank(), 2)? as usize)
+    }
+
+    /// A loop of `n` windows of puts to `target`, each closed by a quiet.
+    fn stream(&self, size: usize, target: usize) -> impl FnMut(usize) -> oneside::Result<()> + '_ {
         let src = vec![2u8; size];
-        let windows = window_iters(size, self.smoke);
-        let seconds = timed(|| {
-            for _ in 0..windows {
+        move |n| {
+            for _ in 0..n {
                 for _ in 0..WINDOW {
                     self.world.put(&self.buffer, target, 0, &src)?;
                 }
                 self.world.quiet()?;
             }
             Ok(())
-        })?;
-        Ok((size * WINDOW * windows) as f64 / seconds / 1e6)
+        }
     }
 
     /// Rank 0 measures while the others wait in a barrier; one-sided ops
