@@ -48,27 +48,10 @@ done
 
 echo
 echo "== oneside shm / Open MPI osc/sm, 2 ranks (median of $ROUNDS rounds; launch: median of $LAUNCHES)"
-awk -v better_lower="put_lat get_lat barrier_n2 barrier_n4 launch_2" '
-  function median(list,   n, a, i, j, t) {
-    n = split(list, a, " ")
-    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-    return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-  }
-  FNR == 1 { side++ }
-  { key = $1 " " $2; vals[side, key] = vals[side, key] " " $3; unit[key] = $4 }
-  END {
-    split(better_lower, bl, " "); for (i in bl) lower[bl[i]] = 1
-    n = split("put_lat 8|put_lat 65536|get_lat 8|get_lat 65536|put_bw 65536|put_bw 1048576|put_bw 4194304|put_bibw 1048576|msg_rate 8|barrier_n2 0|barrier_n4 0|launch_2 0", rows, "|")
-    printf "%-18s %14s %14s %8s %s\n", "figure", "oneside", "Open MPI", "ratio", "goal"
-    for (r = 1; r <= n; r++) {
-      key = rows[r]; split(key, kb, " ")
-      if (!((1, key) in vals) || !((2, key) in vals)) continue
-      ours = median(vals[1, key]); peer = median(vals[2, key])
-      goal = (kb[1] in lower) ? "<= 1.0 (lower is better)" : ">= 1.0 (higher is better)"
-      if (kb[1] == "launch_2") goal = "<= 0.3"
-      printf "%-18s %14.4f %14.4f %8.2f %s  [%s]\n", key, ours, peer, ours / peer, goal, unit[key]
-    }
-  }' "$OUT/ours.txt" "$OUT/peer.txt" | tee "$OUT/ratios.txt"
+awk -v peer="Open MPI" -f bench/ratios.awk \
+  -v rows="put_lat 8|put_lat 65536|get_lat 8|get_lat 65536|put_bw 65536|put_bw 1048576|put_bw 4194304|put_bibw 1048576|msg_rate 8|barrier_n2 0|barrier_n4 0|launch_2 0" \
+  "$OUT/ours.txt" "$OUT/peer.txt" | tee "$OUT/ratios.txt"
+echo "goals: latency-like <= 1.0, bandwidth-like >= 1.0, launch <= 0.3"
 echo
 echo "== put bandwidth as a fraction of one core's memcpy (the physical limit), same run"
 awk '$1 == "copy_bw" || $1 == "put_bw" { v[$1 " " $2] = v[$1 " " $2] " " $3 }

@@ -1,8 +1,10 @@
 /*
  * The peer of examples/bench: the same measurements, the same way, with MPI
  * RMA (passive target: MPI_Win_allocate + MPI_Win_lock_all, MPI_Put/MPI_Get +
- * MPI_Win_flush, MPI_Barrier). Same sizes, same iteration formulas, same
- * warm-up and median of 7 batches, same output lines:
+ * MPI_Win_flush, MPI_Barrier). Same sizes, same calibration (the iteration
+ * count doubles until a batch lasts 10 ms; counts that several ranks must
+ * share are decided by rank 0), same warm-up and median of 7 batches, same
+ * output lines:
  *     <metric> <bytes> <value> <unit>
  *
  *   mpi_rma [--smoke] [--max BYTES] [--only-barrier]
@@ -20,9 +22,9 @@ static int smoke;
 static MPI_Win win;
 static int rank, nranks;
 
+#define BATCH_TARGET 0.010
+
 static size_t clamp(size_t v, size_t lo, size_t hi) { return v < lo ? lo : v > hi ? hi : v; }
-static size_t latency_iters(size_t size) { return smoke ? 5 : clamp((64u << 20) / size, 100, 100000); }
-static size_t window_iters(size_t size) { return smoke ? 1 : clamp((256u << 20) / (size * WINDOW), 2, 2000); }
 
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -30,6 +32,16 @@ static int cmp(const void *a, const void *b) {
 }
 
 typedef void (*batch_fn)(size_t size, size_t iters, char *buf, int target);
+
+/* How many iterations make a batch last BATCH_TARGET (at most cap). */
+static size_t calibrate(batch_fn fn, size_t size, size_t cap, char *buf, int target) {
+    if (smoke) return 2;
+    for (size_t n = 1;; n = n * 2 > cap ? cap : n * 2) {
+        double start = MPI_Wtime();
+        fn(size, n, buf, target);
+        if (MPI_Wtime() - start >= BATCH_TARGET || n >= cap) return n;
+    }
+}
 
 /* One warm-up batch, then BATCHES timed ones; the median seconds per batch. */
 static double timed(batch_fn fn, size_t size, size_t iters, char *buf, int target) {
@@ -110,24 +122,42 @@ int main(int argc, char **argv) {
     if (!only_barrier) {
         for (size_t size = 8; size <= max; size *= 2) {
             if (smoke && size != 8 && size != 4096 && size != 65536) continue;
-            size_t li = latency_iters(size), wi = window_iters(size);
-            if (rank == 0) report("put_lat", size, timed(put_lat_batch, size, li, buf, 1) * 1e6 / li, "us");
+            size_t n;
+            if (rank == 0) {
+                n = calibrate(put_lat_batch, size, 1000000, buf, 1);
+                report("put_lat", size, timed(put_lat_batch, size, n, buf, 1) * 1e6 / n, "us");
+            }
             MPI_Barrier(MPI_COMM_WORLD);
-            if (rank == 0) report("get_lat", size, timed(get_lat_batch, size, li, buf, 1) * 1e6 / li, "us");
+            if (rank == 0) {
+                n = calibrate(get_lat_batch, size, 1000000, buf, 1);
+                report("get_lat", size, timed(get_lat_batch, size, n, buf, 1) * 1e6 / n, "us");
+            }
             MPI_Barrier(MPI_COMM_WORLD);
-            if (rank == 0) report("put_bw", size, (double)(size * WINDOW * wi) / timed(stream_batch, size, wi, buf, 1) / 1e6, "MB/s");
+            if (rank == 0) {
+                n = calibrate(stream_batch, size, 100000, buf, 1);
+                report("put_bw", size, (double)(size * WINDOW * n) / timed(stream_batch, size, n, buf, 1) / 1e6, "MB/s");
+            }
             MPI_Barrier(MPI_COMM_WORLD);
+            unsigned long windows = rank == 0 ? calibrate(stream_batch, size, 100000, buf, 1) : 0;
+            MPI_Bcast(&windows, 1, MPI_UNSIGNED_LONG, 0, MPI_COMM_WORLD);
             double mine = 0, both = 0;
-            if (rank < 2) mine = (double)(size * WINDOW * wi) / timed(stream_batch, size, wi, buf, 1 - rank) / 1e6;
+            if (rank < 2) mine = (double)(size * WINDOW * windows) / timed(stream_batch, size, windows, buf, 1 - rank) / 1e6;
             MPI_Reduce(&mine, &both, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
             if (rank == 0) report("put_bibw", size, both, "MB/s");
             MPI_Barrier(MPI_COMM_WORLD);
         }
-        size_t windows = smoke ? 1 : 5000;
-        if (rank == 0) report("msg_rate", 8, (double)(windows * WINDOW) / timed(rate_batch, 8, windows, buf, 1), "msg/s");
+        if (rank == 0) {
+            size_t windows = calibrate(rate_batch, 8, 1000000, buf, 1);
+            report("msg_rate", 8, (double)(windows * WINDOW) / timed(rate_batch, 8, windows, buf, 1), "msg/s");
+        }
         MPI_Barrier(MPI_COMM_WORLD);
     }
-    size_t bi = smoke ? 5 : 20000;
+    /* Every rank runs a 64-barrier probe; rank 0 sizes the batches from it. */
+    double start = MPI_Wtime();
+    barrier_batch(0, 64, buf, 0);
+    double per = (MPI_Wtime() - start) / 64;
+    unsigned long bi = smoke ? 2 : (unsigned long)clamp((size_t)(BATCH_TARGET / (per > 1e-9 ? per : 1e-9)), 64, 1000000);
+    MPI_Bcast(&bi, 1, MPI_UNSIGNED_LONG, 0, MPI_COMM_WORLD);
     double t = timed(barrier_batch, 0, bi, buf, 0);
     if (rank == 0) {
         char metric[32];
