@@ -47,6 +47,12 @@ impl World {
         let segment: &Segment = match &self.paths[target] {
             Path::Local => &self.own,
             Path::Shm(segment) => segment,
+            Path::Verbs => {
+                return self
+                    .rdma_link()
+                    .signal(target, round, epoch)
+                    .map_err(|f| self.rdma_failed(f));
+            }
             Path::Tcp(link) => {
                 return link
                     .borrow_mut()

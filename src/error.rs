@@ -121,6 +121,19 @@ pub enum Error {
         source: io::Error,
     },
 
+    /// The RDMA device could not be set up.
+    #[error("rank {rank}: cannot use RDMA: {detail}")]
+    RdmaSetup { rank: usize, detail: String },
+
+    /// An RDMA operation with a peer failed (a bad work completion, or posting failed).
+    #[error("rank {rank}: {op} with rank {peer} failed: {detail}")]
+    Rdma {
+        rank: usize,
+        peer: usize,
+        op: &'static str,
+        detail: String,
+    },
+
     /// No transport reaches a peer.
     #[error("rank {rank}: no transport reaches rank {peer} on host '{host}': {detail}")]
     Unreachable {

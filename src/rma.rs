@@ -4,6 +4,7 @@
 
 use crate::error::{Error, Result};
 use crate::sym::{Pod, Sym};
+use crate::transport::rdma::RdmaLink;
 use crate::transport::tcp::TcpPeer;
 use crate::transport::{shm, Path};
 use crate::world::World;
@@ -20,6 +21,8 @@ enum Target<'w> {
         link: &'w RefCell<TcpPeer>,
         offset: usize,
     },
+    /// A heap offset on a peer reached by RDMA.
+    Rdma { peer: usize, offset: usize },
 }
 
 impl World {
@@ -39,6 +42,7 @@ impl World {
             // memory, so the ranges cannot overlap.
             Target::Mapped(dst) => unsafe { shm::copy(bytes.as_ptr(), dst, bytes.len()) },
             Target::Remote { peer, link, offset } => return self.put_remote(peer, link, offset, bytes),
+            Target::Rdma { peer, offset } => return self.put_rdma(peer, offset, bytes),
         }
         Ok(())
     }
@@ -57,6 +61,7 @@ impl World {
                 fence(Ordering::Acquire);
             }
             Target::Remote { peer, link, offset } => return self.get_remote(peer, link, offset, bytes),
+            Target::Rdma { peer, offset } => return self.get_rdma(peer, offset, bytes),
         }
         Ok(())
     }
@@ -67,6 +72,34 @@ impl World {
         link.borrow_mut()
             .put(offset, bytes)
             .map_err(|source| self.lost(peer, "put", source))
+    }
+
+    /// The RDMA branch of `put`: an RDMA WRITE (inline or from staging).
+    #[inline(never)]
+    fn put_rdma(&self, peer: usize, offset: usize, bytes: &[u8]) -> Result<()> {
+        self.rdma_link()
+            .put(peer, offset, bytes)
+            .map_err(|f| self.rdma_failed(f))
+    }
+
+    /// The RDMA branch of `get`: an RDMA READ, waited for.
+    #[inline(never)]
+    fn get_rdma(&self, peer: usize, offset: usize, bytes: &mut [u8]) -> Result<()> {
+        self.rdma_link()
+            .get(peer, offset, bytes)
+            .map_err(|f| self.rdma_failed(f))
+    }
+
+    pub(crate) fn rdma_link(&self) -> &RdmaLink {
+        self.rdma
+            .as_ref()
+            .expect("a verbs path exists only with a connected RDMA transport")
+    }
+
+    #[cold]
+    pub(crate) fn rdma_failed(&self, failure: crate::transport::rdma::Failure) -> Error {
+        self.broken.set(true);
+        failure.into_error(self.rank)
     }
 
     /// The TCP branch of `get`, out of line like `put_remote`.
@@ -98,6 +131,9 @@ impl World {
     #[inline]
     pub fn quiet(&self) -> Result<()> {
         fence(Ordering::SeqCst);
+        if let Some(rdma) = &self.rdma {
+            rdma.quiet().map_err(|f| self.rdma_failed(f))?;
+        }
         if self.tcp_peers.is_empty() {
             return Ok(());
         }
@@ -230,6 +266,7 @@ impl World {
                     offset,
                 })
             }
+            Path::Verbs => return Ok(Target::Rdma { peer: target, offset }),
         };
         // SAFETY: the object lies inside the heap (the allocator only hands
         // out in-heap ranges, every heap has the same size, checked at init),
@@ -241,7 +278,7 @@ impl World {
     fn local_ptr<T: Pod>(&self, op: &'static str, sym: &Sym<T>, index: usize, count: usize) -> Result<*mut u8> {
         match self.locate(op, sym, self.rank, index, count)? {
             Target::Mapped(ptr) => Ok(ptr),
-            Target::Remote { .. } => unreachable!("a rank's path to itself is always Local"),
+            Target::Remote { .. } | Target::Rdma { .. } => unreachable!("a rank's path to itself is always Local"),
         }
     }
 

@@ -8,6 +8,7 @@ use crate::heap::Allocator;
 use crate::protocol::env::{heap_size_from_env, LaunchEnv};
 use crate::segment::Segment;
 use crate::sym::{Pod, Sym};
+use crate::transport::rdma::{self, RdmaLink};
 use crate::transport::tcp::engine::ProgressEngine;
 use crate::transport::{self, Card, Choice, Path};
 use std::cell::{Cell, RefCell};
@@ -22,6 +23,8 @@ pub struct World {
     // Fields drop in order: the engine (which writes into `own`) and the
     // paths stop before this rank's segment is unmapped.
     engine: Option<ProgressEngine>,
+    /// The verbs transport, when any peer is reached by RDMA.
+    pub(crate) rdma: Option<RdmaLink>,
     pub(crate) paths: Vec<Path>,
     /// Ranks reached over TCP, so shared-memory-only quiets skip the scan.
     pub(crate) tcp_peers: Vec<usize>,
@@ -48,12 +51,19 @@ pub fn init() -> Result<World> {
         return Ok(World::assemble(0, 1, 0, 1, host, own, vec![Path::Local], None));
     };
     let choice = Choice::from_env(env.rank)?;
-    let want_tcp = choice == Choice::Tcp || (choice == Choice::Auto && env.local_size < env.size);
-    let (own, shm) = if env.local_size > 1 && choice != Choice::Tcp {
+    let remote_peers = env.local_size < env.size;
+    let want_tcp = choice == Choice::Tcp || (choice == Choice::Auto && remote_peers);
+    let want_rdma = choice == Choice::Verbs || (choice == Choice::Auto && remote_peers);
+    // A segment file is only for same-host peers that shared memory will reach.
+    let (own, shm) = if env.local_size > 1 && matches!(choice, Choice::Auto | Choice::Shm) {
         let (segment, card) = Segment::create_shared(env.rank, &env.job_id, heap_bytes)?;
         (segment, Some(card))
     } else {
         (Segment::anonymous(env.rank, heap_bytes)?, None)
+    };
+    let pending_rdma = match want_rdma {
+        true => rdma::prepare(env.rank, env.size, own.raw(), choice == Choice::Verbs)?,
+        false => None,
     };
     let mut engine = None;
     let (blobs, launcher) = bootstrap::exchange_cards(&env, |local_ip| {
@@ -67,11 +77,13 @@ pub fn init() -> Result<World> {
             }
             false => None,
         };
+        let verbs = pending_rdma.as_ref().map(rdma::Pending::card);
         let card = Card {
             host: env.host.clone(),
             heap_bytes: heap_bytes as u64,
             shm,
             tcp,
+            verbs,
         };
         Ok(postcard::to_stdvec(&card).expect("postcard encoding into a Vec cannot fail"))
     })?;
@@ -88,6 +100,17 @@ pub fn init() -> Result<World> {
         .collect::<Result<Vec<Card>>>()?;
     let timeout = std::time::Duration::from_secs(env.bootstrap_timeout_secs.max(1));
     let paths = transport::connect_all(env.rank, choice, &cards, &env.secret, timeout)?;
+    let rdma_cards: Vec<_> = (0..env.size)
+        .map(|p| {
+            matches!(paths[p], Path::Verbs)
+                .then(|| cards[p].verbs.clone())
+                .flatten()
+        })
+        .collect();
+    let rdma = match pending_rdma {
+        Some(pending) if rdma_cards.iter().any(Option::is_some) => Some(pending.connect(env.rank, &rdma_cards)?),
+        _ => None,
+    };
     let mut world = World::assemble(
         env.rank,
         env.size,
@@ -99,6 +122,7 @@ pub fn init() -> Result<World> {
         Some(launcher),
     );
     world.engine = engine;
+    world.rdma = rdma;
     // Every peer maps our segment before entering this barrier, so after it
     // the file is no longer needed: unlink it now so a crash leaves nothing.
     world.barrier()?;
@@ -127,6 +151,7 @@ impl World {
             local_size,
             host,
             engine: None,
+            rdma: None,
             paths,
             tcp_peers,
             own,
@@ -175,6 +200,11 @@ impl World {
     /// (diagnostics: it is where peers' TCP requests arrive).
     pub fn tcp_endpoint(&self) -> Option<std::net::SocketAddr> {
         self.engine.as_ref().map(ProgressEngine::addr)
+    }
+
+    /// The RDMA device this rank uses, if any peer is reached by RDMA.
+    pub fn rdma_device(&self) -> Option<String> {
+        self.rdma.as_ref().map(RdmaLink::device_name)
     }
 
     /// Symmetric heap size per rank, in bytes.

@@ -119,8 +119,11 @@ fn run(opts: &Options) -> Result<ExitCode, Box<dyn std::error::Error>> {
     keep(&format!("barrier_n{}", world.size()), 0, bench.barrier_latency()?, "us");
 
     if world.rank() == 0 {
-        let transport = world.transport_to(1)?;
-        print!("{}", report::table(transport, world.size(), &figures));
+        let transport = match world.rdma_device() {
+            Some(device) => format!("{} on {device}", world.transport_to(1)?),
+            None => world.transport_to(1)?.to_string(),
+        };
+        print!("{}", report::table(&transport, world.size(), &figures));
         for figure in &figures {
             println!("{}", figure.line());
         }

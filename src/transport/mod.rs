@@ -6,8 +6,11 @@
 //! memory where the peer's segment opens here and TCP otherwise; a forced
 //! choice applies to every peer but the rank itself.
 
+pub mod rdma;
 pub mod shm;
 pub mod tcp;
+#[cfg(feature = "verbs")]
+pub mod verbs;
 
 use crate::error::{Error, Result};
 use crate::protocol::env::TRANSPORT;
@@ -25,6 +28,25 @@ pub struct Card {
     pub shm: Option<ShmCard>,
     /// `ip:port` of the rank's TCP progress engine, if it runs one.
     pub tcp: Option<String>,
+    /// The rank's RDMA endpoint, if it has an active verbs device.
+    pub verbs: Option<VerbsCard>,
+}
+
+/// What a peer needs to reach this rank over RDMA (defined in every build,
+/// so cards decode the same with or without the `verbs` feature).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct VerbsCard {
+    pub port: u8,
+    pub lid: u16,
+    pub gid: [u8; 16],
+    pub gid_index: u8,
+    pub mtu: u32,
+    pub psn: u32,
+    /// This rank's queue pair number for each peer, indexed by peer rank.
+    pub qpns: Vec<u32>,
+    /// Virtual address of this rank's registered segment, and its rkey.
+    pub addr: u64,
+    pub rkey: u32,
 }
 
 /// The route to one peer.
@@ -35,6 +57,8 @@ pub enum Path {
     Shm(Segment),
     /// A peer reached over TCP, served by its progress engine.
     Tcp(RefCell<TcpPeer>),
+    /// A peer reached by RDMA through the world's verbs transport.
+    Verbs,
 }
 
 impl Path {
@@ -44,6 +68,7 @@ impl Path {
             Path::Local => "self",
             Path::Shm(_) => "shm",
             Path::Tcp(_) => "tcp",
+            Path::Verbs => "verbs",
         }
     }
 }
@@ -54,6 +79,7 @@ pub enum Choice {
     Auto,
     Shm,
     Tcp,
+    Verbs,
 }
 
 impl Choice {
@@ -63,10 +89,11 @@ impl Choice {
             "auto" | "" => Ok(Choice::Auto),
             "shm" => Ok(Choice::Shm),
             "tcp" => Ok(Choice::Tcp),
+            "verbs" if cfg!(feature = "verbs") => Ok(Choice::Verbs),
             "verbs" => Err(Error::TransportUnavailable {
                 rank,
                 requested,
-                detail: "this build of oneside has no verbs transport; use --transport auto, shm or tcp".into(),
+                detail: "this build of oneside has no verbs transport (build with `--features verbs`); use --transport auto, shm or tcp".into(),
             }),
             _ => Err(Error::TransportUnavailable {
                 rank,
@@ -90,12 +117,23 @@ pub fn connect_all(rank: usize, choice: Choice, cards: &[Card], secret: &[u8], t
                 theirs: card.heap_bytes as usize,
             });
         }
+        let both_verbs = own.verbs.is_some() && card.verbs.is_some();
         let path = match choice {
             _ if peer == rank => Path::Local,
             Choice::Shm => shm::connect(rank, peer, own, card)?,
             Choice::Tcp => connect_tcp(rank, peer, card, secret, timeout)?,
+            Choice::Verbs if both_verbs => Path::Verbs,
+            Choice::Verbs => {
+                return Err(Error::Unreachable {
+                    rank,
+                    peer,
+                    host: card.host.clone(),
+                    detail: "--transport verbs was forced, but it has no active RDMA device".into(),
+                })
+            }
             Choice::Auto => match shm::connect(rank, peer, own, card) {
                 Ok(path) => path,
+                Err(_) if both_verbs => Path::Verbs,
                 Err(_) if card.tcp.is_some() => connect_tcp(rank, peer, card, secret, timeout)?,
                 Err(e) => return Err(e),
             },

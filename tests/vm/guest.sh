@@ -5,7 +5,7 @@
 # live), a dummy netdev in 198.18.0.0/15 with a Soft-RoCE device rxe0 on it,
 # then runs cmd.sh from the results share and records its exit status.
 mount -t tmpfs tmpfs /run
-mount -t tmpfs tmpfs /dev/shm
+mkdir -p /dev/shm && mount -t tmpfs tmpfs /dev/shm
 mkdir -p /run/tmp /run/results
 mount -t 9p -o trans=virtio,version=9p2000.L results /run/results
 export TMPDIR=/run/tmp HOME=/run/tmp PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin

@@ -1,0 +1,121 @@
+//! The face of the verbs transport to the rest of the crate. With the
+//! `verbs` feature, [`RdmaLink`] wraps the connected transport; without it,
+//! `RdmaLink` and [`Pending`] are empty enums that no value can inhabit, so
+//! the callers compile the same and a verbs path simply cannot exist.
+
+use super::VerbsCard;
+use crate::error::{Error, Result};
+use crate::segment::RawSegment;
+
+/// A failed RDMA operation, before the world adds its rank.
+#[derive(Debug)]
+pub struct Failure {
+    pub peer: usize,
+    pub op: &'static str,
+    pub detail: String,
+}
+
+impl Failure {
+    pub fn into_error(self, rank: usize) -> Error {
+        Error::Rdma {
+            rank,
+            peer: self.peer,
+            op: self.op,
+            detail: self.detail,
+        }
+    }
+}
+
+#[cfg(feature = "verbs")]
+pub struct RdmaLink(std::cell::RefCell<super::verbs::Verbs>);
+#[cfg(not(feature = "verbs"))]
+pub enum RdmaLink {}
+
+#[cfg(feature = "verbs")]
+pub struct Pending(super::verbs::Prepared);
+#[cfg(not(feature = "verbs"))]
+pub enum Pending {}
+
+/// Opens the RDMA device if one is wanted. With `required` (`--transport
+/// verbs`) a missing device or a down port is an error; otherwise `None`.
+#[cfg(feature = "verbs")]
+pub fn prepare(rank: usize, size: usize, segment: RawSegment, required: bool) -> Result<Option<Pending>> {
+    let setup = super::verbs::Settings::from_env().and_then(|s| super::verbs::prepare(rank, size, segment, &s));
+    match setup {
+        Ok(prepared) => Ok(Some(Pending(prepared))),
+        Err(detail) if required => Err(Error::RdmaSetup { rank, detail }),
+        Err(_) => Ok(None),
+    }
+}
+
+#[cfg(not(feature = "verbs"))]
+pub fn prepare(_rank: usize, _size: usize, _segment: RawSegment, _required: bool) -> Result<Option<Pending>> {
+    Ok(None)
+}
+
+impl Pending {
+    pub fn card(&self) -> VerbsCard {
+        #[cfg(feature = "verbs")]
+        return self.0.card();
+        #[cfg(not(feature = "verbs"))]
+        match *self {}
+    }
+
+    /// Connects to every peer that has a card here (those with a verbs path).
+    pub fn connect(self, rank: usize, cards: &[Option<VerbsCard>]) -> Result<RdmaLink> {
+        #[cfg(feature = "verbs")]
+        return self
+            .0
+            .connect(rank, cards)
+            .map(|v| RdmaLink(std::cell::RefCell::new(v)))
+            .map_err(|(peer, detail)| Error::Rdma {
+                rank,
+                peer,
+                op: "connect the queue pair",
+                detail,
+            });
+        #[cfg(not(feature = "verbs"))]
+        {
+            let _ = (rank, cards);
+            match self {}
+        }
+    }
+}
+
+#[cfg(feature = "verbs")]
+impl RdmaLink {
+    pub fn put(&self, peer: usize, offset: usize, src: &[u8]) -> std::result::Result<(), Failure> {
+        self.0.borrow_mut().put(peer, offset, src)
+    }
+    pub fn get(&self, peer: usize, offset: usize, dst: &mut [u8]) -> std::result::Result<(), Failure> {
+        self.0.borrow_mut().get(peer, offset, dst)
+    }
+    pub fn signal(&self, peer: usize, round: usize, epoch: u64) -> std::result::Result<(), Failure> {
+        self.0.borrow_mut().signal(peer, round, epoch)
+    }
+    pub fn quiet(&self) -> std::result::Result<(), Failure> {
+        self.0.borrow_mut().quiet()
+    }
+    pub fn device_name(&self) -> String {
+        self.0.borrow().device_name().to_string()
+    }
+}
+
+#[cfg(not(feature = "verbs"))]
+impl RdmaLink {
+    pub fn put(&self, _: usize, _: usize, _: &[u8]) -> std::result::Result<(), Failure> {
+        match *self {}
+    }
+    pub fn get(&self, _: usize, _: usize, _: &mut [u8]) -> std::result::Result<(), Failure> {
+        match *self {}
+    }
+    pub fn signal(&self, _: usize, _: usize, _: u64) -> std::result::Result<(), Failure> {
+        match *self {}
+    }
+    pub fn quiet(&self) -> std::result::Result<(), Failure> {
+        match *self {}
+    }
+    pub fn device_name(&self) -> String {
+        match *self {}
+    }
+}

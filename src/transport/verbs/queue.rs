@@ -1,0 +1,255 @@
+//! The completion queue and RC queue pairs. A queue pair's connection is a
+//! typestate: [`QueuePair<Init>`] (created, in INIT, its number published in
+//! the card) becomes [`QueuePair<Ready>`] (RTR then RTS) once the peer's card
+//! is known; only a ready pair can post work.
+
+use super::device::{Context, ProtectionDomain};
+use ibverbs_sys as ffi;
+use std::marker::PhantomData;
+
+/// Send queue depth of every queue pair.
+pub const SQ_DEPTH: u32 = 256;
+/// Completion queue depth (shared by all queue pairs).
+pub const CQ_DEPTH: i32 = 4096;
+
+/// A completion queue (`ibv_cq`).
+pub struct CompletionQueue {
+    raw: *mut ffi::ibv_cq,
+}
+
+impl CompletionQueue {
+    pub fn new(context: &Context) -> Result<CompletionQueue, String> {
+        // SAFETY: the context is open; no channel, no vector: we poll.
+        let raw = unsafe { ffi::ibv_create_cq(context.raw(), CQ_DEPTH, std::ptr::null_mut(), std::ptr::null_mut(), 0) };
+        if raw.is_null() {
+            return Err(format!(
+                "cannot create a completion queue: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        Ok(CompletionQueue { raw })
+    }
+
+    /// Polls up to `out.len()` completions; returns how many arrived.
+    pub fn poll(&self, out: &mut [ffi::ibv_wc]) -> Result<usize, String> {
+        // SAFETY: ibv_poll_cq is inline in verbs.h: it calls the provider's
+        // poll_cq through the context's ops table, which we do here. The CQ
+        // is live and `out` has room for `out.len()` entries.
+        let n = unsafe {
+            let context = (*self.raw).context;
+            let poll = (*context).ops.poll_cq.expect("every provider implements poll_cq");
+            poll(self.raw, out.len() as i32, out.as_mut_ptr())
+        };
+        if n < 0 {
+            return Err(format!("polling the completion queue failed ({n})"));
+        }
+        Ok(n as usize)
+    }
+}
+
+impl Drop for CompletionQueue {
+    fn drop(&mut self) {
+        // SAFETY: created by ibv_create_cq; every QP using it was dropped first.
+        unsafe { ffi::ibv_destroy_cq(self.raw) };
+    }
+}
+
+/// Typestate: created and in INIT.
+pub struct Init;
+/// Typestate: connected (RTS), able to post work.
+pub struct Ready;
+
+/// What a queue pair needs to know about the remote end.
+pub struct RemoteEnd {
+    pub qpn: u32,
+    pub psn: u32,
+    pub lid: u16,
+    pub gid: [u8; 16],
+    pub mtu: u32,
+}
+
+/// The local port parameters every queue pair uses.
+#[derive(Clone, Copy)]
+pub struct LocalPort {
+    pub port: u8,
+    pub gid_index: u8,
+    /// Address with the GID (RoCE, or IB across subnets) rather than the LID.
+    pub use_gid: bool,
+    pub mtu: u32,
+    pub max_rd_atomic: u8,
+}
+
+/// An RC queue pair (`ibv_qp`) in connection state `S`.
+pub struct QueuePair<S> {
+    raw: *mut ffi::ibv_qp,
+    pub psn: u32,
+    pub max_inline: u32,
+    _state: PhantomData<S>,
+}
+
+impl QueuePair<Init> {
+    /// Creates an RC queue pair on `cq`, starting its send queue at `psn`, and moves it to INIT.
+    pub fn create(
+        pd: &ProtectionDomain,
+        cq: &CompletionQueue,
+        local: &LocalPort,
+        psn: u32,
+    ) -> Result<QueuePair<Init>, String> {
+        let mut last_error = String::new();
+        // Ask for inline room; providers that offer less refuse, so step down.
+        for max_inline in [256, 128, 64, 0] {
+            let mut init = ffi::ibv_qp_init_attr {
+                send_cq: cq.raw,
+                recv_cq: cq.raw,
+                qp_type: ffi::ibv_qp_type::IBV_QPT_RC,
+                cap: ffi::ibv_qp_cap {
+                    max_send_wr: SQ_DEPTH,
+                    max_recv_wr: 1,
+                    max_send_sge: 1,
+                    max_recv_sge: 1,
+                    max_inline_data: max_inline,
+                },
+                ..Default::default()
+            };
+            // SAFETY: the PD and CQ are live; `init` is fully initialized.
+            let raw = unsafe { ffi::ibv_create_qp(pd.raw(), &mut init) };
+            if raw.is_null() {
+                last_error = std::io::Error::last_os_error().to_string();
+                continue;
+            }
+            let qp = QueuePair {
+                raw,
+                psn,
+                max_inline: init.cap.max_inline_data,
+                _state: PhantomData,
+            };
+            let mut attr = ffi::ibv_qp_attr {
+                qp_state: ffi::ibv_qp_state::IBV_QPS_INIT,
+                pkey_index: 0,
+                port_num: local.port,
+                qp_access_flags: (ffi::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE
+                    | ffi::ibv_access_flags::IBV_ACCESS_REMOTE_READ)
+                    .0,
+                ..Default::default()
+            };
+            let mask = ffi::ibv_qp_attr_mask::IBV_QP_STATE
+                | ffi::ibv_qp_attr_mask::IBV_QP_PKEY_INDEX
+                | ffi::ibv_qp_attr_mask::IBV_QP_PORT
+                | ffi::ibv_qp_attr_mask::IBV_QP_ACCESS_FLAGS;
+            qp.modify(&mut attr, mask, "INIT")?;
+            return Ok(qp);
+        }
+        Err(format!("cannot create a queue pair: {last_error}"))
+    }
+
+    /// Connects to `remote`: INIT → RTR → RTS.
+    pub fn connect(self, local: &LocalPort, remote: &RemoteEnd) -> Result<QueuePair<Ready>, String> {
+        let mut attr = ffi::ibv_qp_attr {
+            qp_state: ffi::ibv_qp_state::IBV_QPS_RTR,
+            path_mtu: local.mtu.min(remote.mtu),
+            dest_qp_num: remote.qpn,
+            rq_psn: remote.psn,
+            max_dest_rd_atomic: local.max_rd_atomic,
+            min_rnr_timer: 12,
+            ah_attr: ffi::ibv_ah_attr {
+                dlid: remote.lid,
+                sl: 0,
+                src_path_bits: 0,
+                is_global: u8::from(local.use_gid),
+                port_num: local.port,
+                grh: ffi::ibv_global_route {
+                    dgid: ffi::ibv_gid { raw: remote.gid },
+                    sgid_index: local.gid_index,
+                    hop_limit: 64,
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        use ffi::ibv_qp_attr_mask as m;
+        let rtr = m::IBV_QP_STATE
+            | m::IBV_QP_AV
+            | m::IBV_QP_PATH_MTU
+            | m::IBV_QP_DEST_QPN
+            | m::IBV_QP_RQ_PSN
+            | m::IBV_QP_MAX_DEST_RD_ATOMIC
+            | m::IBV_QP_MIN_RNR_TIMER;
+        self.modify(&mut attr, rtr, "RTR")?;
+        let mut attr = ffi::ibv_qp_attr {
+            qp_state: ffi::ibv_qp_state::IBV_QPS_RTS,
+            timeout: 14,
+            retry_cnt: 7,
+            rnr_retry: 7,
+            sq_psn: self.psn,
+            max_rd_atomic: local.max_rd_atomic,
+            ..Default::default()
+        };
+        let rts = m::IBV_QP_STATE
+            | m::IBV_QP_TIMEOUT
+            | m::IBV_QP_RETRY_CNT
+            | m::IBV_QP_RNR_RETRY
+            | m::IBV_QP_SQ_PSN
+            | m::IBV_QP_MAX_QP_RD_ATOMIC;
+        self.modify(&mut attr, rts, "RTS")?;
+        let ready = QueuePair {
+            raw: self.raw,
+            psn: self.psn,
+            max_inline: self.max_inline,
+            _state: PhantomData,
+        };
+        std::mem::forget(self);
+        Ok(ready)
+    }
+}
+
+impl<S> QueuePair<S> {
+    pub fn qpn(&self) -> u32 {
+        // SAFETY: `raw` is a live QP.
+        unsafe { (*self.raw).qp_num }
+    }
+
+    fn modify(&self, attr: &mut ffi::ibv_qp_attr, mask: ffi::ibv_qp_attr_mask, state: &str) -> Result<(), String> {
+        // SAFETY: the QP is live and `attr` is initialized for every bit in `mask`.
+        let rc = unsafe { ffi::ibv_modify_qp(self.raw, attr, mask.0 as i32) };
+        if rc != 0 {
+            return Err(format!(
+                "cannot move queue pair {} to {state}: {}",
+                self.qpn(),
+                std::io::Error::from_raw_os_error(rc)
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl QueuePair<Ready> {
+    /// Posts one work request.
+    ///
+    /// # Safety
+    /// Every scatter/gather entry of `wr` must name registered memory that
+    /// stays valid until the request completes (inline data is copied now).
+    pub unsafe fn post(&self, wr: &mut ffi::ibv_send_wr) -> Result<(), std::io::Error> {
+        let mut bad: *mut ffi::ibv_send_wr = std::ptr::null_mut();
+        // SAFETY: ibv_post_send is inline in verbs.h: it calls the provider's
+        // post_send through the context's ops table, which we do here. The QP
+        // is live and ready; the caller vouches for the buffers.
+        let rc = unsafe {
+            let context = (*self.raw).context;
+            let post = (*context).ops.post_send.expect("every provider implements post_send");
+            post(self.raw, wr, &mut bad)
+        };
+        match rc {
+            0 => Ok(()),
+            errno => Err(std::io::Error::from_raw_os_error(errno)),
+        }
+    }
+}
+
+impl<S> Drop for QueuePair<S> {
+    fn drop(&mut self) {
+        // SAFETY: created by ibv_create_qp and destroyed once (`connect`
+        // forgets the INIT handle it replaces).
+        unsafe { ffi::ibv_destroy_qp(self.raw) };
+    }
+}

@@ -1,0 +1,238 @@
+//! Bringing the verbs transport up: open the device, check the port, pick
+//! the GID, register this rank's segment and a staging buffer, create one
+//! queue pair per peer in INIT ([`prepare`]); then, with every rank's card,
+//! move them to RTS ([`Prepared::connect`]).
+
+use super::device::{Context, MemoryRegion, ProtectionDomain};
+use super::queue::{CompletionQueue, Init, LocalPort, QueuePair, RemoteEnd};
+use super::{Peer, Verbs, RING_BYTES};
+use crate::segment::RawSegment;
+use crate::transport::VerbsCard;
+use ibverbs_sys as ffi;
+use std::collections::VecDeque;
+
+/// `ONESIDE_VERBS_DEVICE`, `_PORT`, `_GID_INDEX` (set by rlaunch's
+/// `--device`, `--port`, `--gid-index`).
+pub struct Settings {
+    pub device: Option<String>,
+    pub port: u8,
+    pub gid_index: Option<u8>,
+}
+
+impl Settings {
+    pub fn from_env() -> Result<Settings, String> {
+        let number = |var: &str| -> Result<Option<u8>, String> {
+            match std::env::var(var) {
+                Err(_) => Ok(None),
+                Ok(v) => v
+                    .trim()
+                    .parse()
+                    .map(Some)
+                    .map_err(|_| format!("{var}={v:?} is not a number from 0 to 255")),
+            }
+        };
+        Ok(Settings {
+            device: std::env::var("ONESIDE_VERBS_DEVICE").ok().filter(|d| !d.is_empty()),
+            port: number("ONESIDE_VERBS_PORT")?.unwrap_or(1),
+            gid_index: number("ONESIDE_VERBS_GID_INDEX")?,
+        })
+    }
+}
+
+/// Queue pairs created, not yet connected. Drops in the same order as `Verbs`.
+pub struct Prepared {
+    pending: Vec<Option<QueuePair<Init>>>,
+    cq: CompletionQueue,
+    staging_mr: MemoryRegion,
+    segment_mr: MemoryRegion,
+    pd: ProtectionDomain,
+    context: Context,
+    staging: Box<[u8]>,
+    local: LocalPort,
+    lid: u16,
+    gid: [u8; 16],
+    psn: u32,
+    segment_addr: u64,
+}
+
+/// Opens the device and prepares one queue pair per peer of `rank` among `size`.
+pub fn prepare(rank: usize, size: usize, segment: RawSegment, settings: &Settings) -> Result<Prepared, String> {
+    let context = Context::open(settings.device.as_deref())?;
+    let port = context.port(settings.port)?;
+    if port.state != ffi::ibv_port_state::IBV_PORT_ACTIVE {
+        return Err(format!(
+            "port {} of {} is not active (state {}): check the link (`ibv_devinfo`, `rdma link`)",
+            settings.port, context.name, port.state
+        ));
+    }
+    let ethernet = port.link_layer == ffi::IBV_LINK_LAYER_ETHERNET as u8;
+    let gid_index = match settings.gid_index {
+        Some(index) => index,
+        None => pick_gid(&context, settings.port, port.gid_tbl_len)?,
+    };
+    let gid = context.gid(settings.port, gid_index)?;
+    let use_gid = ethernet || port.lid == 0;
+    if use_gid && gid == [0; 16] {
+        return Err(format!(
+            "GID {gid_index} of {} port {} is empty; pick another with --gid-index",
+            context.name, settings.port
+        ));
+    }
+    let local = LocalPort {
+        port: settings.port,
+        gid_index,
+        use_gid,
+        mtu: port.active_mtu,
+        max_rd_atomic: context.max_rd_atomic(),
+    };
+
+    let pd = ProtectionDomain::new(&context)?;
+    let segment_base = segment.heap_base().wrapping_sub(crate::segment::HEADER_BYTES);
+    let segment_len = segment.heap_len() + crate::segment::HEADER_BYTES;
+    let mut staging = vec![0u8; RING_BYTES * size].into_boxed_slice();
+    // SAFETY: the segment stays mapped while the World (which owns both the
+    // segment and this transport, dropping the transport first) lives.
+    let segment_mr = unsafe { MemoryRegion::register(&pd, segment_base, segment_len) }?;
+    // SAFETY: `staging` is a heap buffer owned by the transport, dropped after the MR.
+    let staging_mr = unsafe { MemoryRegion::register(&pd, staging.as_mut_ptr(), staging.len()) }?;
+    let cq = CompletionQueue::new(&context)?;
+    // One starting PSN for all of this rank's queue pairs: the card carries one.
+    let psn = u32::from_le_bytes(crate::protocol::auth::random_bytes()) & 0x00ff_ffff;
+    let mut pending = Vec::with_capacity(size);
+    for peer in 0..size {
+        pending.push(match peer == rank {
+            true => None,
+            false => Some(QueuePair::create(&pd, &cq, &local, psn)?),
+        });
+    }
+    Ok(Prepared {
+        pending,
+        cq,
+        staging_mr,
+        segment_mr,
+        pd,
+        context,
+        staging,
+        local,
+        lid: port.lid,
+        gid,
+        psn,
+        segment_addr: segment_base as u64,
+    })
+}
+
+/// The RoCE v2 IPv4-mapped GID if there is one, else the first non-empty GID.
+fn pick_gid(context: &Context, port: u8, table_len: i32) -> Result<u8, String> {
+    let types = format!("/sys/class/infiniband/{}/ports/{port}/gid_attrs/types", context.name);
+    let mut first = None;
+    let mut seen = Vec::new();
+    // GID indices are a u8 in the verbs API: look at most at the first 256.
+    for index in (0..table_len.clamp(0, 256) as usize).map(|i| i as u8) {
+        let gid = match context.gid(port, index) {
+            Ok(gid) => gid,
+            Err(e) => {
+                seen.push(e);
+                continue;
+            }
+        };
+        if gid == [0; 16] {
+            continue;
+        }
+        first.get_or_insert(index);
+        let kind = std::fs::read_to_string(format!("{types}/{index}")).unwrap_or_default();
+        let ipv4_mapped = gid[..10] == [0; 10] && gid[10..12] == [0xff, 0xff];
+        if kind.trim() == "RoCE v2" && ipv4_mapped {
+            return Ok(index);
+        }
+    }
+    first.ok_or_else(|| {
+        format!(
+            "{} port {port} has no usable GID among {table_len} entries ({})",
+            context.name,
+            seen.join("; ")
+        )
+    })
+}
+
+impl Prepared {
+    /// What peers need to connect to this rank.
+    pub fn card(&self) -> VerbsCard {
+        VerbsCard {
+            port: self.local.port,
+            lid: self.lid,
+            gid: self.gid,
+            gid_index: self.local.gid_index,
+            mtu: self.local.mtu,
+            psn: self.psn,
+            qpns: self
+                .pending
+                .iter()
+                .map(|qp| qp.as_ref().map_or(0, |qp| qp.qpn()))
+                .collect(),
+            addr: self.segment_addr,
+            rkey: self.segment_mr.rkey(),
+        }
+    }
+
+    /// Connects the queue pair of every peer that has a card.
+    pub fn connect(mut self, rank: usize, cards: &[Option<VerbsCard>]) -> Result<Verbs, (usize, String)> {
+        let mut peers = Vec::with_capacity(cards.len());
+        for (peer, card) in cards.iter().enumerate() {
+            let (Some(qp), Some(card)) = (self.pending[peer].take(), card) else {
+                peers.push(None);
+                continue;
+            };
+            let qpn = card
+                .qpns
+                .get(rank)
+                .copied()
+                .ok_or((peer, "its card has no queue pair for this rank".to_string()))?;
+            let remote = RemoteEnd {
+                qpn,
+                psn: card.psn,
+                lid: card.lid,
+                gid: card.gid,
+                mtu: card.mtu,
+            };
+            let qp = qp.connect(&self.local, &remote).map_err(|e| (peer, e))?;
+            peers.push(Some(Peer {
+                qp,
+                remote_base: card.addr,
+                rkey: fault_rkey(peer, card.rkey),
+                ring_base: peer * RING_BYTES,
+                ring_head: 0,
+                ring_tail: 0,
+                posted: 0,
+                completed: 0,
+                since_signal: 0,
+                signalled: VecDeque::new(),
+            }));
+        }
+        let inline_max = peers
+            .iter()
+            .flatten()
+            .map(|p| p.qp.max_inline as usize)
+            .min()
+            .unwrap_or(0);
+        Ok(Verbs {
+            peers,
+            cq: self.cq,
+            staging_mr: self.staging_mr,
+            _segment_mr: self.segment_mr,
+            _pd: self.pd,
+            context: self.context,
+            staging: self.staging,
+            inline_max,
+        })
+    }
+}
+
+/// Fault injection for the test suite: `ONESIDE_VERBS_FAULT=bad-rkey:N`
+/// corrupts the remote key used for peer N, so the NIC itself refuses the
+/// access (a remote access error), as a stale or wrong key would.
+fn fault_rkey(peer: usize, rkey: u32) -> u32 {
+    match std::env::var("ONESIDE_VERBS_FAULT") {
+        Ok(fault) if fault == format!("bad-rkey:{peer}") => rkey ^ 0x00ff_ff00,
+        _ => rkey,
+    }
+}
