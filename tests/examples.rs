@@ -4,14 +4,17 @@
 mod common;
 use common::*;
 
-const SIZES: [usize; 4] = [1, 2, 4, 8];
-
-/// `--transport` values and the path every rank must report using.
-const TRANSPORTS: [(&str, &str); 2] = [("auto", "shm"), ("tcp", "tcp")];
+/// Every (transport, path name, rank count) to run the examples at.
+fn matrix() -> Vec<(&'static str, &'static str, usize)> {
+    transports()
+        .into_iter()
+        .flat_map(|(t, p)| sizes().into_iter().map(move |n| (t, p, n)))
+        .collect()
+}
 
 #[test]
 fn hello_put_every_rank_hears_from_its_left_neighbour() {
-    for ((transport, path), n) in TRANSPORTS.iter().flat_map(|t| SIZES.map(|n| (*t, n))) {
+    for (transport, path, n) in matrix() {
         let out = rlaunch(&["-n", &n.to_string(), "--transport", transport, &example("hello_put")]);
         assert_eq!(out.code, Some(0), "n={n} {transport}: {out:?}");
         let mut lines = out.lines();
@@ -53,7 +56,7 @@ fn hello_put_runs_alone_as_a_singleton() {
 
 #[test]
 fn ring_pass_sums_every_rank_on_every_lap() {
-    for ((transport, _), n) in TRANSPORTS.iter().flat_map(|t| SIZES.map(|n| (*t, n))) {
+    for (transport, _, n) in matrix() {
         let out = rlaunch(&["-n", &n.to_string(), "--transport", transport, &example("ring"), "3"]);
         assert_eq!(out.code, Some(0), "n={n}: {out:?}");
         let expected = 3 * n * (n - 1) / 2;
@@ -66,7 +69,7 @@ fn ring_pass_sums_every_rank_on_every_lap() {
 
 #[test]
 fn parallel_pi_is_accurate_at_every_size() {
-    for ((transport, _), n) in TRANSPORTS.iter().flat_map(|t| SIZES.map(|n| (*t, n))) {
+    for (transport, _, n) in matrix() {
         let out = rlaunch(&["-n", &n.to_string(), "--transport", transport, &example("pi"), "200000"]);
         assert_eq!(out.code, Some(0), "n={n}: {out:?}");
         let value: f64 = out

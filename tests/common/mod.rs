@@ -29,14 +29,38 @@ pub fn repo_file(relative: &str) -> String {
     format!("{}/../{relative}", env!("CARGO_MANIFEST_DIR"))
 }
 
+/// An example binary: from `ONESIDE_TEST_EXAMPLES_DIR` if set (the VM suite
+/// points it at the verbs build), else from this build.
 pub fn example(name: &str) -> String {
-    let path = target_dir().join("examples").join(name);
+    let dir = std::env::var_os("ONESIDE_TEST_EXAMPLES_DIR").map_or(target_dir().join("examples"), PathBuf::from);
+    let path = dir.join(name);
     assert!(
         path.exists(),
         "{} is missing: `cargo test` builds the examples",
         path.display()
     );
     path.display().to_string()
+}
+
+/// `--transport` values to test, each with the path name the examples
+/// report: `ONESIDE_TEST_TRANSPORTS=verbs` (the VM suite), else shm and tcp.
+pub fn transports() -> Vec<(&'static str, &'static str)> {
+    match std::env::var("ONESIDE_TEST_TRANSPORTS").as_deref() {
+        Ok("verbs") => vec![("verbs", "verbs")],
+        Ok("tcp") => vec![("tcp", "tcp")],
+        _ => vec![("auto", "shm"), ("tcp", "tcp")],
+    }
+}
+
+/// Rank counts to test: `ONESIDE_TEST_SIZES=2,4`, else 1, 2, 4 and 8.
+pub fn sizes() -> Vec<usize> {
+    match std::env::var("ONESIDE_TEST_SIZES") {
+        Ok(list) => list
+            .split(',')
+            .map(|n| n.trim().parse().expect("ONESIDE_TEST_SIZES holds numbers"))
+            .collect(),
+        Err(_) => vec![1, 2, 4, 8],
+    }
 }
 
 /// What a finished command did.

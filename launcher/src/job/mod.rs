@@ -6,7 +6,7 @@
 //! waiter threads and proxies, bootstrap news from the service, Ctrl-C from
 //! the signal handler), so the supervisor sees it in causal order. The first
 //! failure aborts the job: SIGTERM to every rank, SIGKILL after
-//! [`KILL_GRACE`], and after another grace period rlaunch stops waiting for
+//! [`kill_grace`], and after another grace period rlaunch stops waiting for
 //! ranks on hosts it can no longer reach.
 
 pub mod address;
@@ -28,8 +28,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long ranks get between SIGTERM and SIGKILL, and after SIGKILL
-/// before rlaunch gives up on ranks it cannot reach.
-pub const KILL_GRACE: Duration = Duration::from_secs(3);
+/// before rlaunch gives up on ranks it cannot reach: 3 s, or
+/// `RLAUNCH_KILL_GRACE` seconds.
+pub fn kill_grace() -> Duration {
+    let secs = std::env::var("RLAUNCH_KILL_GRACE")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok());
+    Duration::from_secs_f64(secs.filter(|s| s.is_finite() && *s >= 0.0).unwrap_or(3.0))
+}
 /// Exit status when `--timeout` fires (as coreutils' `timeout`).
 pub const TIMEOUT_EXIT: u8 = 124;
 /// Exit status after Ctrl-C (128 + SIGINT).
@@ -174,7 +180,7 @@ fn supervise(
     let mut pids: Vec<i32> = procs.iter().map(|p| p.pid).collect();
     while states.iter().any(|s| s.ending.is_none()) {
         let wake = match abort.as_ref() {
-            Some(a) if a.killed => Some(a.kill_at + KILL_GRACE),
+            Some(a) if a.killed => Some(a.kill_at + kill_grace()),
             Some(a) => Some(a.kill_at),
             None => deadline,
         };
@@ -216,7 +222,7 @@ fn start_abort(procs: &[RankProcess], states: &[RankState], code: u8) -> Abort {
     }
     Abort {
         code,
-        kill_at: Instant::now() + KILL_GRACE,
+        kill_at: Instant::now() + kill_grace(),
         killed: false,
     }
 }

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The verbs suite: builds the examples with `--features verbs` (into
+# target/verbs, so rlaunch itself never links verbs), builds the integration
+# tests, and runs them inside one Soft-RoCE guest with --transport verbs at 2
+# and 4 ranks, plus the RDMA-specific tests of tests/verbs.rs.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+repo=$(pwd)
+
+echo "== building (host)"
+cargo build --workspace --bins --examples --quiet
+CARGO_TARGET_DIR=target/verbs cargo build -p oneside --features verbs --examples --quiet
+tests=$(cargo test -p rlaunch --features verbs-tests --test examples --test model --test verbs --no-run \
+          --message-format=json 2>/dev/null | grep -o '"executable":"[^"]*/deps/[^"]*"' | cut -d'"' -f4)
+[ -n "$tests" ] || { echo "run-suite: no test executables were built"; exit 1; }
+
+script="cd $repo
+export ONESIDE_TEST_EXAMPLES_DIR=$repo/target/verbs/debug/examples ONESIDE_TEST_TRANSPORTS=verbs
+export ONESIDE_TEST_SIZES=2,4 ONESIDE_HEAP_SIZE=16M
+status=0"
+for t in $tests; do
+  script="$script
+echo \"== \$(basename $t)\"
+$t --test-threads=1 || status=1"
+done
+script="$script
+exit \$status"
+
+echo "== running in the Soft-RoCE guest"
+VM_TIMEOUT=${VM_TIMEOUT:-1800} tests/vm/vm.sh "$script"
