@@ -51,6 +51,18 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = Transport::Auto, env = "ONESIDE_TRANSPORT")]
     pub transport: Transport,
 
+    /// RDMA device for the verbs transport, e.g. mlx5_0 (default: the first).
+    #[arg(long, value_name = "NAME")]
+    pub device: Option<String>,
+
+    /// RDMA port of that device (default 1).
+    #[arg(long, value_name = "N")]
+    pub port: Option<u8>,
+
+    /// GID index (default: the RoCE v2 IPv4 GID, else the first valid one).
+    #[arg(long, value_name = "N")]
+    pub gid_index: Option<u8>,
+
     /// Symmetric heap size per rank, e.g. 64M (default 64M).
     #[arg(long, value_name = "SIZE")]
     pub heap_size: Option<String>,

@@ -57,7 +57,16 @@ impl LaunchPlan {
         };
         let hosts = if explicit { hosts } else { vec![local_host(n)] };
         let ranks = place(&hosts, n, args.oversubscribe, &source_name)?;
-        let env = args.env.iter().map(|spec| forward(spec)).collect::<Result<_, _>>()?;
+        let mut env: Vec<(String, String)> = args.env.iter().map(|spec| forward(spec)).collect::<Result<_, _>>()?;
+        let rdma = [
+            ("ONESIDE_VERBS_DEVICE", args.device.clone()),
+            ("ONESIDE_VERBS_PORT", args.port.map(|p| p.to_string())),
+            ("ONESIDE_VERBS_GID_INDEX", args.gid_index.map(|g| g.to_string())),
+        ];
+        env.extend(
+            rdma.into_iter()
+                .filter_map(|(var, value)| value.map(|v| (var.to_string(), v))),
+        );
         let timeout = match args.timeout {
             Some(secs) if secs.is_finite() && secs > 0.0 => Some(Duration::from_secs_f64(secs)),
             Some(_) => {
