@@ -7,7 +7,8 @@
 //!   registered) holds put sources too big to inline and get destinations,
 //!   so `put` returns as soon as the caller's buffer may be reused.
 //! * Selective signalling: a WR is signalled every [`SIGNAL_EVERY`] posts,
-//!   and always when it uses the staging ring; a signalled completion
+//!   always when it uses the staging ring, and when it is the first after a
+//!   `quiet` (so put + quiet is one WR); a signalled completion
 //!   retires every earlier WR of its queue pair. Each queue pair has a credit
 //!   count so the send queue never overflows.
 //! * `quiet` posts a zero-length signalled WRITE where unsignalled work is
@@ -25,10 +26,10 @@ use ibverbs_sys as ffi;
 use queue::{CompletionQueue, QueuePair, Ready, SQ_DEPTH};
 use std::collections::VecDeque;
 
-/// Staging ring per peer.
-const RING_BYTES: usize = 1 << 20;
+/// Staging ring per peer: room for four largest WRs in flight.
+const RING_BYTES: usize = 4 << 20;
 /// Largest single WRITE or READ.
-const CHUNK_BYTES: usize = 256 << 10;
+const CHUNK_BYTES: usize = 1 << 20;
 /// Unsignalled posts allowed between signalled ones.
 const SIGNAL_EVERY: u64 = 16;
 
@@ -66,6 +67,9 @@ struct Peer {
     posted: u64,
     completed: u64,
     since_signal: u64,
+    /// Set by `quiet`: the next WR is signalled, so a put + quiet pattern
+    /// costs one WR and one round trip, not an extra zero-length WRITE.
+    signal_next: bool,
     /// Signalled WRs in flight: (sequence number, ring head after it).
     signalled: VecDeque<(u64, u64)>,
 }
@@ -195,6 +199,9 @@ impl Verbs {
         while self.peers.iter().flatten().any(|p| p.completed < p.posted) {
             self.progress()?;
         }
+        for p in self.peers.iter_mut().flatten() {
+            p.signal_next = true;
+        }
         Ok(())
     }
 
@@ -245,7 +252,8 @@ impl Verbs {
         let lkey = self.staging_mr.lkey();
         let p = self.peers[peer].as_mut().expect("connected");
         let seq = p.posted + 1;
-        let signalled = force_signal || p.since_signal + 1 >= SIGNAL_EVERY;
+        let signalled = force_signal || p.signal_next || p.since_signal + 1 >= SIGNAL_EVERY;
+        p.signal_next = false;
         let mut flags = 0;
         if signalled {
             flags |= ffi::ibv_send_flags::IBV_SEND_SIGNALED.0;

@@ -205,6 +205,7 @@ impl Prepared {
                 posted: 0,
                 completed: 0,
                 since_signal: 0,
+                signal_next: false,
                 signalled: VecDeque::new(),
             }));
         }
