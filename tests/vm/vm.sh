@@ -6,6 +6,9 @@
 #
 #   tests/vm/vm.sh 'ibv_devices && ib_write_lat -d rxe0 ...'
 #   VM_TIMEOUT=1200 tests/vm/vm.sh "$(cat script)"
+#
+# VM_NET=listen:PORT:ADDR/LEN or connect:PORT:ADDR/LEN joins two guests with
+# a QEMU socket netdev on host loopback and gives eth0 that address.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 kernel_version=${VM_KERNEL:-$(ls /lib/modules | sort -V | tail -1)}
@@ -27,10 +30,19 @@ chmod +x "$work/initramfs/init"
 (cd "$work/initramfs" && find . | cpio -o -H newc --quiet | gzip -1 > "$work/initramfs.gz")
 printf '%s\n' "$1" > "$work/results/cmd.sh"
 
+net_args=(-nic none)
+guest_net=dummy
+if [ -n "${VM_NET:-}" ]; then
+  IFS=: read -r mode port address <<< "$VM_NET"
+  mac=52:54:00:00:00:$([ "$mode" = listen ] && echo 02 || echo 01)
+  net_args=(-nic none -netdev "socket,id=n0,$mode=127.0.0.1:$port" -device "virtio-net-pci,netdev=n0,mac=$mac,romfile=")
+  guest_net="eth:$address"
+fi
+
 timeout --signal=KILL "$timeout" qemu-system-x86_64 \
-  -accel tcg,thread=multi -cpu max -smp 2 -m 2048 -nographic -no-reboot -nic none \
+  -accel tcg,thread=multi -cpu max -smp 2 -m 2048 -nographic -no-reboot "${net_args[@]}" \
   -kernel "/boot/vmlinuz-$kernel_version" -initrd "$work/initramfs.gz" \
-  -append "console=ttyS0 quiet panic=-1 ONESIDE_GUEST=$here/guest.sh" \
+  -append "console=ttyS0 quiet panic=-1 ONESIDE_GUEST=$here/guest.sh ONESIDE_NET=$guest_net" \
   -fsdev local,id=hostroot,path=/,readonly=on,multidevs=remap,security_model=none \
   -device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
   -fsdev local,id=results,path="$work/results",security_model=none \
