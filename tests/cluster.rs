@@ -40,7 +40,16 @@ impl Cluster {
     }
 
     fn spawn(&self, hostfile: &str, args: &[&str]) -> std::process::Child {
-        let mut full = vec!["--ssh", &self.ssh, "-f", hostfile];
+        self.spawn_with_ssh(&self.ssh, hostfile, args)
+    }
+
+    /// Runs rlaunch with another ssh command than the cluster's.
+    fn run_with_ssh(&self, ssh: &str, hostfile: &str, args: &[&str]) -> Outcome {
+        finish(self.spawn_with_ssh(ssh, hostfile, args))
+    }
+
+    fn spawn_with_ssh(&self, ssh: &str, hostfile: &str, args: &[&str]) -> std::process::Child {
+        let mut full = vec!["--ssh", ssh, "-f", hostfile];
         full.extend_from_slice(args);
         spawn_rlaunch(&full)
     }
@@ -152,15 +161,7 @@ fn a_wrong_key_is_reported_per_host_with_sshs_words() {
     let c = cluster();
     let hosts = c.hostfile("wrong-key", &[(1, 1), (2, 1)]);
     let ssh = c.ssh.replace("client_key", "wrong_key");
-    let out = finish(spawn_rlaunch(&[
-        "--ssh",
-        &ssh,
-        "-f",
-        &hosts,
-        "-n",
-        "2",
-        &example("hello_put"),
-    ]));
+    let out = c.run_with_ssh(&ssh, &hosts, &["-n", "2", &example("hello_put")]);
     assert_eq!(out.code, Some(1), "{out:?}");
     for host in ["198.18.0.11", "198.18.0.12"] {
         let line =
@@ -184,15 +185,7 @@ fn a_host_without_rlaunch_is_named() {
         .args(["+x", &wrapper])
         .status()
         .unwrap();
-    let out = finish(spawn_rlaunch(&[
-        "--ssh",
-        &wrapper,
-        "-f",
-        &hosts,
-        "-n",
-        "2",
-        &example("hello_put"),
-    ]));
+    let out = c.run_with_ssh(&wrapper, &hosts, &["-n", "2", &example("hello_put")]);
     assert_eq!(out.code, Some(1), "{out:?}");
     assert!(
         out.stderr

@@ -124,9 +124,7 @@ pub fn allgather(spec: &RingSpec, listener: std::net::TcpListener, own: Vec<u8>)
                             poll.registry()
                                 .register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)
                                 .map_err(io_err("ring accept"))?;
-                            let (acceptor, challenge) = Acceptor::start();
-                            let mut buf = FrameBuf::default();
-                            buf.push(&challenge);
+                            let (acceptor, buf) = Acceptor::start_buffered();
                             inbound.push(Some(Link {
                                 stream,
                                 buf,

@@ -58,6 +58,15 @@ impl Acceptor {
         (Acceptor { nonce }, Msg::Challenge { nonce })
     }
 
+    /// Starts a handshake on a non-blocking link: the challenge is already
+    /// queued in the returned frame buffer.
+    pub fn start_buffered() -> (Acceptor, super::wire::FrameBuf) {
+        let (acceptor, challenge) = Acceptor::start();
+        let mut buf = super::wire::FrameBuf::default();
+        buf.push(&challenge);
+        (acceptor, buf)
+    }
+
     /// Checks the connector's `Response`; on success returns the `Confirm` to send back.
     pub fn finish(&self, secret: &[u8], response: &Msg) -> Result<Msg, AuthError> {
         let Msg::Response { nonce, tag } = response else {

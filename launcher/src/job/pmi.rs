@@ -92,9 +92,7 @@ impl BootstrapServer {
                         {
                             continue;
                         }
-                        let (acceptor, challenge) = Acceptor::start();
-                        let mut buf = FrameBuf::default();
-                        buf.push(&challenge);
+                        let (acceptor, buf) = Acceptor::start_buffered();
                         conns.push(Some(Conn {
                             stream,
                             buf,

@@ -161,9 +161,7 @@ impl Server {
             {
                 continue;
             }
-            let (acceptor, challenge) = Acceptor::start();
-            let mut frames = FrameBuf::default();
-            frames.push(&challenge);
+            let (acceptor, mut frames) = Acceptor::start_buffered();
             let _ = frames.flush_to(&mut stream);
             self.conns.push(Some(Conn {
                 stream,
