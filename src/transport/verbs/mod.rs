@@ -93,6 +93,8 @@ pub struct Verbs {
     context: device::Context,
     staging: Box<[u8]>,
     inline_max: usize,
+    /// Reused by every poll: the spin loops must not refill it each time.
+    completions: Box<[ffi::ibv_wc; 32]>,
 }
 
 impl Verbs {
@@ -307,13 +309,13 @@ impl Verbs {
 
     /// Polls the CQ once; retires completed WRs and their ring space.
     fn progress(&mut self) -> Result<(), Failure> {
-        let mut completions = [ffi::ibv_wc::default(); 32];
-        let n = self.cq.poll(&mut completions).map_err(|detail| Failure {
+        let n = self.cq.poll(&mut self.completions[..]).map_err(|detail| Failure {
             peer: 0,
             op: "poll the CQ",
             detail,
         })?;
-        for wc in &completions[..n] {
+        for index in 0..n {
+            let wc = self.completions[index];
             let id = wc.wr_id();
             let (peer, op, seq) = ((id >> 44) as usize, (id >> 40) & 0xf, id & ((1 << 40) - 1));
             if let Some((status, vendor)) = wc.error() {

@@ -224,6 +224,7 @@ impl Prepared {
             context: self.context,
             staging: self.staging,
             inline_max,
+            completions: Box::new([ffi::ibv_wc::default(); 32]),
         })
     }
 }
