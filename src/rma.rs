@@ -74,6 +74,14 @@ impl World {
             .map_err(|source| self.lost(peer, "put", source))
     }
 
+    /// The TCP branch of `get`, out of line like `put_remote`.
+    #[inline(never)]
+    fn get_remote(&self, peer: usize, link: &RefCell<TcpPeer>, offset: usize, bytes: &mut [u8]) -> Result<()> {
+        link.borrow_mut()
+            .get(offset, bytes)
+            .map_err(|source| self.lost(peer, "get", source))
+    }
+
     /// The RDMA branch of `put`: an RDMA WRITE (inline or from staging).
     #[inline(never)]
     fn put_rdma(&self, peer: usize, offset: usize, bytes: &[u8]) -> Result<()> {
@@ -102,14 +110,6 @@ impl World {
         failure.into_error(self.rank)
     }
 
-    /// The TCP branch of `get`, out of line like `put_remote`.
-    #[inline(never)]
-    fn get_remote(&self, peer: usize, link: &RefCell<TcpPeer>, offset: usize, bytes: &mut [u8]) -> Result<()> {
-        link.borrow_mut()
-            .get(offset, bytes)
-            .map_err(|source| self.lost(peer, "get", source))
-    }
-
     /// Puts one value.
     pub fn put_value<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<()> {
         self.put(sym, target, index, std::slice::from_ref(&value))
@@ -125,9 +125,10 @@ impl World {
     /// Completes every earlier put of this rank at its target.
     ///
     /// On shared memory a put is complete when its copy returns, and `quiet`
-    /// orders those stores before anything this rank does next. Over TCP it
-    /// asks every peer written to since the last quiet for an
-    /// acknowledgement (all at once), then waits for each.
+    /// orders those stores before anything this rank does next. Over RDMA it
+    /// waits until every posted work request has completed. Over TCP it asks
+    /// every peer written to since the last quiet for an acknowledgement
+    /// (all at once), then waits for each.
     #[inline]
     pub fn quiet(&self) -> Result<()> {
         fence(Ordering::SeqCst);
@@ -240,7 +241,7 @@ impl World {
     }
 
     /// Checks the arguments and says where element `index` of `target`'s
-    /// copy of `sym` is: mapped here, or behind a TCP link.
+    /// copy of `sym` is: mapped here, behind a TCP link, or reached by RDMA.
     #[inline(always)]
     fn locate<T: Pod>(
         &self,

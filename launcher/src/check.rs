@@ -100,20 +100,8 @@ fn probe_host(plan: &LaunchPlan, host: &HostEntry, rlaunch: &str, back: SocketAd
     let (command, args) = match Agent::for_host(&host.host) {
         Agent::Local => (rlaunch.to_string(), probe_args),
         Agent::Ssh => {
-            let mut args = plan.ssh[1..].to_vec();
-            args.extend([
-                "-o".into(),
-                "BatchMode=yes".into(),
-                "-o".into(),
-                "ConnectTimeout=10".into(),
-                host.login(),
-            ]);
-            let quoted: Vec<String> = probe_args
-                .iter()
-                .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
-                .collect();
-            args.extend(["--".into(), format!("exec '{rlaunch}' {}", quoted.join(" "))]);
-            (plan.ssh[0].clone(), args)
+            let words: Vec<String> = std::iter::once(rlaunch.to_string()).chain(probe_args).collect();
+            crate::job::remote::ssh_command(plan, host, &words)
         }
     };
     let output = std::process::Command::new(&command)

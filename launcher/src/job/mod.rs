@@ -14,7 +14,7 @@ mod judge;
 mod local;
 pub mod output;
 mod pmi;
-mod remote;
+pub mod remote;
 pub mod report;
 pub mod spawn;
 
@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 /// How long ranks get between SIGTERM and SIGKILL, and after SIGKILL
 /// before rlaunch gives up on ranks it cannot reach: 3 s, or
 /// `RLAUNCH_KILL_GRACE` seconds.
-pub fn kill_grace() -> Duration {
+fn kill_grace() -> Duration {
     let secs = std::env::var("RLAUNCH_KILL_GRACE")
         .ok()
         .and_then(|v| v.parse::<f64>().ok());
@@ -97,6 +97,8 @@ pub struct RankState {
 
 pub struct Abort {
     pub code: u8,
+    /// Read once per abort (`RLAUNCH_KILL_GRACE`), not at every wake-up.
+    grace: Duration,
     kill_at: Instant,
     killed: bool,
 }
@@ -180,7 +182,7 @@ fn supervise(
     let mut pids: Vec<i32> = procs.iter().map(|p| p.pid).collect();
     while states.iter().any(|s| s.ending.is_none()) {
         let wake = match abort.as_ref() {
-            Some(a) if a.killed => Some(a.kill_at + kill_grace()),
+            Some(a) if a.killed => Some(a.kill_at + a.grace),
             Some(a) => Some(a.kill_at),
             None => deadline,
         };
@@ -220,9 +222,11 @@ fn start_abort(procs: &[RankProcess], states: &[RankState], code: u8) -> Abort {
     if running > 0 {
         eprintln!("rlaunch: sent SIGTERM to {running} remaining rank(s)");
     }
+    let grace = kill_grace();
     Abort {
         code,
-        kill_at: Instant::now() + kill_grace(),
+        grace,
+        kill_at: Instant::now() + grace,
         killed: false,
     }
 }

@@ -8,6 +8,7 @@ use super::output::{self, Stream};
 use super::spawn::{self, JobContext};
 use super::{Control, JobEvent, RankProcess};
 use crate::error::LaunchError;
+use crate::hostfile::HostEntry;
 use crate::plan::{LaunchPlan, Placement};
 use crate::proxy::wire::{FromProxy, ProxyRank, ProxySpec, ToProxy, MAX_FRAME};
 use crossbeam::channel::Sender;
@@ -52,21 +53,15 @@ pub fn start_host(
 ) -> Result<Vec<RankProcess>, LaunchError> {
     let host = &plan.hosts[placements[0].host];
     let rlaunch = std::env::current_exe().map_err(|source| LaunchError::SelfPath { source })?;
-    let remote_command = format!("exec {} --proxy", shell_quote(&rlaunch.display().to_string()));
-    let (ssh, ssh_options) = plan.ssh.split_first().expect("the ssh command is never empty");
-    let mut args = ssh_options.to_vec();
-    let connect_timeout = plan.bootstrap_timeout.as_secs().clamp(1, 10);
-    for option in ["BatchMode=yes".to_string(), format!("ConnectTimeout={connect_timeout}")] {
-        args.extend(["-o".to_string(), option]);
-    }
-    args.extend([host.login(), "--".to_string(), remote_command]);
+    let words = [rlaunch.display().to_string(), "--proxy".to_string()];
+    let (ssh, args) = ssh_command(plan, host, &words);
     let spawn_err = |source| LaunchError::Spawn {
         rank: placements[0].rank,
         host: host.host.clone(),
         program: ssh.clone(),
         source,
     };
-    let mut child = spawn::spawn_process(Path::new(ssh), &args, &[], None, Stdio::piped()).map_err(spawn_err)?;
+    let mut child = spawn::spawn_process(Path::new(&ssh), &args, &[], None, Stdio::piped()).map_err(spawn_err)?;
 
     let cwd = std::env::current_dir().map_err(|source| LaunchError::SelfPath { source })?;
     let spec = ProxySpec {
@@ -162,6 +157,21 @@ pub fn start_host(
             control: Control::Remote(Arc::clone(&link)),
         })
         .collect())
+}
+
+/// The ssh command line that runs `words` on `host`: the `--ssh` command,
+/// BatchMode and a connect timeout, the login, and the words quoted for the
+/// remote shell after `exec`. Returns the program and its arguments.
+pub fn ssh_command(plan: &LaunchPlan, host: &HostEntry, words: &[String]) -> (String, Vec<String>) {
+    let (ssh, ssh_options) = plan.ssh.split_first().expect("the ssh command is never empty");
+    let mut args = ssh_options.to_vec();
+    let connect_timeout = plan.bootstrap_timeout.as_secs().clamp(1, 10);
+    for option in ["BatchMode=yes".to_string(), format!("ConnectTimeout={connect_timeout}")] {
+        args.extend(["-o".to_string(), option]);
+    }
+    let quoted: Vec<String> = words.iter().map(|w| shell_quote(w)).collect();
+    args.extend([host.login(), "--".to_string(), format!("exec {}", quoted.join(" "))]);
+    (ssh.clone(), args)
 }
 
 /// Quotes a word for the remote shell.
