@@ -31,7 +31,7 @@ impl World {
         let mut round = 0;
         while distance < self.size {
             let target = (self.rank + distance) % self.size;
-            self.signal(target, round, epoch)?;
+            self.barrier_signal(target, round, epoch)?;
             wait_at_least(self.own.barrier_flag(round), epoch, self.spins_before_yield);
             distance <<= 1;
             round += 1;
@@ -43,7 +43,7 @@ impl World {
     /// with Release ordering, so every earlier put is visible before it.
     /// Over TCP the target's progress engine makes that store, after every
     /// earlier request on the connection.
-    fn signal(&self, target: usize, round: usize, epoch: u64) -> Result<()> {
+    fn barrier_signal(&self, target: usize, round: usize, epoch: u64) -> Result<()> {
         let segment: &Segment = match &self.paths[target] {
             Path::Local => &self.own,
             Path::Shm(segment) => segment,

@@ -162,6 +162,15 @@ pub enum Error {
         len: usize,
     },
 
+    /// An atomic on an address that is not aligned to its width.
+    #[error("rank {rank}: {op} on heap offset {offset} is misaligned: a {width}-byte atomic needs an offset that is a multiple of {width}")]
+    MisalignedAtomic {
+        rank: usize,
+        op: &'static str,
+        offset: usize,
+        width: usize,
+    },
+
     /// The symmetric heap has no free range large enough.
     #[error("rank {rank}: symmetric heap exhausted: asked for {requested} bytes, largest free block is {largest_free} bytes of a {heap_size}-byte heap (raise ONESIDE_HEAP_SIZE, e.g. ONESIDE_HEAP_SIZE=256M)")]
     HeapExhausted {

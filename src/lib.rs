@@ -75,19 +75,29 @@
 //! tells the launcher this rank finished. A rank that panics skips the
 //! barrier and exits; `rlaunch` then stops the whole job.
 
+mod atomic;
 mod barrier;
 mod bootstrap;
 mod error;
 mod heap;
+mod lock;
+mod nbi;
 pub mod protocol;
 mod rma;
 mod segment;
+mod signal;
 mod sym;
 mod transport;
+mod wait;
 mod world;
 
+pub use atomic::{AtomicElem, AtomicInt};
 pub use error::{Error, Result};
+pub use lock::{Lock, LockGuard};
+pub use nbi::Nbi;
 pub use sym::{Pod, Sym};
+pub use transport::primitives::SignalOp;
+pub use wait::Cmp;
 pub use world::{init, World};
 
 /// Re-exported so applications can `#[derive(Pod, Zeroable)]` their element types.

@@ -25,6 +25,9 @@ pub struct World {
     engine: Option<ProgressEngine>,
     /// The verbs transport, when any peer is reached by RDMA.
     pub(crate) rdma: Option<RdmaLink>,
+    /// Every atomic goes through the NIC (the job uses verbs; see the
+    /// memory model in the crate docs).
+    pub(crate) nic_atomics: bool,
     pub(crate) paths: Vec<Path>,
     /// Ranks reached over TCP, so shared-memory-only quiets skip the scan.
     pub(crate) tcp_peers: Vec<usize>,
@@ -122,6 +125,7 @@ pub fn init() -> Result<World> {
         Some(launcher),
     );
     world.engine = engine;
+    world.nic_atomics = rdma.is_some();
     world.rdma = rdma;
     // Every peer maps our segment before entering this barrier, so after it
     // the file is no longer needed: unlink it now so a crash leaves nothing.
@@ -152,6 +156,7 @@ impl World {
             host,
             engine: None,
             rdma: None,
+            nic_atomics: false,
             paths,
             tcp_peers,
             own,

@@ -6,6 +6,8 @@
 //! memory where the peer's segment opens here and TCP otherwise; a forced
 //! choice applies to every peer but the rank itself.
 
+pub mod amo;
+pub mod primitives;
 pub mod rdma;
 pub mod shm;
 pub mod tcp;

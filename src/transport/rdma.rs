@@ -3,6 +3,8 @@
 //! `RdmaLink` and [`Pending`] are empty enums that no value can inhabit, so
 //! the callers compile the same and a verbs path simply cannot exist.
 
+use super::amo::Amo;
+use super::primitives::SignalOp;
 use super::VerbsCard;
 use crate::error::{Error, Result};
 use crate::segment::RawSegment;
@@ -99,6 +101,22 @@ impl RdmaLink {
     pub fn device_name(&self) -> String {
         self.0.borrow().device_name().to_string()
     }
+    pub fn amo(&self, peer: usize, offset: usize, amo: Amo) -> std::result::Result<u64, Failure> {
+        self.0.borrow_mut().amo(peer, offset, amo)
+    }
+    pub fn signal_word(&self, peer: usize, offset: usize, op: SignalOp, value: u64) -> std::result::Result<(), Failure> {
+        self.0.borrow_mut().signal_word(peer, offset, op, value)
+    }
+    /// # Safety
+    /// `dst` must stay valid for `len` bytes of writes, untouched, until the
+    /// next `quiet` returns (or fails, which forgets the destination).
+    pub unsafe fn get_nbi(&self, peer: usize, offset: usize, dst: *mut u8, len: usize) -> std::result::Result<(), Failure> {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.0.borrow_mut().get_nbi(peer, offset, dst, len) }
+    }
+    pub fn fence(&self) {
+        self.0.borrow_mut().fence()
+    }
 }
 
 #[cfg(not(feature = "verbs"))]
@@ -116,6 +134,20 @@ impl RdmaLink {
         match *self {}
     }
     pub fn device_name(&self) -> String {
+        match *self {}
+    }
+    pub fn amo(&self, _: usize, _: usize, _: Amo) -> std::result::Result<u64, Failure> {
+        match *self {}
+    }
+    pub fn signal_word(&self, _: usize, _: usize, _: SignalOp, _: u64) -> std::result::Result<(), Failure> {
+        match *self {}
+    }
+    /// # Safety
+    /// As with the verbs build: nothing, as no value of this type exists.
+    pub unsafe fn get_nbi(&self, _: usize, _: usize, _: *mut u8, _: usize) -> std::result::Result<(), Failure> {
+        match *self {}
+    }
+    pub fn fence(&self) {
         match *self {}
     }
 }

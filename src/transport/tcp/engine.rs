@@ -6,10 +6,13 @@
 //! dropped before it can name an address. Then requests are applied in
 //! order: put payloads are received straight into the heap, get replies are
 //! sent straight from it, and a quiet is answered only after every earlier
-//! request on that connection. Every offset is bounds-checked here too: a
-//! bad request closes the connection, it never touches memory.
+//! request on that connection. Atomics are applied with CPU atomics on this
+//! rank's memory (`amo::apply`), so they are atomic with the atomics of
+//! same-host peers and of this rank itself. Every offset is bounds-checked
+//! here too: a bad request closes the connection, it never touches memory.
 
-use super::request::{Request, HEADER_BYTES};
+use super::request::{atomic_from_code, Request, ATOMIC_TAIL, HEADER_BYTES};
+use crate::transport::amo;
 use crate::protocol::auth::Acceptor;
 use crate::protocol::wire::{FrameBuf, Msg, MAX_UNAUTHENTICATED_FRAME};
 use crate::segment::RawSegment;
@@ -95,9 +98,17 @@ enum Phase {
         at: usize,
         left: usize,
     },
-    /// Sending a quiet's token.
-    Ack {
-        token: [u8; 8],
+    /// Receiving an atomic's compare operand.
+    AtomicTail {
+        offset: u64,
+        code: u32,
+        operand: u64,
+        tail: [u8; ATOMIC_TAIL],
+        got: usize,
+    },
+    /// Sending one word back: a quiet's token or an atomic's old value.
+    Word {
+        word: [u8; 8],
         sent: usize,
     },
 }
@@ -209,7 +220,12 @@ fn serve(rank: usize, secret: &[u8], memory: RawSegment, conn: &mut Conn) -> Ver
                     *left -= n;
                 })
             }
-            Phase::Ack { token, sent } => send_from(&conn.stream, token[*sent..].as_ptr(), 8 - *sent).inspect(|&n| {
+            Phase::AtomicTail { tail, got, .. } => {
+                recv_into(&conn.stream, tail[*got..].as_mut_ptr(), ATOMIC_TAIL - *got).inspect(|&n| {
+                    *got += n;
+                })
+            }
+            Phase::Word { word, sent } => send_from(&conn.stream, word[*sent..].as_ptr(), 8 - *sent).inspect(|&n| {
                 *sent += n;
             }),
         };
@@ -233,7 +249,20 @@ fn serve(rank: usize, secret: &[u8], memory: RawSegment, conn: &mut Conn) -> Ver
                     return Verdict::Close;
                 }
             },
-            Phase::Payload { left: 0, .. } | Phase::Reply { left: 0, .. } | Phase::Ack { sent: 8, .. } => {
+            &Phase::AtomicTail {
+                offset,
+                code,
+                operand,
+                tail,
+                got: ATOMIC_TAIL,
+            } => match apply_atomic(memory, offset, code, operand, u64::from_le_bytes(tail)) {
+                Some(phase) => phase,
+                None => {
+                    eprintln!("oneside: rank {rank}: a peer sent an invalid or misaligned atomic; connection closed");
+                    return Verdict::Close;
+                }
+            },
+            Phase::Payload { left: 0, .. } | Phase::Reply { left: 0, .. } | Phase::Word { sent: 8, .. } => {
                 fresh_header()
             }
             _ => continue,
@@ -296,10 +325,39 @@ fn start_request(memory: RawSegment, header: &[u8; HEADER_BYTES]) -> Option<Phas
                 .store(epoch, Ordering::Release);
             fresh_header()
         }
-        Request::Quiet { token } => Phase::Ack {
-            token: token.to_le_bytes(),
+        Request::Quiet { token } => Phase::Word {
+            word: token.to_le_bytes(),
             sent: 0,
         },
+        Request::Atomic { offset, code, operand } => Phase::AtomicTail {
+            offset,
+            code,
+            operand,
+            tail: [0; ATOMIC_TAIL],
+            got: 0,
+        },
+    })
+}
+
+/// Checks and applies an atomic; the next phase sends the old value back
+/// if it was asked for. `None` if the request is invalid.
+fn apply_atomic(memory: RawSegment, offset: u64, code: u32, operand: u64, compare: u64) -> Option<Phase> {
+    let amo = atomic_from_code(code, operand, compare)?;
+    let at = usize::try_from(offset).ok()?;
+    let width = amo.width.bytes();
+    if at % width != 0 || at.checked_add(width)? > memory.heap_len() {
+        return None;
+    }
+    // SAFETY: the word lies in the heap and is aligned (checked above, the
+    // heap base is page aligned); all atomics on it in this job are CPU
+    // atomics (a job with verbs routes atomics through the NIC instead).
+    let old = unsafe { amo::apply(memory.heap_base().add(at), amo) };
+    Some(match amo.fetch {
+        true => Phase::Word {
+            word: old.to_le_bytes(),
+            sent: 0,
+        },
+        false => fresh_header(),
     })
 }
 

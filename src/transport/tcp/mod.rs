@@ -5,19 +5,25 @@
 //! [`ProgressEngine`](engine::ProgressEngine), which applies requests to its
 //! memory without help from its application thread.
 //!
-//! Small puts (up to [`BATCH_PUT_BYTES`]) are copied into a per-peer batch
-//! that goes out with the next get, quiet, signal or when it fills; larger
-//! puts are written with `writev(header, payload)` straight from the
-//! caller's buffer. A get or a quiet waits for the peer's answer, which TCP's
-//! ordering places after every earlier request to that peer.
+//! Small puts (up to [`BATCH_PUT_BYTES`]) and non-fetching atomics are
+//! copied into a per-peer batch that goes out with the next get, quiet,
+//! signal or when it fills; larger puts are written with
+//! `writev(header, payload)` straight from the caller's buffer, except
+//! non-blocking ones, which join the batch. A get, a fetching atomic or a
+//! quiet waits for the peer's answer, which TCP's ordering places after
+//! every earlier request to that peer. Answers come back in request order,
+//! so the replies of non-blocking gets still owed are read, into their
+//! destinations, before any later answer.
 
 pub mod engine;
 mod request;
 
 use crate::protocol::auth::Connector;
 use crate::protocol::wire::{recv_blocking, send_blocking, Msg, MAX_UNAUTHENTICATED_FRAME};
+use crate::transport::amo::Amo;
 use request::Request;
-use std::io::{self, IoSlice, Read, Write};
+use std::collections::VecDeque;
+use std::io::{self, IoSlice, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
@@ -33,6 +39,11 @@ pub struct TcpPeer {
     /// Requests sent since the last quiet.
     unquieted: bool,
     next_token: u64,
+    /// Destinations of non-blocking gets whose replies are still owed, in order.
+    pending_gets: VecDeque<(*mut u8, usize)>,
+    /// Set once the connection failed: owed replies will never arrive, and
+    /// nothing more is read or written.
+    broken: bool,
 }
 
 impl TcpPeer {
@@ -62,39 +73,97 @@ impl TcpPeer {
             batch: Vec::with_capacity(BATCH_LIMIT),
             unquieted: false,
             next_token: 0,
+            pending_gets: VecDeque::new(),
+            broken: false,
         })
     }
 
     /// Sends `src` to heap offset `offset`; returns when `src` may be reused.
     pub fn put(&mut self, offset: usize, src: &[u8]) -> io::Result<()> {
+        if src.len() <= BATCH_PUT_BYTES {
+            return self.put_nbi(offset, src);
+        }
         let header = Request::Put {
             offset: offset as u64,
             len: len32(src.len())?,
         }
         .encode();
         self.unquieted = true;
-        if src.len() <= BATCH_PUT_BYTES {
-            self.batch.extend_from_slice(&header);
-            self.batch.extend_from_slice(src);
-            if self.batch.len() >= BATCH_LIMIT {
-                self.flush()?;
-            }
-            return Ok(());
-        }
         self.flush()?;
-        write_all_vectored(&mut self.stream, &mut [IoSlice::new(&header), IoSlice::new(src)])
+        let sent = write_all_vectored(&mut self.stream, &mut [IoSlice::new(&header), IoSlice::new(src)]);
+        self.check(sent)
+    }
+
+    /// Adds a put of any size to the batch, which leaves when it fills or at
+    /// the next operation that waits.
+    pub fn put_nbi(&mut self, offset: usize, src: &[u8]) -> io::Result<()> {
+        let header = Request::Put {
+            offset: offset as u64,
+            len: len32(src.len())?,
+        }
+        .encode();
+        self.unquieted = true;
+        self.batch.extend_from_slice(&header);
+        self.batch.extend_from_slice(src);
+        if self.batch.len() >= BATCH_LIMIT {
+            self.flush()?;
+        }
+        Ok(())
     }
 
     /// Reads `dst.len()` bytes from heap offset `offset`.
     pub fn get(&mut self, offset: usize, dst: &mut [u8]) -> io::Result<()> {
-        let header = Request::Get {
+        self.request_answer(Request::Get {
             offset: offset as u64,
             len: len32(dst.len())?,
+        })?;
+        let got = read_raw(&mut self.stream, dst.as_mut_ptr(), dst.len());
+        self.check(got)
+    }
+
+    /// Asks for `len` bytes from heap offset `offset`, to be read into
+    /// `dst` when the answer is next needed (at the latest, at quiet).
+    ///
+    /// # Safety
+    /// `dst` must stay valid for `len` bytes of writes, and untouched, until
+    /// the next `finish_quiet` on this link returns or the link breaks.
+    pub unsafe fn get_nbi(&mut self, offset: usize, dst: *mut u8, len: usize) -> io::Result<()> {
+        let header = Request::Get {
+            offset: offset as u64,
+            len: len32(len)?,
+        }
+        .encode();
+        self.unquieted = true;
+        self.batch.extend_from_slice(&header);
+        self.flush()?;
+        self.pending_gets.push_back((dst, len));
+        Ok(())
+    }
+
+    /// Applies an atomic at heap offset `offset`; waits for the old value
+    /// only when `amo.fetch` (a non-fetching one joins the batch).
+    pub fn amo(&mut self, offset: usize, amo: Amo) -> io::Result<u64> {
+        let header = Request::Atomic {
+            offset: offset as u64,
+            code: request::atomic_code(&amo),
+            operand: amo.operand,
         }
         .encode();
         self.batch.extend_from_slice(&header);
+        self.batch.extend_from_slice(&amo.compare.to_le_bytes());
+        if !amo.fetch {
+            self.unquieted = true;
+            if self.batch.len() >= BATCH_LIMIT {
+                self.flush()?;
+            }
+            return Ok(0);
+        }
         self.flush()?;
-        self.stream.read_exact(dst).map_err(closed_plainly)
+        self.drain_pending_gets()?;
+        let mut old = [0u8; 8];
+        let got = read_raw(&mut self.stream, old.as_mut_ptr(), 8);
+        self.check(got)?;
+        Ok(u64::from_le_bytes(old))
     }
 
     /// Stores `epoch` into the peer's barrier flag for `round`.
@@ -122,28 +191,84 @@ impl TcpPeer {
         Ok(true)
     }
 
-    /// Second half of a quiet: waits for the acknowledgement.
+    /// Second half of a quiet: reads the replies of non-blocking gets, then
+    /// waits for the acknowledgement.
     pub fn finish_quiet(&mut self) -> io::Result<()> {
+        self.drain_pending_gets()?;
         let mut token = [0u8; 8];
-        self.stream.read_exact(&mut token).map_err(closed_plainly)?;
+        let got = read_raw(&mut self.stream, token.as_mut_ptr(), 8);
+        self.check(got)?;
         if u64::from_le_bytes(token) != self.next_token {
-            return Err(io::Error::new(
+            return self.check(Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 "quiet acknowledgement out of order",
-            ));
+            )));
         }
         self.unquieted = false;
         Ok(())
     }
 
-    /// Sends any batched puts now.
+    /// Sends any batched requests now.
     pub fn flush(&mut self) -> io::Result<()> {
+        if self.broken {
+            return Err(io::Error::new(io::ErrorKind::BrokenPipe, "the connection broke earlier"));
+        }
         if !self.batch.is_empty() {
-            self.stream.write_all(&self.batch)?;
+            let sent = self.stream.write_all(&self.batch);
+            self.check(sent)?;
             self.batch.clear();
         }
         Ok(())
     }
+
+    /// Queues a request that is answered, sends it with the batch, and
+    /// reads the answers owed to earlier non-blocking gets.
+    fn request_answer(&mut self, request: Request) -> io::Result<()> {
+        self.batch.extend_from_slice(&request.encode());
+        self.flush()?;
+        self.drain_pending_gets()
+    }
+
+    fn drain_pending_gets(&mut self) -> io::Result<()> {
+        while let Some(&(dst, len)) = self.pending_gets.front() {
+            let got = read_raw(&mut self.stream, dst, len);
+            self.check(got)?;
+            self.pending_gets.pop_front();
+        }
+        Ok(())
+    }
+
+    /// Passes a result through; on an error, marks the link broken and
+    /// forgets every owed destination, so nothing is ever written into them.
+    fn check<T>(&mut self, result: io::Result<T>) -> io::Result<T> {
+        if result.is_err() {
+            self.broken = true;
+            self.pending_gets.clear();
+        }
+        result.map_err(closed_plainly)
+    }
+}
+
+/// `read_exact` into raw memory: no Rust reference to the destination is
+/// formed, as it may be a non-blocking get's buffer or shared memory.
+fn read_raw(stream: &mut TcpStream, dst: *mut u8, len: usize) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let mut done = 0;
+    while done < len {
+        // SAFETY: callers pass a destination valid for `len` bytes of writes.
+        let n = unsafe { libc::recv(stream.as_raw_fd(), dst.add(done).cast(), len - done, 0) };
+        match n {
+            0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+            n if n > 0 => done += n as usize,
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// std words an early EOF "failed to fill whole buffer"; say what it means.

@@ -1,0 +1,193 @@
+//! Remote atomics on symmetric elements (OpenSHMEM's AMOs).
+//!
+//! [`AtomicElem`] types (`i32`, `u32`, `i64`, `u64`, `f32`, `f64`) have
+//! fetch, set and swap; [`AtomicInt`] types (the integers) have everything
+//! else: compare-and-swap, add, increment, and, or, xor, each in a fetching
+//! form that returns the old value and a non-fetching form that may
+//! complete later, at the next [`quiet`](World::quiet). An operation a type
+//! does not support does not compile.
+//!
+//! Every call is one `amo` transport primitive. All atomics on one element
+//! are atomic with respect to each other whichever rank issues them and
+//! whichever path it uses (see the crate docs' memory model).
+
+use crate::error::Result;
+use crate::sym::{Pod, Sym};
+use crate::transport::amo::{Amo, AmoOp, Width};
+use crate::world::World;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Element types with atomic fetch, set and swap.
+pub trait AtomicElem: Pod + sealed::Sealed {
+    #[doc(hidden)]
+    const WIDTH: Width;
+    #[doc(hidden)]
+    fn to_bits(self) -> u64;
+    #[doc(hidden)]
+    fn from_bits(bits: u64) -> Self;
+}
+
+/// Integer element types: every atomic operation.
+pub trait AtomicInt: AtomicElem + PartialEq {
+    #[doc(hidden)]
+    const ONE: Self;
+}
+
+macro_rules! atomic_int {
+    ($($t:ty => $bits:ty, $width:expr;)*) => {$(
+        impl sealed::Sealed for $t {}
+        impl AtomicElem for $t {
+            const WIDTH: Width = $width;
+            #[inline]
+            fn to_bits(self) -> u64 {
+                u64::from(self as $bits)
+            }
+            #[inline]
+            fn from_bits(bits: u64) -> Self {
+                bits as $bits as $t
+            }
+        }
+        impl AtomicInt for $t {
+            const ONE: Self = 1;
+        }
+    )*};
+}
+
+atomic_int! {
+    i32 => u32, Width::W32;
+    u32 => u32, Width::W32;
+    i64 => u64, Width::W64;
+    u64 => u64, Width::W64;
+}
+
+macro_rules! atomic_float {
+    ($($t:ty => $bits:ty, $width:expr;)*) => {$(
+        impl sealed::Sealed for $t {}
+        impl AtomicElem for $t {
+            const WIDTH: Width = $width;
+            #[inline]
+            fn to_bits(self) -> u64 {
+                u64::from(<$t>::to_bits(self))
+            }
+            #[inline]
+            fn from_bits(bits: u64) -> Self {
+                <$t>::from_bits(bits as $bits)
+            }
+        }
+    )*};
+}
+
+atomic_float! {
+    f32 => u32, Width::W32;
+    f64 => u64, Width::W64;
+}
+
+impl World {
+    /// Applies one atomic to `target`'s element `index` of `sym`, after the usual checks.
+    fn atomic<T: AtomicElem>(
+        &self,
+        name: &'static str,
+        sym: &Sym<T>,
+        target: usize,
+        index: usize,
+        op: AmoOp,
+        operand: T,
+        compare: T,
+        fetch: bool,
+    ) -> Result<T> {
+        let offset = self.checked_offset(name, sym, target, index, 1)?;
+        let amo = Amo {
+            op,
+            width: T::WIDTH,
+            operand: operand.to_bits(),
+            compare: compare.to_bits(),
+            fetch,
+        };
+        self.amo(name, target, offset, amo).map(T::from_bits)
+    }
+
+    /// Atomically reads `target`'s element.
+    pub fn atomic_fetch<T: AtomicElem>(&self, sym: &Sym<T>, target: usize, index: usize) -> Result<T> {
+        let zero = T::zeroed();
+        self.atomic("atomic_fetch", sym, target, index, AmoOp::Fetch, zero, zero, true)
+    }
+
+    /// Atomically stores `value` into `target`'s element (complete at quiet).
+    pub fn atomic_set<T: AtomicElem>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<()> {
+        self.atomic("atomic_set", sym, target, index, AmoOp::Set, value, T::zeroed(), false)
+            .map(drop)
+    }
+
+    /// Atomically stores `value` and returns the element's old value.
+    pub fn atomic_swap<T: AtomicElem>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<T> {
+        self.atomic("atomic_swap", sym, target, index, AmoOp::Swap, value, T::zeroed(), true)
+    }
+
+    /// Stores `value` if the element equals `expected`; returns the old value
+    /// (equal to `expected` exactly when the swap happened).
+    pub fn atomic_compare_swap<T: AtomicInt>(
+        &self,
+        sym: &Sym<T>,
+        target: usize,
+        index: usize,
+        expected: T,
+        value: T,
+    ) -> Result<T> {
+        self.atomic("atomic_compare_swap", sym, target, index, AmoOp::CompareSwap, value, expected, true)
+    }
+}
+
+/// The fetching and non-fetching forms of one read-modify-write operation.
+macro_rules! rmw {
+    ($($op:ident: $fetching:ident, $plain:ident, $doc:literal;)*) => {
+        impl World {$(
+            #[doc = concat!("Atomically ", $doc, " `target`'s element and returns its old value.")]
+            pub fn $fetching<T: AtomicInt>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<T> {
+                self.atomic(stringify!($fetching), sym, target, index, AmoOp::$op, value, T::zeroed(), true)
+            }
+
+            #[doc = concat!("Atomically ", $doc, " `target`'s element; may complete at the next quiet.")]
+            pub fn $plain<T: AtomicInt>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<()> {
+                self.atomic(stringify!($plain), sym, target, index, AmoOp::$op, value, T::zeroed(), false).map(drop)
+            }
+        )*}
+    };
+}
+
+rmw! {
+    Add: atomic_fetch_add, atomic_add, "adds `value` (wrapping) to";
+    And: atomic_fetch_and, atomic_and, "ANDs `value` into";
+    Or: atomic_fetch_or, atomic_or, "ORs `value` into";
+    Xor: atomic_fetch_xor, atomic_xor, "XORs `value` into";
+}
+
+impl World {
+    /// Atomically increments `target`'s element and returns its old value.
+    pub fn atomic_fetch_inc<T: AtomicInt>(&self, sym: &Sym<T>, target: usize, index: usize) -> Result<T> {
+        self.atomic("atomic_fetch_inc", sym, target, index, AmoOp::Add, T::ONE, T::zeroed(), true)
+    }
+
+    /// Atomically increments `target`'s element; may complete at the next quiet.
+    pub fn atomic_inc<T: AtomicInt>(&self, sym: &Sym<T>, target: usize, index: usize) -> Result<()> {
+        self.atomic("atomic_inc", sym, target, index, AmoOp::Add, T::ONE, T::zeroed(), false)
+            .map(drop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bits_round_trip_and_32_bit_values_stay_in_their_half() {
+        assert_eq!((-1i32).to_bits(), 0xffff_ffff);
+        assert_eq!(<i32 as AtomicElem>::from_bits(0xffff_ffff), -1);
+        assert_eq!((-2i64).to_bits(), u64::MAX - 1);
+        assert_eq!(<f64 as AtomicElem>::from_bits(2.5f64.to_bits()), 2.5);
+        assert_eq!(AtomicElem::to_bits(1.5f32), u64::from(1.5f32.to_bits()));
+        assert_eq!(<u32 as AtomicElem>::WIDTH, Width::W32);
+    }
+}

@@ -1,0 +1,179 @@
+//! Distributed mutual exclusion: a queue lock (Mellor-Crummey and Scott)
+//! built on remote atomics, as OpenSHMEM's `set_lock`/`test_lock`/
+//! `clear_lock`.
+//!
+//! A [`Lock`] is one symmetric 64-bit word per rank, read as two 32-bit
+//! halves: `tail` (used on rank 0, the lock's home: the last rank in the
+//! queue, plus one, or 0 when free) and `next` (on every rank: its
+//! successor in the queue, plus one, with the [`GRANTED`] bit set when its
+//! predecessor hands the lock over). A rank joins the queue with one swap
+//! on the home's tail, links itself behind its predecessor, and then waits
+//! on its *own* memory; releasing hands the lock to the successor with one
+//! atomic. So ranks get the lock in the order they asked (FIFO, fair), and
+//! a waiting rank sends nothing: no storm of remote test-and-set polls.
+
+use crate::error::Result;
+use crate::sym::Sym;
+use crate::transport::amo::{Amo, AmoOp, Width};
+use crate::world::World;
+
+/// Set in a rank's `next` half when the lock is handed to it.
+const GRANTED: u64 = 1 << 31;
+/// The rank the `tail` half lives on.
+const HOME: usize = 0;
+/// Byte offsets of the halves within the lock word.
+const TAIL: usize = 0;
+const NEXT: usize = 4;
+
+/// A symmetric lock; see the module docs. Allocate it with
+/// [`World::alloc_lock`] (collective) and hold it with [`World::lock`].
+#[derive(Debug)]
+pub struct Lock {
+    word: Sym<u64>,
+}
+
+/// Holds a [`Lock`] until dropped or [`unlock`](LockGuard::unlock)ed.
+#[must_use = "the lock is released when the guard is dropped"]
+pub struct LockGuard<'a> {
+    world: &'a World,
+    lock: &'a Lock,
+    held: bool,
+}
+
+impl LockGuard<'_> {
+    /// Releases the lock, reporting any failure.
+    pub fn unlock(mut self) -> Result<()> {
+        self.held = false;
+        self.world.clear_lock(self.lock)
+    }
+}
+
+impl Drop for LockGuard<'_> {
+    fn drop(&mut self) {
+        if self.held {
+            if let Err(e) = self.world.clear_lock(self.lock) {
+                eprintln!("oneside: releasing a lock failed: {e}");
+            }
+        }
+    }
+}
+
+impl World {
+    /// Collectively allocates a lock, free on every rank.
+    pub fn alloc_lock(&self) -> Result<Lock> {
+        Ok(Lock {
+            word: self.alloc::<u64>(1)?,
+        })
+    }
+
+    /// Collectively frees a lock. No rank may hold or wait for it.
+    pub fn free_lock(&self, lock: Lock) -> Result<()> {
+        self.free(lock.word)
+    }
+
+    /// Takes the lock, waiting in line behind the ranks that asked first;
+    /// released when the guard is dropped.
+    pub fn lock<'a>(&'a self, lock: &'a Lock) -> Result<LockGuard<'a>> {
+        self.set_lock(lock)?;
+        Ok(LockGuard {
+            world: self,
+            lock,
+            held: true,
+        })
+    }
+
+    /// Takes the lock if it is free right now.
+    pub fn try_lock<'a>(&'a self, lock: &'a Lock) -> Result<Option<LockGuard<'a>>> {
+        Ok(self.test_lock(lock)?.then_some(LockGuard {
+            world: self,
+            lock,
+            held: true,
+        }))
+    }
+
+    /// Takes the lock, waiting for it (OpenSHMEM's `shmem_set_lock`).
+    pub fn set_lock(&self, lock: &Lock) -> Result<()> {
+        let me = self.rank as u64 + 1;
+        // Fetching, so our node is clean before anyone can find it.
+        self.lock_amo(lock, self.rank, NEXT, AmoOp::Swap, 0, true)?;
+        let prev = self.lock_amo(lock, HOME, TAIL, AmoOp::Swap, me, true)?;
+        if prev != 0 {
+            self.lock_amo(lock, prev as usize - 1, NEXT, AmoOp::Or, me, false)?;
+            self.wait_own_next(lock, |next| next & GRANTED != 0)?;
+        }
+        Ok(())
+    }
+
+    /// Takes the lock if nobody holds or waits for it; returns whether it
+    /// did (OpenSHMEM's `shmem_test_lock`, with the opposite truth value).
+    pub fn test_lock(&self, lock: &Lock) -> Result<bool> {
+        let me = self.rank as u64 + 1;
+        self.lock_amo(lock, self.rank, NEXT, AmoOp::Swap, 0, true)?;
+        let amo = Amo {
+            op: AmoOp::CompareSwap,
+            width: Width::W32,
+            operand: me,
+            compare: 0,
+            fetch: true,
+        };
+        let tail = self.lock_offset("test_lock", lock, HOME, TAIL)?;
+        Ok(self.amo("test_lock", HOME, tail, amo)? == 0)
+    }
+
+    /// Releases the lock this rank holds, after completing every put and
+    /// atomic it issued (OpenSHMEM's `shmem_clear_lock`).
+    pub fn clear_lock(&self, lock: &Lock) -> Result<()> {
+        self.quiet()?;
+        let me = self.rank as u64 + 1;
+        let mut next = self.lock_amo(lock, self.rank, NEXT, AmoOp::Fetch, 0, true)? & !GRANTED;
+        if next == 0 {
+            let amo = Amo {
+                op: AmoOp::CompareSwap,
+                width: Width::W32,
+                operand: 0,
+                compare: me,
+                fetch: true,
+            };
+            let tail = self.lock_offset("clear_lock", lock, HOME, TAIL)?;
+            if self.amo("clear_lock", HOME, tail, amo)? == me {
+                return Ok(());
+            }
+            // A rank swapped itself in behind us and is linking itself now.
+            next = self.wait_own_next(lock, |n| n & !GRANTED != 0)? & !GRANTED;
+        }
+        // Fetching, so the hand-over is delivered before this returns.
+        self.lock_amo(lock, next as usize - 1, NEXT, AmoOp::Or, GRANTED, true)
+            .map(drop)
+    }
+
+    /// A 32-bit atomic on one half of `target`'s lock word.
+    fn lock_amo(&self, lock: &Lock, target: usize, half: usize, op: AmoOp, operand: u64, fetch: bool) -> Result<u64> {
+        let offset = self.lock_offset("lock", lock, target, half)?;
+        let amo = Amo {
+            op,
+            width: Width::W32,
+            operand,
+            compare: 0,
+            fetch,
+        };
+        self.amo("lock", target, offset, amo)
+    }
+
+    fn lock_offset(&self, op: &'static str, lock: &Lock, target: usize, half: usize) -> Result<usize> {
+        Ok(self.checked_offset(op, &lock.word, target, 0, 1)? + half)
+    }
+
+    /// Waits on this rank's own `next` half until `done` holds; returns it.
+    fn wait_own_next(&self, lock: &Lock, done: impl Fn(u64) -> bool) -> Result<u64> {
+        let ptr = self.local_ptr("lock", &lock.word, 0, 1)?.wrapping_add(NEXT).cast::<u32>();
+        self.poll_until(|| {
+            // SAFETY: `local_ptr` checked the word is in our heap; the half
+            // is 4-byte aligned; a volatile read forms no reference.
+            let next = u64::from(unsafe { ptr.read_volatile() });
+            done(next).then(|| {
+                std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+                next
+            })
+        })
+    }
+}

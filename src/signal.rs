@@ -1,0 +1,78 @@
+//! Put-with-signal: data, then an update of a 64-bit signal word at the
+//! same target, ordered so that a target that sees the signal sees the data
+//! (OpenSHMEM's `put_signal`, `signal_fetch`, `signal_wait_until`).
+//!
+//! A consumer waits on one word instead of a barrier: a halo exchange or a
+//! pipeline stage puts its data with a signal, and the neighbour waits with
+//! [`World::signal_wait_until`]. Two transport primitives: `copy_in`, then
+//! `signal`, which each path orders after the data without an extra round
+//! trip (shared memory: a Release atomic; TCP: one ordered stream; verbs:
+//! RC ordering on the same queue pair).
+
+use crate::error::Result;
+use crate::sym::{Pod, Sym};
+use crate::transport::primitives::SignalOp;
+use crate::wait::Cmp;
+use crate::world::World;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+impl World {
+    /// Writes `src` into `target`'s copy of `sym` from `index`, then updates
+    /// `target`'s signal word `signal[signal_index]` with `op` and `value`.
+    ///
+    /// Returns when `src` may be reused. Once `target` sees the signal
+    /// (with [`signal_wait_until`](World::signal_wait_until) or a wait), it
+    /// sees the data.
+    #[allow(clippy::too_many_arguments)]
+    pub fn put_signal<T: Pod>(
+        &self,
+        sym: &Sym<T>,
+        target: usize,
+        index: usize,
+        src: &[T],
+        signal: &Sym<u64>,
+        signal_index: usize,
+        op: SignalOp,
+        value: u64,
+    ) -> Result<()> {
+        let offset = self.checked_offset("put_signal", sym, target, index, src.len())?;
+        let signal_offset = self.checked_offset("put_signal", signal, target, signal_index, 1)?;
+        self.copy_in(target, offset, bytemuck::cast_slice(src))?;
+        self.signal(target, signal_offset, op, value)
+    }
+
+    /// The non-blocking form of [`put_signal`](World::put_signal): returns
+    /// at once; both the data and the signal are complete at the next quiet.
+    #[allow(clippy::too_many_arguments)]
+    pub fn put_signal_nbi<T: Pod>(
+        &self,
+        sym: &Sym<T>,
+        target: usize,
+        index: usize,
+        src: &[T],
+        signal: &Sym<u64>,
+        signal_index: usize,
+        op: SignalOp,
+        value: u64,
+    ) -> Result<()> {
+        let offset = self.checked_offset("put_signal_nbi", sym, target, index, src.len())?;
+        let signal_offset = self.checked_offset("put_signal_nbi", signal, target, signal_index, 1)?;
+        self.copy_in_nbi(target, offset, bytemuck::cast_slice(src))?;
+        self.signal(target, signal_offset, op, value)
+    }
+
+    /// Atomically reads this rank's own signal word `signal[index]`.
+    pub fn signal_fetch(&self, signal: &Sym<u64>, index: usize) -> Result<u64> {
+        let ptr = self.local_ptr("signal_fetch", signal, index, 1)?;
+        // SAFETY: `local_ptr` checked the word lies in our heap; it is
+        // 8-byte aligned (64-byte aligned objects of u64), and signal words
+        // are only updated atomically.
+        Ok(unsafe { AtomicU64::from_ptr(ptr.cast()) }.load(Ordering::SeqCst))
+    }
+
+    /// Waits until this rank's own signal word `signal[index]` satisfies
+    /// `cmp`, and returns its value.
+    pub fn signal_wait_until(&self, signal: &Sym<u64>, index: usize, cmp: Cmp<u64>) -> Result<u64> {
+        self.wait_until(signal, index, |v| cmp.holds(v))
+    }
+}

@@ -1,0 +1,279 @@
+//! The transport primitives: the small closed set of operations every path
+//! implements, and the one place that dispatches them on the path.
+//!
+//! | primitive      | self / shm (CPU)          | TCP (progress engine)        | verbs (NIC)                     |
+//! |----------------|---------------------------|------------------------------|---------------------------------|
+//! | `copy_in`      | memcpy                    | batched or `writev` request  | RDMA WRITE                      |
+//! | `copy_out`     | memcpy                    | request + reply              | RDMA READ, waited for           |
+//! | `copy_out_nbi` | memcpy                    | request, reply read at quiet | RDMA READ, copied out at quiet  |
+//! | `amo`          | CPU atomic                | CPU atomic by the engine     | FETCH_ADD / CMP_SWP (+ CAS loop)|
+//! | `signal`       | CPU atomic (Release)      | ordered request              | WRITE or FETCH_ADD after data   |
+//! | `fence`        | Release fence             | nothing: one ordered stream  | IBV_SEND_FENCE on the next WR   |
+//! | `quiet`        | SeqCst fence              | acknowledgement per peer     | drain the completion queue      |
+//!
+//! Every family of the API (`rma`, `atomic`, `signal`, `nbi`, `wait`,
+//! `lock`) is written on these; adding an operation never adds a `match` on
+//! the path. Offsets are heap offsets that the caller has already checked.
+//!
+//! Atomics follow one rule (see the crate docs' memory model): when the job
+//! uses verbs, every atomic goes through the NIC, whatever the path for
+//! data, because a NIC's atomics are not atomic with a CPU's.
+
+use crate::error::{Error, Result};
+use crate::transport::amo::{self, Amo, AmoOp, Width};
+use crate::transport::tcp::TcpPeer;
+use crate::transport::{shm, Path};
+use crate::world::World;
+use std::cell::RefCell;
+use std::sync::atomic::{fence, Ordering};
+
+/// Where a heap offset of a target lives.
+pub(crate) enum Route<'w> {
+    /// Mapped into this process: our own heap or a same-host peer's. The
+    /// pointer is the heap's base.
+    Mapped(*mut u8),
+    /// Behind a TCP link to the peer's progress engine.
+    Tcp(&'w RefCell<TcpPeer>),
+    /// Reached by RDMA.
+    Rdma,
+}
+
+/// How a signal word is updated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignalOp {
+    /// Store the value.
+    Set,
+    /// Add the value.
+    Add,
+}
+
+impl World {
+    #[inline(always)]
+    pub(crate) fn route(&self, target: usize) -> Route<'_> {
+        match &self.paths[target] {
+            Path::Local => Route::Mapped(self.own.heap_base()),
+            Path::Shm(segment) => Route::Mapped(segment.heap_base()),
+            Path::Tcp(link) => Route::Tcp(link),
+            Path::Verbs => Route::Rdma,
+        }
+    }
+
+    /// Writes `src` at heap offset `offset` of `target`; returns when `src` may be reused.
+    #[inline(always)]
+    pub(crate) fn copy_in(&self, target: usize, offset: usize, src: &[u8]) -> Result<()> {
+        match self.route(target) {
+            // SAFETY: the caller checked that [offset, offset+len) lies in
+            // the heap; `src` is private memory, so the ranges cannot overlap.
+            Route::Mapped(base) => unsafe { shm::copy(src.as_ptr(), base.add(offset), src.len()) },
+            Route::Tcp(link) => return self.copy_in_tcp(target, link, offset, src, false),
+            Route::Rdma => return self.copy_in_rdma(target, offset, src),
+        }
+        Ok(())
+    }
+
+    /// Like `copy_in`, but a TCP put of any size only joins the batch: it
+    /// leaves at the next quiet, get or wait, so this returns at once.
+    pub(crate) fn copy_in_nbi(&self, target: usize, offset: usize, src: &[u8]) -> Result<()> {
+        match self.route(target) {
+            Route::Tcp(link) => self.copy_in_tcp(target, link, offset, src, true),
+            _ => self.copy_in(target, offset, src),
+        }
+    }
+
+    /// Reads heap offset `offset` of `target` into `dst`; returns with the data.
+    #[inline(always)]
+    pub(crate) fn copy_out(&self, target: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
+        match self.route(target) {
+            Route::Mapped(base) => {
+                // SAFETY: as in `copy_in`, with the roles of the two ranges swapped.
+                unsafe { shm::copy(base.add(offset), dst.as_mut_ptr(), dst.len()) };
+                fence(Ordering::Acquire);
+            }
+            Route::Tcp(link) => return self.copy_out_tcp(target, link, offset, dst),
+            Route::Rdma => return self.copy_out_rdma(target, offset, dst),
+        }
+        Ok(())
+    }
+
+    /// Starts reading `len` bytes at `offset` of `target` into `dst`; the
+    /// bytes are there after the next quiet.
+    ///
+    /// # Safety
+    /// `dst` must stay valid for `len` bytes of writes, and nothing may read
+    /// or write it, until this rank's next `quiet` returns.
+    pub(crate) unsafe fn copy_out_nbi(&self, target: usize, offset: usize, dst: *mut u8, len: usize) -> Result<()> {
+        match self.route(target) {
+            Route::Mapped(base) => {
+                // SAFETY: the source range was checked by the caller; `dst` is
+                // the caller's, valid for `len` bytes.
+                unsafe { shm::copy(base.add(offset), dst, len) };
+                Ok(())
+            }
+            Route::Tcp(link) => link
+                .borrow_mut()
+                // SAFETY: forwarded from this function's contract.
+                .get_nbi(offset, dst, len)
+                .map_err(|source| self.lost(target, "get_nbi", source)),
+            // SAFETY: forwarded from this function's contract.
+            Route::Rdma => unsafe { self.rdma_link().get_nbi(target, offset, dst, len) }.map_err(|f| self.rdma_failed(f)),
+        }
+    }
+
+    /// Applies an atomic to the word at `offset` of `target`; returns the
+    /// old value when `amo.fetch` (otherwise 0, and it may complete at quiet).
+    pub(crate) fn amo(&self, op: &'static str, target: usize, offset: usize, amo: Amo) -> Result<u64> {
+        if offset % amo.width.bytes() != 0 {
+            return Err(Error::MisalignedAtomic {
+                rank: self.rank,
+                op,
+                offset,
+                width: amo.width.bytes(),
+            });
+        }
+        if self.nic_atomics {
+            return self.rdma_link().amo(target, offset, amo).map_err(|f| self.rdma_failed(f));
+        }
+        match self.route(target) {
+            // SAFETY: the caller checked the word lies in the heap, and it
+            // is aligned (checked above, heap bases are page aligned); every
+            // atomic on it in this job is a CPU atomic (the rule above).
+            Route::Mapped(base) => Ok(unsafe { amo::apply(base.add(offset), amo) }),
+            Route::Tcp(link) => link
+                .borrow_mut()
+                .amo(offset, amo)
+                .map_err(|source| self.lost(target, op, source)),
+            Route::Rdma => unreachable!("a verbs path makes every atomic a NIC atomic"),
+        }
+    }
+
+    /// Updates the 64-bit signal word at `offset` of `target`, ordered after
+    /// every earlier `copy_in` to `target`: a rank that sees the signal sees
+    /// that data.
+    pub(crate) fn signal(&self, target: usize, offset: usize, op: SignalOp, value: u64) -> Result<()> {
+        if self.nic_atomics {
+            return self
+                .rdma_link()
+                .signal_word(target, offset, op, value)
+                .map_err(|f| self.rdma_failed(f));
+        }
+        let amo = Amo {
+            op: match op {
+                SignalOp::Set => AmoOp::Set,
+                SignalOp::Add => AmoOp::Add,
+            },
+            width: Width::W64,
+            operand: value,
+            compare: 0,
+            fetch: false,
+        };
+        // On shared memory the SeqCst store or add releases the data copied
+        // before it; over TCP the engine applies requests in order.
+        self.amo("signal", target, offset, amo).map(drop)
+    }
+
+    /// Orders this rank's earlier puts, signals and non-fetching atomics to
+    /// each target before its later ones to the same target.
+    pub fn fence(&self) -> Result<()> {
+        fence(Ordering::Release);
+        if let Some(rdma) = &self.rdma {
+            rdma.fence();
+        }
+        Ok(())
+    }
+
+    /// Completes every earlier put, non-blocking get and non-fetching
+    /// atomic of this rank at its target.
+    ///
+    /// On shared memory a put is complete when its copy returns, and `quiet`
+    /// orders those stores before anything this rank does next. Over RDMA it
+    /// waits until every posted work request has completed. Over TCP it asks
+    /// every peer written to since the last quiet for an acknowledgement
+    /// (all at once), then waits for each.
+    #[inline]
+    pub fn quiet(&self) -> Result<()> {
+        fence(Ordering::SeqCst);
+        if let Some(rdma) = &self.rdma {
+            rdma.quiet().map_err(|f| self.rdma_failed(f))?;
+        }
+        if self.tcp_peers.is_empty() {
+            return Ok(());
+        }
+        self.quiet_tcp()
+    }
+
+    /// The TCP branch of `copy_in`, out of line so the shared-memory path stays small.
+    #[inline(never)]
+    fn copy_in_tcp(&self, peer: usize, link: &RefCell<TcpPeer>, offset: usize, src: &[u8], nbi: bool) -> Result<()> {
+        let mut link = link.borrow_mut();
+        let sent = match nbi {
+            true => link.put_nbi(offset, src),
+            false => link.put(offset, src),
+        };
+        sent.map_err(|source| self.lost(peer, "put", source))
+    }
+
+    /// The TCP branch of `copy_out`, out of line like `copy_in_tcp`.
+    #[inline(never)]
+    fn copy_out_tcp(&self, peer: usize, link: &RefCell<TcpPeer>, offset: usize, dst: &mut [u8]) -> Result<()> {
+        link.borrow_mut()
+            .get(offset, dst)
+            .map_err(|source| self.lost(peer, "get", source))
+    }
+
+    /// The RDMA branch of `copy_in`: an RDMA WRITE (inline or from staging).
+    #[inline(never)]
+    fn copy_in_rdma(&self, peer: usize, offset: usize, src: &[u8]) -> Result<()> {
+        self.rdma_link()
+            .put(peer, offset, src)
+            .map_err(|f| self.rdma_failed(f))
+    }
+
+    /// The RDMA branch of `copy_out`: an RDMA READ, waited for.
+    #[inline(never)]
+    fn copy_out_rdma(&self, peer: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
+        self.rdma_link()
+            .get(peer, offset, dst)
+            .map_err(|f| self.rdma_failed(f))
+    }
+
+    #[inline(never)]
+    fn quiet_tcp(&self) -> Result<()> {
+        let mut owed = Vec::new();
+        for &peer in &self.tcp_peers {
+            let link = self.tcp_link(peer);
+            if link
+                .borrow_mut()
+                .start_quiet()
+                .map_err(|source| self.lost(peer, "quiet", source))?
+            {
+                owed.push(peer);
+            }
+        }
+        for peer in owed {
+            self.tcp_link(peer)
+                .borrow_mut()
+                .finish_quiet()
+                .map_err(|source| self.lost(peer, "quiet", source))?;
+        }
+        Ok(())
+    }
+
+    fn tcp_link(&self, peer: usize) -> &RefCell<TcpPeer> {
+        match &self.paths[peer] {
+            Path::Tcp(link) => link,
+            _ => unreachable!("tcp_peers lists only TCP paths"),
+        }
+    }
+
+    /// Pushes out every TCP peer's batch of small puts (before a local wait,
+    /// which may depend on one of them).
+    pub(crate) fn send_batches(&self) -> Result<()> {
+        for &peer in &self.tcp_peers {
+            self.tcp_link(peer)
+                .borrow_mut()
+                .flush()
+                .map_err(|source| self.lost(peer, "put", source))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,224 @@
+//! Point-to-point synchronization: waiting on and testing this rank's own
+//! symmetric elements until remote puts, signals or atomics change them
+//! (OpenSHMEM's `wait_until`/`test` families, with the `_all`, `_any` and
+//! `_some` forms over a set of indices).
+//!
+//! Elements are read with volatile loads (no reference into the shared
+//! heap) and an Acquire fence after the condition holds, so data a sender
+//! ordered before the awaited update (by `quiet`, `fence` or a signal) is
+//! visible when the wait returns. Before it starts polling, a wait pushes
+//! out this rank's own batched TCP puts, which a peer may need in order to
+//! answer.
+
+use crate::error::Result;
+use crate::sym::{Pod, Sym};
+use crate::world::World;
+use std::sync::atomic::{fence, Ordering};
+
+/// A comparison against a value, as in OpenSHMEM's `SHMEM_CMP_*`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cmp<T> {
+    Eq(T),
+    Ne(T),
+    Gt(T),
+    Ge(T),
+    Lt(T),
+    Le(T),
+}
+
+impl<T: PartialOrd + Copy> Cmp<T> {
+    /// Whether `value` satisfies the comparison.
+    #[inline]
+    pub fn holds(&self, value: T) -> bool {
+        match *self {
+            Cmp::Eq(v) => value == v,
+            Cmp::Ne(v) => value != v,
+            Cmp::Gt(v) => value > v,
+            Cmp::Ge(v) => value >= v,
+            Cmp::Lt(v) => value < v,
+            Cmp::Le(v) => value <= v,
+        }
+    }
+}
+
+impl World {
+    /// Waits until this rank's own element `index` of `sym` satisfies `done`,
+    /// and returns it (OpenSHMEM's `shmem_wait_until` with any predicate).
+    pub fn wait_until<T: Pod>(&self, sym: &Sym<T>, index: usize, mut done: impl FnMut(T) -> bool) -> Result<T> {
+        let ptr = self.local_ptr("wait_until", sym, index, 1)?.cast::<T>();
+        self.send_batches()?;
+        let mut polls: u32 = 0;
+        loop {
+            // SAFETY: `local_ptr` checked the element lies in our heap; heap
+            // objects are 64-byte aligned and Pod sizes are multiples of
+            // their alignment, so `ptr` is aligned. A volatile read never
+            // forms a reference to the shared element.
+            let value = unsafe { ptr.read_volatile() };
+            if done(value) {
+                fence(Ordering::Acquire);
+                return Ok(value);
+            }
+            polls = polls.saturating_add(1);
+            crate::barrier::back_off(polls, self.spins_before_yield);
+        }
+    }
+
+    /// Whether this rank's own element `index` satisfies `cmp` now.
+    pub fn test<T: Pod + PartialOrd>(&self, sym: &Sym<T>, index: usize, cmp: Cmp<T>) -> Result<bool> {
+        let ptr = self.local_ptr("test", sym, index, 1)?.cast::<T>();
+        self.send_batches()?;
+        Ok(self.holds(ptr, cmp))
+    }
+
+    /// Waits until every element at `indices` satisfies `cmp`.
+    pub fn wait_until_all<T, I>(&self, sym: &Sym<T>, indices: I, cmp: Cmp<T>) -> Result<()>
+    where
+        T: Pod + PartialOrd,
+        I: IntoIterator<Item = usize>,
+    {
+        let ptrs = self.element_ptrs("wait_until_all", sym, indices)?;
+        self.poll_until(|| ptrs.iter().all(|&p| self.holds(p, cmp)).then_some(()))
+    }
+
+    /// Waits until some element at `indices` satisfies `cmp`, and returns
+    /// its index. `None` when `indices` is empty (nothing to wait for).
+    pub fn wait_until_any<T, I>(&self, sym: &Sym<T>, indices: I, cmp: Cmp<T>) -> Result<Option<usize>>
+    where
+        T: Pod + PartialOrd,
+        I: IntoIterator<Item = usize>,
+    {
+        let (ptrs, list) = self.indexed_ptrs("wait_until_any", sym, indices)?;
+        if list.is_empty() {
+            return Ok(None);
+        }
+        self.poll_until(|| ptrs.iter().position(|&p| self.holds(p, cmp)).map(|i| Some(list[i])))
+    }
+
+    /// Waits until at least one element at `indices` satisfies `cmp`, and
+    /// returns every index that does. Empty when `indices` is empty.
+    pub fn wait_until_some<T, I>(&self, sym: &Sym<T>, indices: I, cmp: Cmp<T>) -> Result<Vec<usize>>
+    where
+        T: Pod + PartialOrd,
+        I: IntoIterator<Item = usize>,
+    {
+        let (ptrs, list) = self.indexed_ptrs("wait_until_some", sym, indices)?;
+        if list.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.poll_until(|| {
+            let hits: Vec<usize> = (0..ptrs.len())
+                .filter(|&i| self.holds(ptrs[i], cmp))
+                .map(|i| list[i])
+                .collect();
+            (!hits.is_empty()).then_some(hits)
+        })
+    }
+
+    /// Whether every element at `indices` satisfies `cmp` now.
+    pub fn test_all<T, I>(&self, sym: &Sym<T>, indices: I, cmp: Cmp<T>) -> Result<bool>
+    where
+        T: Pod + PartialOrd,
+        I: IntoIterator<Item = usize>,
+    {
+        let ptrs = self.element_ptrs("test_all", sym, indices)?;
+        self.send_batches()?;
+        Ok(ptrs.iter().all(|&p| self.holds(p, cmp)))
+    }
+
+    /// The first index among `indices` whose element satisfies `cmp` now.
+    pub fn test_any<T, I>(&self, sym: &Sym<T>, indices: I, cmp: Cmp<T>) -> Result<Option<usize>>
+    where
+        T: Pod + PartialOrd,
+        I: IntoIterator<Item = usize>,
+    {
+        let (ptrs, list) = self.indexed_ptrs("test_any", sym, indices)?;
+        self.send_batches()?;
+        Ok(ptrs.iter().position(|&p| self.holds(p, cmp)).map(|i| list[i]))
+    }
+
+    /// Every index among `indices` whose element satisfies `cmp` now.
+    pub fn test_some<T, I>(&self, sym: &Sym<T>, indices: I, cmp: Cmp<T>) -> Result<Vec<usize>>
+    where
+        T: Pod + PartialOrd,
+        I: IntoIterator<Item = usize>,
+    {
+        let (ptrs, list) = self.indexed_ptrs("test_some", sym, indices)?;
+        self.send_batches()?;
+        Ok((0..ptrs.len())
+            .filter(|&i| self.holds(ptrs[i], cmp))
+            .map(|i| list[i])
+            .collect())
+    }
+
+    /// Reads the element at `ptr` (checked by the caller) and compares.
+    #[inline]
+    fn holds<T: Pod + PartialOrd>(&self, ptr: *const T, cmp: Cmp<T>) -> bool {
+        // SAFETY: callers pass pointers from `local_ptr`: in our heap and
+        // aligned (see `wait_until`); read without forming a reference.
+        let value = unsafe { ptr.read_volatile() };
+        let hit = cmp.holds(value);
+        if hit {
+            fence(Ordering::Acquire);
+        }
+        hit
+    }
+
+    fn element_ptrs<T: Pod>(
+        &self,
+        op: &'static str,
+        sym: &Sym<T>,
+        indices: impl IntoIterator<Item = usize>,
+    ) -> Result<Vec<*const T>> {
+        Ok(self.indexed_ptrs(op, sym, indices)?.0)
+    }
+
+    /// Checks every index before any wait starts, so a bad one is an error, not a hang.
+    fn indexed_ptrs<T: Pod>(
+        &self,
+        op: &'static str,
+        sym: &Sym<T>,
+        indices: impl IntoIterator<Item = usize>,
+    ) -> Result<(Vec<*const T>, Vec<usize>)> {
+        let list: Vec<usize> = indices.into_iter().collect();
+        let ptrs = list
+            .iter()
+            .map(|&i| self.local_ptr(op, sym, i, 1).map(|p| p.cast::<T>().cast_const()))
+            .collect::<Result<Vec<_>>>()?;
+        Ok((ptrs, list))
+    }
+
+    /// Polls `ready` with the shared back-off until it yields a value.
+    pub(crate) fn poll_until<R>(&self, mut ready: impl FnMut() -> Option<R>) -> Result<R> {
+        self.send_batches()?;
+        let mut polls: u32 = 0;
+        loop {
+            if let Some(result) = ready() {
+                return Ok(result);
+            }
+            polls = polls.saturating_add(1);
+            crate::barrier::back_off(polls, self.spins_before_yield);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cmp;
+
+    #[test]
+    fn comparisons_mean_what_they_say() {
+        let cases = [
+            (Cmp::Eq(3), [false, true, false]),
+            (Cmp::Ne(3), [true, false, true]),
+            (Cmp::Gt(3), [false, false, true]),
+            (Cmp::Ge(3), [false, true, true]),
+            (Cmp::Lt(3), [true, false, false]),
+            (Cmp::Le(3), [true, true, false]),
+        ];
+        for (cmp, expect) in cases {
+            let got = [2, 3, 4].map(|v| cmp.holds(v));
+            assert_eq!(got, expect, "{cmp:?}");
+        }
+        assert!(!Cmp::Eq(f64::NAN).holds(f64::NAN));
+    }
+}
