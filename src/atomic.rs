@@ -136,7 +136,16 @@ impl World {
         expected: T,
         value: T,
     ) -> Result<T> {
-        self.atomic("atomic_compare_swap", sym, target, index, AmoOp::CompareSwap, value, expected, true)
+        self.atomic(
+            "atomic_compare_swap",
+            sym,
+            target,
+            index,
+            AmoOp::CompareSwap,
+            value,
+            expected,
+            true,
+        )
     }
 }
 
@@ -167,7 +176,16 @@ rmw! {
 impl World {
     /// Atomically increments `target`'s element and returns its old value.
     pub fn atomic_fetch_inc<T: AtomicInt>(&self, sym: &Sym<T>, target: usize, index: usize) -> Result<T> {
-        self.atomic("atomic_fetch_inc", sym, target, index, AmoOp::Add, T::ONE, T::zeroed(), true)
+        self.atomic(
+            "atomic_fetch_inc",
+            sym,
+            target,
+            index,
+            AmoOp::Add,
+            T::ONE,
+            T::zeroed(),
+            true,
+        )
     }
 
     /// Atomically increments `target`'s element; may complete at the next quiet.

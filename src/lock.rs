@@ -165,7 +165,10 @@ impl World {
 
     /// Waits on this rank's own `next` half until `done` holds; returns it.
     fn wait_own_next(&self, lock: &Lock, done: impl Fn(u64) -> bool) -> Result<u64> {
-        let ptr = self.local_ptr("lock", &lock.word, 0, 1)?.wrapping_add(NEXT).cast::<u32>();
+        let ptr = self
+            .local_ptr("lock", &lock.word, 0, 1)?
+            .wrapping_add(NEXT)
+            .cast::<u32>();
         self.poll_until(|| {
             // SAFETY: `local_ptr` checked the word is in our heap; the half
             // is 4-byte aligned; a volatile read forms no reference.

@@ -95,7 +95,10 @@ impl World {
     /// Runs `body` with a scope for non-blocking gets (and puts), then
     /// quiets: every destination handed to [`Nbi::get`] is filled when this
     /// returns `Ok`.
-    pub fn nbi<'env, R>(&'env self, body: impl for<'scope> FnOnce(&'scope Nbi<'scope, 'env>) -> Result<R>) -> Result<R> {
+    pub fn nbi<'env, R>(
+        &'env self,
+        body: impl for<'scope> FnOnce(&'scope Nbi<'scope, 'env>) -> Result<R>,
+    ) -> Result<R> {
         let scope = Nbi {
             world: self,
             scope: PhantomData,

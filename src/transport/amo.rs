@@ -181,7 +181,11 @@ mod tests {
                 let new = width.truncate(op.combine(expect_old, amo.operand, compare));
                 let mask = width.truncate(u64::MAX);
                 assert_eq!(words[0] & mask, new, "{op:?} {width:?}");
-                assert_eq!(words[0] & !mask, before[0] & !mask, "{op:?} {width:?} clobbered its neighbour");
+                assert_eq!(
+                    words[0] & !mask,
+                    before[0] & !mask,
+                    "{op:?} {width:?} clobbered its neighbour"
+                );
                 assert_eq!(words[1], before[1]);
             }
         }

@@ -115,7 +115,9 @@ impl World {
                 .get_nbi(offset, dst, len)
                 .map_err(|source| self.lost(target, "get_nbi", source)),
             // SAFETY: forwarded from this function's contract.
-            Route::Rdma => unsafe { self.rdma_link().get_nbi(target, offset, dst, len) }.map_err(|f| self.rdma_failed(f)),
+            Route::Rdma => {
+                unsafe { self.rdma_link().get_nbi(target, offset, dst, len) }.map_err(|f| self.rdma_failed(f))
+            }
         }
     }
 
@@ -131,7 +133,10 @@ impl World {
             });
         }
         if self.nic_atomics {
-            return self.rdma_link().amo(target, offset, amo).map_err(|f| self.rdma_failed(f));
+            return self
+                .rdma_link()
+                .amo(target, offset, amo)
+                .map_err(|f| self.rdma_failed(f));
         }
         match self.route(target) {
             // SAFETY: the caller checked the word lies in the heap, and it
@@ -223,17 +228,13 @@ impl World {
     /// The RDMA branch of `copy_in`: an RDMA WRITE (inline or from staging).
     #[inline(never)]
     fn copy_in_rdma(&self, peer: usize, offset: usize, src: &[u8]) -> Result<()> {
-        self.rdma_link()
-            .put(peer, offset, src)
-            .map_err(|f| self.rdma_failed(f))
+        self.rdma_link().put(peer, offset, src).map_err(|f| self.rdma_failed(f))
     }
 
     /// The RDMA branch of `copy_out`: an RDMA READ, waited for.
     #[inline(never)]
     fn copy_out_rdma(&self, peer: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
-        self.rdma_link()
-            .get(peer, offset, dst)
-            .map_err(|f| self.rdma_failed(f))
+        self.rdma_link().get(peer, offset, dst).map_err(|f| self.rdma_failed(f))
     }
 
     #[inline(never)]

@@ -104,13 +104,25 @@ impl RdmaLink {
     pub fn amo(&self, peer: usize, offset: usize, amo: Amo) -> std::result::Result<u64, Failure> {
         self.0.borrow_mut().amo(peer, offset, amo)
     }
-    pub fn signal_word(&self, peer: usize, offset: usize, op: SignalOp, value: u64) -> std::result::Result<(), Failure> {
+    pub fn signal_word(
+        &self,
+        peer: usize,
+        offset: usize,
+        op: SignalOp,
+        value: u64,
+    ) -> std::result::Result<(), Failure> {
         self.0.borrow_mut().signal_word(peer, offset, op, value)
     }
     /// # Safety
     /// `dst` must stay valid for `len` bytes of writes, untouched, until the
     /// next `quiet` returns (or fails, which forgets the destination).
-    pub unsafe fn get_nbi(&self, peer: usize, offset: usize, dst: *mut u8, len: usize) -> std::result::Result<(), Failure> {
+    pub unsafe fn get_nbi(
+        &self,
+        peer: usize,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> std::result::Result<(), Failure> {
         // SAFETY: forwarded from this function's contract.
         unsafe { self.0.borrow_mut().get_nbi(peer, offset, dst, len) }
     }

@@ -12,10 +12,10 @@
 //! here too: a bad request closes the connection, it never touches memory.
 
 use super::request::{atomic_from_code, Request, ATOMIC_TAIL, HEADER_BYTES};
-use crate::transport::amo;
 use crate::protocol::auth::Acceptor;
 use crate::protocol::wire::{FrameBuf, Msg, MAX_UNAUTHENTICATED_FRAME};
 use crate::segment::RawSegment;
+use crate::transport::amo;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 use std::io;

@@ -211,7 +211,10 @@ impl TcpPeer {
     /// Sends any batched requests now.
     pub fn flush(&mut self) -> io::Result<()> {
         if self.broken {
-            return Err(io::Error::new(io::ErrorKind::BrokenPipe, "the connection broke earlier"));
+            return Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "the connection broke earlier",
+            ));
         }
         if !self.batch.is_empty() {
             let sent = self.stream.write_all(&self.batch);

@@ -1,5 +1,5 @@
-//! Randomized check of put/get/quiet/barrier against a model of what memory
-//! must hold. `model_check [SEED] [PHASES]`.
+//! Randomized check of put/get/quiet/barrier and of remote atomics against
+//! a model of what memory must hold. `model_check [SEED] [PHASES]`.
 //!
 //! Every rank draws every rank's operations from the same seeded generator,
 //! so each can run the same model. Rank r only ever writes slots
@@ -8,7 +8,11 @@
 //! that overlaps an unquieted one to the same target, as the memory model
 //! requires) and random gets of slots nobody writes in that phase, checked
 //! against the model. After a barrier every rank compares its whole local
-//! copy with the model.
+//! copy with the model. Interleaved with these, every rank issues random
+//! atomics on every rank's atomic words (see `atomics.rs` for how their
+//! results are checked for exact totals and a valid linearization).
+
+mod atomics;
 
 use std::process::ExitCode;
 
@@ -16,17 +20,17 @@ const SLOTS_PER_RANK: usize = 24;
 const OPS_PER_PHASE: usize = 12;
 
 /// SplitMix64: small, good enough, identical on every rank.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     }
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
 }
@@ -64,7 +68,10 @@ fn run() -> oneside::Result<bool> {
     let slots = n * SLOTS_PER_RANK;
     let array = world.alloc::<u64>(slots)?;
     let mut model = vec![vec![0u64; slots]; n];
-    let (mut puts, mut gets) = (0, 0);
+    let (mut puts, mut gets, mut amos) = (0, 0, 0);
+    let atomic_words = atomics::Atomics::new(&world)?;
+    // Zeroed by alloc; read no earlier copy, as peers may already be at work on it.
+    let mut before = vec![0u64; atomics::WORDS];
 
     for phase in 0..phases {
         let mut rng = Rng(seed ^ (phase as u64).wrapping_mul(0x2545_f491_4f6c_dd1d));
@@ -77,7 +84,11 @@ fn run() -> oneside::Result<bool> {
             }
         }
         let mut unquieted = vec![vec![false; slots]; n];
-        for op in &plan[me] {
+        let mut atomic_rng = Rng(seed ^ (phase as u64 + 1).wrapping_mul(0x1000_0001) ^ (me as u64) << 40);
+        for (i, op) in plan[me].iter().enumerate() {
+            if i < atomics::OPS {
+                atomic_words.issue(&world, &mut atomic_rng, seed, phase, i)?;
+            }
             match op {
                 Op::Put { target, start, values } => {
                     let range = *start..start + values.len();
@@ -120,10 +131,21 @@ fn run() -> oneside::Result<bool> {
             );
             return Ok(false);
         }
+        match atomic_words.check(&world, seed, phase, &before)? {
+            Ok(checked) => amos += checked,
+            Err(violation) => {
+                println!("MISMATCH rank {me} phase {phase}: atomics: {violation}");
+                return Ok(false);
+            }
+        }
+        before = atomic_words.snapshot(&world)?;
+        atomic_words.clear_log(&world)?;
         // Nobody writes the next phase until everyone has checked this one.
         world.barrier()?;
     }
-    println!("model_check: rank {me}/{n} ok: {phases} phases, {puts} puts, {gets} gets checked (seed {seed})");
+    println!(
+        "model_check: rank {me}/{n} ok: {phases} phases, {puts} puts, {gets} gets, {amos} atomics checked (seed {seed})"
+    );
     world.finalize()?;
     Ok(true)
 }
