@@ -83,7 +83,7 @@ status=0
 run() {
   local name=$1 expected=$2 prog=$3 rc=0 got; shift 3
   "${OSHRUN[@]}" "$@" >"$OUT/$name-$round.out" 2>"$OUT/$name-$round.err" || rc=$?
-  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then log "$name: timed out after ${OSHRUN_TIMEOUT}s"
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then log "$name: stopped by timeout after ${OSHRUN_TIMEOUT}s"
   elif [ "$rc" -ne 0 ]; then log "$name: exit status $rc (ignored: the crash at shmem_finalize)"; fi
   if grep -h '^oshm_signal:' "$OUT/$name-$round.err" >&2; then status=1; fi
   awk "$prog" "$OUT/$name-$round.out" > "$OUT/$name-$round.txt"

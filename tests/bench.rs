@@ -37,6 +37,21 @@ fn bench_smoke_prints_every_metric_and_writes_csv_and_plot() {
         }
     }
     expected.extend(["copy_bw 65536", "msg_rate 8", "barrier_n2 0"].map(String::from));
+    expected.extend(
+        [
+            "fadd_lat 8",
+            "cswap_lat 8",
+            "add_lat 8",
+            "add_rate 8",
+            "line_lat 8",
+            "put_signal_lat 8",
+            "put_signal_lat 4096",
+            "put_signal_lat 65536",
+            "put_nbi_bw 65536",
+            "put_win_bw 65536",
+        ]
+        .map(String::from),
+    );
     for key in &expected {
         let line = out
             .lines()

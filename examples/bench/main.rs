@@ -1,9 +1,11 @@
 //! OSU-style micro-benchmarks for oneside: put/get latency, put bandwidth
 //! and bi-directional bandwidth over a size sweep (8 B to 4 MiB), small-put
-//! message rate, and barrier latency over all ranks of the job.
+//! message rate, barrier latency over all ranks of the job, and (`ops.rs`)
+//! atomic latencies, the add rate, put-with-signal latency, non-blocking put
+//! bandwidth and the cache-line round trip they are bounded by.
 //!
 //! ```text
-//! rlaunch -n 2 target/release/examples/bench [--smoke] [--only-barrier] [--max BYTES]
+//! rlaunch -n 2 target/release/examples/bench [--smoke] [--only-barrier] [--only-ops] [--max BYTES]
 //!         [--csv FILE] [--plot FILE.svg] [--peer FILE] [--peer-name NAME]
 //! ```
 //!
@@ -12,6 +14,7 @@
 //! another implementation (`bench/mpi_rma.c`) to draw next to ours.
 
 mod measure;
+mod ops;
 mod report;
 
 use measure::{sizes, Bench};
@@ -23,6 +26,7 @@ use std::process::ExitCode;
 struct Options {
     smoke: bool,
     only_barrier: bool,
+    only_ops: bool,
     max: usize,
     csv: Option<PathBuf>,
     plot: Option<PathBuf>,
@@ -42,6 +46,7 @@ fn parse_options() -> Result<Options, String> {
         match arg.as_str() {
             "--smoke" => opts.smoke = true,
             "--only-barrier" => opts.only_barrier = true,
+            "--only-ops" => opts.only_ops = true,
             "--max" => opts.max = value()?.parse().map_err(|_| "--max takes a byte count".to_string())?,
             "--csv" => opts.csv = Some(value()?.into()),
             "--plot" => opts.plot = Some(value()?.into()),
@@ -82,7 +87,7 @@ fn run(opts: &Options) -> Result<ExitCode, Box<dyn std::error::Error>> {
         );
         return Ok(ExitCode::from(2));
     }
-    let sweep = match (opts.only_barrier, opts.smoke) {
+    let sweep = match (opts.only_barrier || opts.only_ops, opts.smoke) {
         (true, _) => Vec::new(),
         (false, true) => vec![8, 4096, 65536.min(opts.max)],
         (false, false) => sizes(opts.max),
@@ -91,6 +96,8 @@ fn run(opts: &Options) -> Result<ExitCode, Box<dyn std::error::Error>> {
         world: &world,
         buffer: world.alloc::<u8>(opts.max)?,
         rates: world.alloc::<f64>(3)?,
+        words: world.alloc::<u64>(4)?,
+        signals: world.alloc::<u64>(2)?,
         smoke: opts.smoke,
     };
     let mut figures = Vec::new();
@@ -113,10 +120,28 @@ fn run(opts: &Options) -> Result<ExitCode, Box<dyn std::error::Error>> {
             keep("copy_bw", size, bench.copy_bandwidth(size)?, "MB/s");
         }
     }
-    if !opts.only_barrier {
+    if !opts.only_barrier && !opts.only_ops {
         keep("msg_rate", 8, bench.message_rate()?, "msg/s");
     }
-    keep(&format!("barrier_n{}", world.size()), 0, bench.barrier_latency()?, "us");
+    if !opts.only_barrier {
+        keep("fadd_lat", 8, bench.fetch_add_latency()?, "us");
+        keep("cswap_lat", 8, bench.compare_swap_latency()?, "us");
+        let add = bench.add_rate()?;
+        keep("add_lat", 8, add.map(|(lat, _)| lat), "us");
+        keep("add_rate", 8, add.map(|(_, rate)| rate), "msg/s");
+        keep("line_lat", 8, bench.line_round_trip()?, "us");
+        for size in [8, 4096, 65536].into_iter().filter(|&s| s <= opts.max) {
+            keep("put_signal_lat", size, bench.put_signal_latency(size)?, "us");
+        }
+        let big = [65536, 1 << 20].into_iter().filter(|&s| s <= opts.max);
+        for size in big.take(if opts.smoke { 1 } else { 2 }) {
+            keep("put_nbi_bw", size, bench.put_nbi_bandwidth(size)?, "MB/s");
+            keep("put_win_bw", size, bench.put_window_bandwidth(size)?, "MB/s");
+        }
+    }
+    if !opts.only_ops {
+        keep(&format!("barrier_n{}", world.size()), 0, bench.barrier_latency()?, "us");
+    }
 
     if world.rank() == 0 {
         let transport = match world.rdma_device() {

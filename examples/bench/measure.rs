@@ -35,7 +35,7 @@ fn median(mut samples: Vec<f64>) -> f64 {
 }
 
 /// How many iterations of `run` make a batch last `BATCH_TARGET` (at most `cap`).
-fn calibrate(cap: usize, run: &mut impl FnMut(usize) -> oneside::Result<()>) -> oneside::Result<usize> {
+pub fn calibrate(cap: usize, run: &mut impl FnMut(usize) -> oneside::Result<()>) -> oneside::Result<usize> {
     let mut n = 1;
     loop {
         let start = Instant::now();
@@ -48,7 +48,7 @@ fn calibrate(cap: usize, run: &mut impl FnMut(usize) -> oneside::Result<()>) -> 
 }
 
 /// Runs `n` iterations once to warm up, then `BATCHES` times; median seconds per batch.
-fn timed(n: usize, run: &mut impl FnMut(usize) -> oneside::Result<()>) -> oneside::Result<f64> {
+pub fn timed(n: usize, run: &mut impl FnMut(usize) -> oneside::Result<()>) -> oneside::Result<f64> {
     run(n)?;
     let mut samples = Vec::with_capacity(BATCHES);
     for _ in 0..BATCHES {
@@ -60,7 +60,7 @@ fn timed(n: usize, run: &mut impl FnMut(usize) -> oneside::Result<()>) -> onesid
 }
 
 /// Calibrates (or uses the smoke count), then times: (iterations, median seconds).
-fn measure(
+pub fn measure(
     smoke: bool,
     cap: usize,
     mut run: impl FnMut(usize) -> oneside::Result<()>,
@@ -76,6 +76,10 @@ pub struct Bench<'w> {
     /// Slots 0 and 1: each direction of the bi-directional figure; slot 2:
     /// an iteration count rank 0 shares with everyone.
     pub rates: Sym<f64>,
+    /// Words for the atomics (rank 1's are the targets).
+    pub words: Sym<u64>,
+    /// Signal words of the put-with-signal ping-pong: 0 for rank 1, 1 for rank 0.
+    pub signals: Sym<u64>,
     pub smoke: bool,
 }
 
@@ -198,6 +202,11 @@ impl Bench<'_> {
     }
 
     /// Rank 0's `proposal` (a count), delivered to every rank.
+    pub fn shared_iterations(&self, proposal: Option<usize>) -> oneside::Result<usize> {
+        self.shared_count(proposal)
+    }
+
+    /// Rank 0's `proposal` (a count), delivered to every rank.
     fn shared_count(&self, proposal: Option<usize>) -> oneside::Result<usize> {
         if let Some(count) = proposal {
             for peer in 0..self.world.size() {
@@ -224,7 +233,7 @@ impl Bench<'_> {
 
     /// Rank 0 measures while the others wait in a barrier; one-sided ops
     /// need nothing from the target.
-    fn on_rank0(&self, measure: impl FnOnce() -> oneside::Result<f64>) -> oneside::Result<Option<f64>> {
+    pub fn on_rank0(&self, measure: impl FnOnce() -> oneside::Result<f64>) -> oneside::Result<Option<f64>> {
         let result = if self.world.rank() == 0 { Some(measure()?) } else { None };
         self.world.barrier()?;
         Ok(result)

@@ -59,11 +59,10 @@ pub fn table(transport: &str, ranks: usize, figures: &[Figure]) -> String {
             100.0 * put / f.value
         );
     }
-    for f in figures
-        .iter()
-        .filter(|f| f.metric == "msg_rate" || f.metric.starts_with("barrier"))
-    {
-        out += &format!("{:<24} {:>14.3} {}\n", f.metric, f.value, f.unit);
+    let tabled = ["put_lat", "get_lat", "put_bw", "put_bibw", "copy_bw"];
+    for f in figures.iter().filter(|f| !tabled.contains(&f.metric.as_str())) {
+        let name = format!("{} [{} B]", f.metric, f.bytes);
+        out += &format!("{name:<24} {:>14.3} {}\n", f.value, f.unit);
     }
     out
 }
