@@ -33,7 +33,7 @@ for round in $(seq "$ROUNDS"); do
   "${MPIRUN[@]}" -n 2 "$OUT/mpi_rma" | tee "$OUT/peer-$round.txt" >> "$OUT/peer.txt"
   "${MPIRUN[@]}" -n 4 "$OUT/mpi_rma" --only-barrier >> "$OUT/peer.txt"
   "$RLAUNCH" -n 2 "$BENCH" --csv "$OUT/oneside-$round.csv" --plot "$OUT/shm-vs-openmpi.svg" \
-    --peer "$OUT/peer-$round.txt" --peer-name "Open MPI osc/sm" | grep -E '^[a-z_0-9]+ [0-9]+ ' >> "$OUT/ours.txt"
+    --peer "$OUT/peer-$round.txt" --peer-name "Open MPI osc/sm" | grep -E '^[a-z_0-9]+ [0-9]+ [0-9.]+ [a-zA-Z/]+$' >> "$OUT/ours.txt"
   "$RLAUNCH" -n 4 "$BENCH" --only-barrier | grep -E '^barrier' >> "$OUT/ours.txt"
 done
 

@@ -41,7 +41,7 @@ echo "== Open MPI over TCP"
 "${MPIRUN[@]}" -H $H1,$H2 -n 2 "$OUT/mpi_rma" --max "$MAX" | tee "$OUT/mpi.txt" | grep -E '^(put_lat 8|put_bw 1048576|barrier)'
 echo "== oneside over TCP"
 target/release/rlaunch --ssh "$SSH" -f "$cluster/one-each" -n 2 target/release/examples/bench --max "$MAX" \
-  | grep -E '^[a-z_0-9]+ [0-9]+ ' | tee "$OUT/ours.txt" | grep -E '^(put_lat 8|put_bw 1048576|barrier)'
+  | grep -E '^[a-z_0-9]+ [0-9]+ [0-9.]+ [a-zA-Z/]+$' | tee "$OUT/ours.txt" | grep -E '^(put_lat 8|put_bw 1048576|barrier)'
 
 now() { date +%s%N; }
 : > "$OUT/launch-ours.txt"; : > "$OUT/launch-mpi.txt"
@@ -60,8 +60,10 @@ awk -v peer="Open MPI" -f bench/ratios.awk \
   -v rows="put_lat 8|get_lat 8|put_bw 65536|put_bw 1048576|put_bibw 1048576|msg_rate 8|barrier_n2 0|launch_4 0" \
   "$OUT/ours-all.txt" "$OUT/mpi-all.txt" | tee "$OUT/ratios.txt"
 echo
-echo "== oneside TCP / raw TCP ping-pong (the floor: put+quiet and get are one round trip)"
+echo "== oneside TCP / raw TCP ping-pong (the floor: put+quiet, get and a fetching atomic are one round trip)"
 sed -e 's/^tcp_rtt 8/put_lat 8/' -e 's/^tcp_bw /put_bw /' "$OUT/raw.txt" > "$OUT/raw-as-put.txt"
-grep '^tcp_rtt' "$OUT/raw.txt" | sed 's/^tcp_rtt/get_lat/' >> "$OUT/raw-as-put.txt"
-awk -v peer="raw TCP" -f bench/ratios.awk -v rows="put_lat 8|get_lat 8|put_bw 1048576" \
+for op in get_lat fadd_lat cswap_lat; do
+  grep '^tcp_rtt' "$OUT/raw.txt" | sed "s/^tcp_rtt/$op/" >> "$OUT/raw-as-put.txt"
+done
+awk -v peer="raw TCP" -f bench/ratios.awk -v rows="put_lat 8|get_lat 8|fadd_lat 8|cswap_lat 8|put_bw 1048576" \
   "$OUT/ours.txt" "$OUT/raw-as-put.txt" | tee -a "$OUT/ratios.txt"

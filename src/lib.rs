@@ -44,11 +44,81 @@
 //!   waits for is delivered once the putter reaches its next oneside call
 //!   (MPI's progress rule). Call `quiet` to push it out at once.
 //! * Ordering between two puts to the same target without an intervening
-//!   quiet is not promised, as in OpenSHMEM; use `quiet` (or a barrier) to
-//!   order them.
+//!   quiet or fence is not promised, as in OpenSHMEM; use [`World::fence`]
+//!   (ordering only, per target, cheaper) or `quiet` (completion) to order them.
+//! * **fence** ([`World::fence`]): puts, signals and non-fetching atomics
+//!   this rank issued to a target before the fence are delivered there
+//!   before those it issues after. [`MPI_Win_flush` without the wait].
+//! * **Non-blocking put and get** ([`World::put_nbi`], [`Nbi::get`]):
+//!   return at once; `quiet` completes them. A non-blocking get's
+//!   destination is borrowed by its [`World::nbi`] scope until it is filled.
+//!   [`MPI_Rput`/`MPI_Rget` + `MPI_Win_flush_all`].
+//! * **Atomics** ([`World::atomic_fetch_add`] and the rest): each is
+//!   atomic with respect to every other atomic on the same element, from
+//!   any rank, over any path. A fetching atomic returns when it is done; a
+//!   non-fetching one (`atomic_add`, `atomic_set`, ...) may complete at the
+//!   next quiet. Atomics are sequentially consistent with each other; a
+//!   plain put or a local store racing with an atomic on the same element
+//!   is a data race, as in OpenSHMEM. [`MPI_Fetch_and_op`, `MPI_Accumulate`].
+//! * **Which unit does an atomic.** A NIC's atomics are not atomic with a
+//!   CPU's on the same word. So when a job uses verbs at all, *every*
+//!   atomic of every rank goes through the NIC, including atomics on the
+//!   rank's own memory (a loopback queue pair) and on same-host peers
+//!   (whose data still moves through shared memory), as UCX and Sandia
+//!   OpenSHMEM do. Otherwise every atomic is a CPU atomic: the issuing core
+//!   on shared memory, the target's TCP progress engine (which applies it to
+//!   the target's memory with the same CPU instructions) over TCP. The
+//!   choice is made once per job from the all-gathered cards, identically on
+//!   every rank. Local reads (`wait_until`, `signal_fetch`, `test`) are
+//!   plain loads either way, which both units keep coherent.
+//! * **Put-with-signal** ([`World::put_signal`]): the data, then an atomic
+//!   set or add of a 64-bit signal word at the same target; a rank that
+//!   sees the signal ([`World::signal_wait_until`]) sees the data, with no
+//!   extra round trip on any path.
+//! * **Locks** ([`World::lock`]): taking a lock is an acquire, releasing
+//!   it quiets first, so a holder sees every put of the previous holders.
 //! * Two puts to the same element in one barrier phase, or a put and a local
 //!   access to the same element in one phase, are a data race in the program:
 //!   the element's value is unspecified, as in both standards.
+//!
+//! ## The rest of the model, by example
+//!
+//! ```no_run
+//! use oneside::{Cmp, SignalOp};
+//! let world = oneside::init()?;
+//! let (me, n) = (world.rank(), world.size());
+//!
+//! // Atomics: a global work counter on rank 0, and a histogram.
+//! let next_task = world.alloc::<u64>(1)?;
+//! let task = world.atomic_fetch_inc(&next_task, 0, 0)?;  // a unique task number
+//! let bins = world.alloc::<u32>(16)?;
+//! world.atomic_inc(&bins, (me + 1) % n, 3)?;               // completes by the next quiet
+//!
+//! // Put-with-signal: the neighbour waits on one word, not a barrier.
+//! let halo = world.alloc::<f64>(8)?;
+//! let arrived = world.alloc::<u64>(1)?;
+//! world.put_signal(&halo, (me + 1) % n, 0, &[1.0; 8], &arrived, 0, SignalOp::Set, 1)?;
+//! world.signal_wait_until(&arrived, 0, Cmp::Ge(1))?;       // our left neighbour's halo is here
+//!
+//! // Non-blocking get: the buffer is filled when the scope ends.
+//! let mut copy = vec![0.0; 8];
+//! world.nbi(|s| s.get(&halo, (me + 1) % n, 0, &mut copy))?;
+//!
+//! // Waits on many elements, and a fair distributed lock.
+//! let flags = world.alloc::<u32>(n)?;
+//! world.atomic_set(&flags, 0, me, 1)?;
+//! if me == 0 {
+//!     world.wait_until_all(&flags, 0..n, Cmp::Eq(1))?;
+//! }
+//! let lock = world.alloc_lock()?;
+//! {
+//!     let _held = world.lock(&lock)?;                      // FIFO queue lock
+//!     let total = world.get_value(&next_task, 0, 0)?;
+//!     world.put_value(&next_task, 0, 0, total + 1)?;
+//! }                                                         // released here, after a quiet
+//! # let _ = task;
+//! # Ok::<(), oneside::Error>(())
+//! ```
 //!
 //! ## Local access and Rust aliasing
 //! Other processes write into this rank's heap at any time, so a Rust
