@@ -8,10 +8,12 @@
 //! * `stall-init RANK`    — RANK prints `stalling pid=P job=J bootstrap=ADDR`, never calls init
 //! * `oob-put`            — rank 0 puts past the end of an object and reports the error
 //! * `bad-rank`           — rank 0 puts to rank `size` and reports the error
+//! * `oob-atomic`, `bad-rank-atomic` — the same for an atomic past the end / at rank `size`
 //! * `exhaust`            — allocate more than the heap and report the error
 //! * `leak`               — init, then `process::exit(0)` without finalizing
 //! * `guard SECS`         — print `ready ... tcp=ADDR`, sleep, then check a zeroed object is intact
-//! * `peer-dies`          — rank 1 SIGKILLs itself; rank 0 (ignoring SIGTERM) keeps getting from it
+//! * `peer-dies [fadd]`   — rank 1 SIGKILLs itself; rank 0 (ignoring SIGTERM) keeps getting from it
+//!                          (or fetch-adding to it)
 //! * `env VAR`            — print VAR as rank 0 sees it
 //! * `echo-stdin`         — rank 0 copies one stdin line to stdout
 
@@ -106,13 +108,17 @@ fn run(args: &[String]) -> oneside::Result<u8> {
             println!("ready pid={} job={}", std::process::id(), job_id());
             sleep_forever();
         }
-        "oob-put" | "bad-rank" | "exhaust" => {
+        "oob-put" | "bad-rank" | "exhaust" | "oob-atomic" | "bad-rank-atomic" => {
             let object = world.alloc::<u32>(16)?;
             let outcome = match mode {
                 "oob-put" => world
                     .put(&object, (rank + 1) % world.size(), 10, &[7u32; 8])
                     .map(|_| ()),
                 "bad-rank" => world.put(&object, world.size(), 0, &[7u32]).map(|_| ()),
+                "oob-atomic" => world
+                    .atomic_fetch_add(&object, (rank + 1) % world.size(), 16, 1)
+                    .map(drop),
+                "bad-rank-atomic" => world.atomic_compare_swap(&object, world.size(), 0, 0, 1).map(drop),
                 _ => world.alloc::<u8>(world.heap_size() + 1).map(|_| ()),
             };
             if rank == 0 {
@@ -144,7 +150,11 @@ fn run(args: &[String]) -> oneside::Result<u8> {
             if rank == 0 {
                 let deadline = std::time::Instant::now() + Duration::from_secs(10);
                 while std::time::Instant::now() < deadline {
-                    if let Err(e) = world.get_value(&object, 1, 0) {
+                    let attempt = match args.get(1).map(String::as_str) {
+                        Some("fadd") => world.atomic_fetch_add(&object, 1, 0, 1).map(drop),
+                        _ => world.get_value(&object, 1, 0).map(drop),
+                    };
+                    if let Err(e) = attempt {
                         // Report, then stay until rlaunch tears the job down, so
                         // rank 1's death is the failure it sees first.
                         eprintln!("faults: {e}");

@@ -145,6 +145,14 @@ fn bad_accesses_are_errors_with_numbers_and_touch_nothing() {
             "put of 8 element(s) at index 10 is out of bounds for a symmetric object of 16 element(s)",
         ),
         ("bad-rank", "put targets rank 2, but the job has ranks 0..2"),
+        (
+            "oob-atomic",
+            "atomic_fetch_add of 1 element(s) at index 16 is out of bounds for a symmetric object of 16 element(s)",
+        ),
+        (
+            "bad-rank-atomic",
+            "atomic_compare_swap targets rank 2, but the job has ranks 0..2",
+        ),
         ("exhaust", "symmetric heap exhausted: asked for 67108865 bytes"),
     ];
     for (mode, message) in cases {
@@ -274,6 +282,18 @@ fn a_peer_that_dies_makes_the_next_operation_fail_naming_it() {
     );
     assert!(out.stderr.contains("(did rank 1 exit or crash?)"), "{out:?}");
     assert!(!out.stdout.contains("still answers"), "{out:?}");
+}
+
+#[test]
+fn a_peer_lost_during_an_atomic_is_named() {
+    let out = rlaunch(&["-n", "2", "--transport", "tcp", &example("faults"), "peer-dies", "fadd"]);
+    assert_eq!(out.code, Some(137), "rank 1's death decides the exit code: {out:?}");
+    assert!(
+        out.stderr
+            .contains("faults: rank 0: atomic_fetch_add with rank 1 failed: "),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains("(did rank 1 exit or crash?)"), "{out:?}");
 }
 
 #[test]
