@@ -12,8 +12,7 @@
 //! * `exhaust`            — allocate more than the heap and report the error
 //! * `leak`               — init, then `process::exit(0)` without finalizing
 //! * `guard SECS`         — print `ready ... tcp=ADDR`, sleep, then check a zeroed object is intact
-//! * `peer-dies [fadd]`   — rank 1 SIGKILLs itself; rank 0 (ignoring SIGTERM) keeps getting from it
-//!                          (or fetch-adding to it)
+//! * `peer-dies [fadd]`   — rank 1 SIGKILLs itself; rank 0 (ignoring SIGTERM) keeps getting from it (or fetch-adding to it)
 //! * `env VAR`            — print VAR as rank 0 sees it
 //! * `echo-stdin`         — rank 0 copies one stdin line to stdout
 

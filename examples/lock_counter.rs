@@ -7,7 +7,8 @@
 //!
 //! The lock is an MCS queue lock: a rank that asks while it is held waits
 //! in line, on its own memory. At the end, after a barrier, nobody holds or
-//! waits, so rank 0's `try_lock` (which takes the lock only if it is free
+//! waits (after a check that `try_lock` refuses on every other rank while
+//! the last rank holds it), so rank 0's `try_lock` (which takes the lock only if it is free
 //! right now) must succeed; rank 0 reads the counter under it and checks
 //! it is N × K.
 //!
@@ -41,6 +42,21 @@ fn run() -> oneside::Result<bool> {
     }
     world.barrier()?;
 
+    // While the last rank holds the lock, every other rank's try_lock must refuse.
+    let holder = size - 1;
+    let held = match rank == holder {
+        true => Some(world.lock(&lock)?),
+        false => None,
+    };
+    world.barrier()?;
+    let refusals = world.alloc::<u64>(1)?;
+    if rank != holder && world.try_lock(&lock)?.is_none() {
+        world.atomic_inc(&refusals, 0, 0)?;
+    }
+    world.barrier()?;
+    drop(held);
+    world.barrier()?;
+
     let mut ok = true;
     if rank == 0 {
         let expected = size as u64 * k;
@@ -55,9 +71,14 @@ fn run() -> oneside::Result<bool> {
         if !free {
             eprintln!("lock_counter: the lock is not free after every rank finished");
         }
-        ok = free && total == expected;
+        let refused = world.get_value(&refusals, 0, 0)?;
+        ok = free && total == expected && refused == size as u64 - 1;
         let verdict = if ok { "ok" } else { "WRONG" };
-        println!("lock_counter: {size} ranks x {k} increments = {total}, expected {expected}: {verdict}");
+        println!(
+            "lock_counter: {size} ranks x {k} increments = {total}, expected {expected}; \
+             try_lock refused by {refused} of {} while held: {verdict}",
+            size - 1
+        );
     }
     world.finalize()?;
     Ok(ok)

@@ -84,7 +84,7 @@ impl World {
 
     /// Takes the lock if it is free right now.
     pub fn try_lock<'a>(&'a self, lock: &'a Lock) -> Result<Option<LockGuard<'a>>> {
-        Ok(self.test_lock(lock)?.then_some(LockGuard {
+        Ok(self.test_lock(lock)?.then(|| LockGuard {
             world: self,
             lock,
             held: true,
