@@ -104,6 +104,36 @@ fn examples_on_two_hosts_by_two_ranks_mix_shm_and_tcp() {
     c.assert_hosts_clean(&[1, 2]);
 }
 
+/// Every rank's atomics reach each target by a different path: the target
+/// itself, its same-host peer through shared memory, the other host's two
+/// ranks through its TCP progress engine. All are CPU atomics on the same
+/// words, so the totals are exact.
+#[test]
+fn atomics_from_self_shm_and_tcp_on_one_word_are_exact() {
+    let c = cluster();
+    let hosts = c.hostfile("two-by-two", &[(1, 2), (2, 2)]);
+    for (program, args, summary) in [
+        ("histogram", vec![], "exact: ok"),
+        ("gups", vec![], " 0 errors: ok"),
+        (
+            "lock_counter",
+            vec!["100"],
+            "4 ranks x 100 increments = 400, expected 400",
+        ),
+        ("mandelbrot", vec![], ": ok"),
+        ("halo", vec![], "bitwise equal to serial: ok"),
+    ] {
+        let mut full = vec!["-n", "4"];
+        let path = example(program);
+        full.push(&path);
+        full.extend(args);
+        let out = c.run(&hosts, &full);
+        assert_eq!(out.code, Some(0), "{program}: {out:?}");
+        assert!(out.stdout.contains(summary), "{program}: {out:?}");
+    }
+    c.assert_hosts_clean(&[1, 2]);
+}
+
 #[test]
 fn three_hosts_with_uneven_slots_place_and_run() {
     let c = cluster();
