@@ -87,6 +87,7 @@ atomic_float! {
 
 impl World {
     /// Applies one atomic to `target`'s element `index` of `sym`, after the usual checks.
+    #[allow(clippy::too_many_arguments)]
     fn atomic<T: AtomicElem>(
         &self,
         name: &'static str,
