@@ -42,7 +42,7 @@ pub enum Pending {}
 /// verbs`) a missing device or a down port is an error; otherwise `None`.
 #[cfg(feature = "verbs")]
 pub fn prepare(rank: usize, size: usize, segment: RawSegment, required: bool) -> Result<Option<Pending>> {
-    let setup = super::verbs::Settings::from_env().and_then(|s| super::verbs::prepare(rank, size, segment, &s));
+    let setup = super::verbs::Settings::from_env().and_then(|s| super::verbs::prepare(size, segment, &s));
     match setup {
         Ok(prepared) => Ok(Some(Pending(prepared))),
         Err(detail) if required => Err(Error::RdmaSetup { rank, detail }),
@@ -63,7 +63,8 @@ impl Pending {
         match *self {}
     }
 
-    /// Connects to every peer that has a card here (those with a verbs path).
+    /// Connects a queue pair to every rank that has a card here (in a verbs
+    /// job: every rank, this one included, whatever its data path).
     pub fn connect(self, rank: usize, cards: &[Option<VerbsCard>]) -> Result<RdmaLink> {
         #[cfg(feature = "verbs")]
         return self
@@ -104,13 +105,25 @@ impl RdmaLink {
     pub fn amo(&self, peer: usize, offset: usize, amo: Amo) -> std::result::Result<u64, Failure> {
         self.0.borrow_mut().amo(peer, offset, amo)
     }
-    pub fn signal_word(&self, peer: usize, offset: usize, op: SignalOp, value: u64) -> std::result::Result<(), Failure> {
+    pub fn signal_word(
+        &self,
+        peer: usize,
+        offset: usize,
+        op: SignalOp,
+        value: u64,
+    ) -> std::result::Result<(), Failure> {
         self.0.borrow_mut().signal_word(peer, offset, op, value)
     }
     /// # Safety
     /// `dst` must stay valid for `len` bytes of writes, untouched, until the
     /// next `quiet` returns (or fails, which forgets the destination).
-    pub unsafe fn get_nbi(&self, peer: usize, offset: usize, dst: *mut u8, len: usize) -> std::result::Result<(), Failure> {
+    pub unsafe fn get_nbi(
+        &self,
+        peer: usize,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> std::result::Result<(), Failure> {
         // SAFETY: forwarded from this function's contract.
         unsafe { self.0.borrow_mut().get_nbi(peer, offset, dst, len) }
     }

@@ -128,7 +128,8 @@ impl QueuePair<Init> {
                 pkey_index: 0,
                 port_num: local.port,
                 qp_access_flags: (ffi::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE
-                    | ffi::ibv_access_flags::IBV_ACCESS_REMOTE_READ)
+                    | ffi::ibv_access_flags::IBV_ACCESS_REMOTE_READ
+                    | ffi::ibv_access_flags::IBV_ACCESS_REMOTE_ATOMIC)
                     .0,
                 ..Default::default()
             };

@@ -1,7 +1,10 @@
-//! Bringing the verbs transport up: open the device, check the port, pick
-//! the GID, register this rank's segment and a staging buffer, create one
-//! queue pair per peer in INIT ([`prepare`]); then, with every rank's card,
-//! move them to RTS ([`Prepared::connect`]).
+//! Bringing the verbs transport up: open the device, check the port and its
+//! atomics, pick the GID, register this rank's segment and a staging buffer,
+//! create one queue pair per rank in INIT, this rank's own included
+//! ([`prepare`]); then, with the cards, move them to RTS
+//! ([`Prepared::connect`]). This rank's own pair is connected to itself (its
+//! number in this rank's card), a loopback through the NIC that atomics on
+//! this rank's own words take.
 
 use super::device::{Context, MemoryRegion, ProtectionDomain};
 use super::queue::{CompletionQueue, Init, LocalPort, QueuePair, RemoteEnd};
@@ -55,8 +58,8 @@ pub struct Prepared {
     segment_addr: u64,
 }
 
-/// Opens the device and prepares one queue pair per peer of `rank` among `size`.
-pub fn prepare(rank: usize, size: usize, segment: RawSegment, settings: &Settings) -> Result<Prepared, String> {
+/// Opens the device and prepares one queue pair for each of the job's `size` ranks, this one's included.
+pub fn prepare(size: usize, segment: RawSegment, settings: &Settings) -> Result<Prepared, String> {
     let context = Context::open(settings.device.as_deref())?;
     let port = context.port(settings.port)?;
     if port.state != ffi::ibv_port_state::IBV_PORT_ACTIVE {
@@ -78,12 +81,21 @@ pub fn prepare(rank: usize, size: usize, segment: RawSegment, settings: &Setting
             context.name, settings.port
         ));
     }
+    let device = context.attributes()?;
+    if device.atomic_cap == ffi::IBV_ATOMIC_NONE {
+        return Err(format!(
+            "{} has no RDMA atomics (atomic_cap NONE), which a verbs job needs for every atomic",
+            context.name
+        ));
+    }
     let local = LocalPort {
         port: settings.port,
         gid_index,
         use_gid,
         mtu: port.active_mtu,
-        max_rd_atomic: context.max_rd_atomic(),
+        // One depth for both ends (READs and ATOMICs in flight as requester,
+        // and served as responder), within what the device allows for both.
+        max_rd_atomic: device.max_qp_rd_atom.min(device.max_qp_init_rd_atom).clamp(1, 16) as u8,
     };
 
     let pd = ProtectionDomain::new(&context)?;
@@ -99,11 +111,8 @@ pub fn prepare(rank: usize, size: usize, segment: RawSegment, settings: &Setting
     // One starting PSN for all of this rank's queue pairs: the card carries one.
     let psn = u32::from_le_bytes(crate::protocol::auth::random_bytes()) & 0x00ff_ffff;
     let mut pending = Vec::with_capacity(size);
-    for peer in 0..size {
-        pending.push(match peer == rank {
-            true => None,
-            false => Some(QueuePair::create(&pd, &cq, &local, psn)?),
-        });
+    for _ in 0..size {
+        pending.push(Some(QueuePair::create(&pd, &cq, &local, psn)?));
     }
     Ok(Prepared {
         pending,
@@ -174,7 +183,8 @@ impl Prepared {
         }
     }
 
-    /// Connects the queue pair of every peer that has a card.
+    /// Connects the queue pair of every rank that has a card (this rank's
+    /// own card connects its loopback pair to itself).
     pub fn connect(mut self, rank: usize, cards: &[Option<VerbsCard>]) -> Result<Verbs, (usize, String)> {
         let mut peers = Vec::with_capacity(cards.len());
         for (peer, card) in cards.iter().enumerate() {
@@ -206,7 +216,10 @@ impl Prepared {
                 completed: 0,
                 since_signal: 0,
                 signal_next: false,
+                fence_next: false,
+                last_read_or_atomic: 0,
                 signalled: VecDeque::new(),
+                landings: VecDeque::new(),
             }));
         }
         let inline_max = peers
