@@ -5,9 +5,10 @@
 //! increment loop; a swap chain (every value swapped in comes out exactly
 //! once); 64- and 32-bit sets racing an add on the other half; or and xor;
 //! put-with-signal (add and set) whose data must be there when the signal
-//! is; and a lock-protected plain get + put increment. After a barrier rank
-//! 0 checks every total, and that the values its counter's fetch-adds
-//! returned were all distinct.
+//! is; a lock-protected plain get + put increment; and non-blocking gets
+//! (a fenced get-then-put must read the old value; a 5 MiB get in chunks).
+//! After a barrier rank 0 checks every total, and that the values its
+//! counter's fetch-adds returned were all distinct.
 //!
 //! `atomic_hammer [ITERATIONS]` (default 200). Prints one
 //! `atomic_hammer: rank R/N ok: ...` line per rank, or MISMATCH lines and
@@ -22,6 +23,10 @@ const LOW_STEP: u32 = 0x9000_0001;
 const HIGH_STEP: u32 = 0xf000_0003;
 /// Marks the data sent with a set signal, apart from that of an add signal.
 const SET_TAG: u64 = 1 << 63;
+/// The large non-blocking get: several RDMA READ chunks, wrapping the staging ring.
+const BIG_BYTES: usize = 5 << 20;
+/// How many times the large get runs.
+const BIG_GETS: usize = 3;
 
 fn main() -> ExitCode {
     match run() {
@@ -55,6 +60,10 @@ struct Objects {
     seen: Sym<u64>,
     swapped: Sym<u64>,
     verdict: Sym<u64>,
+    /// Written only by the left neighbour, read back by it before each write.
+    scratch: Sym<u64>,
+    /// A pattern of this rank's, read whole by the left neighbour.
+    big: Sym<u8>,
     lock: Lock,
 }
 
@@ -75,6 +84,8 @@ impl Objects {
             seen: world.alloc(n)?,
             swapped: world.alloc(n)?,
             verdict: world.alloc(1)?,
+            scratch: world.alloc(1)?,
+            big: world.alloc(BIG_BYTES)?,
             lock: world.alloc_lock()?,
         })
     }
@@ -85,6 +96,8 @@ fn run() -> oneside::Result<bool> {
     let (rank, size) = (world.rank(), world.size());
     let k: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(200);
     let o = Objects::alloc(&world, k)?;
+    world.local_write(&o.big, 0, &big_pattern(rank))?;
+    world.barrier()?;
     let mut mismatches = Vec::new();
     let (fetched, swapped) = hammer(&world, &o, k, &mut mismatches)?;
     world.barrier()?;
@@ -194,8 +207,47 @@ fn hammer(world: &World, o: &Objects, k: usize, mismatches: &mut Vec<String>) ->
         let value = world.get_value(&o.plain, 0, 0)?;
         world.put_value(&o.plain, 0, 0, value + 1)?;
         guard.unlock()?;
+
+        nonblocking(world, o, i, k, mismatches)?;
     }
     Ok((fetched, swapped))
+}
+
+fn big_pattern(rank: usize) -> Vec<u8> {
+    (0..BIG_BYTES).map(|j| (j * 7 + rank * 13 + j / 4093) as u8).collect()
+}
+
+/// Iteration `i`'s non-blocking gets from the right neighbour: its scratch
+/// word, fenced before a put to the same word (so the get reads what this
+/// rank put there in the previous iteration), and now and then all of `big`.
+fn nonblocking(world: &World, o: &Objects, i: usize, k: usize, mismatches: &mut Vec<String>) -> oneside::Result<()> {
+    let right = (world.rank() + 1) % world.size();
+    let mut old = [u64::MAX];
+    let mut big = if i % k.div_ceil(BIG_GETS) == 0 {
+        vec![0u8; BIG_BYTES]
+    } else {
+        Vec::new()
+    };
+    world.nbi(|s| {
+        s.get(&o.scratch, right, 0, &mut old)?;
+        world.fence()?;
+        world.put_value(&o.scratch, right, 0, i as u64 + 1)?;
+        if !big.is_empty() {
+            s.get(&o.big, right, 0, &mut big)?;
+        }
+        Ok(())
+    })?;
+    if old[0] != i as u64 {
+        mismatches.push(format!(
+            "get_nbi of scratch at rank {right} read {}, expected {i}",
+            old[0]
+        ));
+    }
+    if !big.is_empty() && big != big_pattern(right) {
+        let at = big.iter().zip(big_pattern(right)).position(|(a, b)| *a != b);
+        mismatches.push(format!("get_nbi of big at rank {right} differs from byte {at:?}"));
+    }
+    Ok(())
 }
 
 /// Rank 0, after the barrier: every total, exactly.
