@@ -149,11 +149,9 @@ fn hammer(world: &World, o: &Objects, k: usize, mismatches: &mut Vec<String>) ->
         fetched.push(world.atomic_fetch_add(&o.counters, 0, 0, 1)?);
         world.atomic_fetch_add(&o.counters, rank, 1, 1)?;
         if i % 2 == 0 {
-            world.atomic_fetch_add(&o.counters, right, 2, 1)?;
             world.atomic_fetch_add(&o.halves, 0, 0, LOW_STEP)?;
             world.atomic_add(&o.halves, 0, 1, HIGH_STEP)?;
         } else {
-            world.atomic_add(&o.counters, right, 2, 1)?;
             world.atomic_add(&o.halves, 0, 0, LOW_STEP)?;
             world.atomic_fetch_add(&o.halves, 0, 1, HIGH_STEP)?;
         }
@@ -220,8 +218,26 @@ fn big_pattern(rank: usize) -> Vec<u8> {
 /// Iteration `i`'s non-blocking gets from the right neighbour: its scratch
 /// word, fenced before a put to the same word (so the get reads what this
 /// rank put there in the previous iteration), and now and then all of `big`.
+/// The fence also orders the (non-fetching, every other time) add to the
+/// neighbour's counters[2] just before it ahead of the put, which the
+/// neighbour checks.
 fn nonblocking(world: &World, o: &Objects, i: usize, k: usize, mismatches: &mut Vec<String>) -> oneside::Result<()> {
     let right = (world.rank() + 1) % world.size();
+    // The left neighbour adds to our counters[2] before its fenced put of
+    // scratch, so a scratch value is never ahead of those adds.
+    let put = world.wait_until(&o.scratch, 0, |_| true)?;
+    let mut added = [0u64];
+    world.local_read(&o.counters, 2, &mut added)?;
+    if added[0] < put {
+        mismatches.push(format!(
+            "counters[2] is {} after scratch {put}: an add overtook the fence",
+            added[0]
+        ));
+    }
+    match i % 2 {
+        0 => world.atomic_add(&o.counters, right, 2, 1)?,
+        _ => world.atomic_fetch_add(&o.counters, right, 2, 1).map(drop)?,
+    }
     let mut old = [u64::MAX];
     let mut big = if i % k.div_ceil(BIG_GETS) == 0 {
         vec![0u8; BIG_BYTES]

@@ -110,7 +110,8 @@ pub fn init() -> Result<World> {
     let rdma = match (transport::uses_verbs(choice, &cards), pending_rdma) {
         (true, Some(pending)) => {
             let rdma_cards: Vec<_> = cards.iter().map(|card| card.verbs.clone()).collect();
-            Some(pending.connect(env.rank, &rdma_cards)?)
+            let by_rdma: Vec<_> = paths.iter().map(|path| matches!(path, Path::Verbs)).collect();
+            Some(pending.connect(env.rank, &rdma_cards, &by_rdma)?)
         }
         (true, None) => {
             return Err(Error::RdmaSetup {

@@ -22,6 +22,8 @@
 //!   failure forgets every pending destination: nothing is written after it.
 //! * `fence` marks every queue pair: its next WR carries IBV_SEND_FENCE if an
 //!   RDMA READ or ATOMIC is still outstanding there (WRITEs keep order on RC).
+//!   A rank whose data moves by CPU (itself, a shared-memory peer) gets no WR
+//!   for its next put, so `fence` waits for its outstanding ATOMICs instead.
 //! * Selective signalling: a WR is signalled every [`SIGNAL_EVERY`] posts,
 //!   always when it uses the staging ring, and when it is the first after a
 //!   `quiet` (so put + quiet is one WR); a signalled completion
@@ -80,6 +82,9 @@ struct Peer {
     signal_next: bool,
     /// Set by `fence`: the next WR waits for earlier READs and ATOMICs.
     fence_next: bool,
+    /// This rank's data moves by CPU (self, shared memory); only its
+    /// atomics and signals use this queue pair.
+    cpu_data: bool,
     /// Sequence number of the last RDMA READ or ATOMIC posted (0: none).
     last_read_or_atomic: u64,
     /// Signalled WRs in flight: (sequence number, ring head after it).
@@ -172,13 +177,23 @@ impl Verbs {
         self.write_word(peer, Op::Barrier, remote, epoch)
     }
 
-    /// Orders every later WR to a peer after the RDMA READs and ATOMICs
-    /// already posted to it: the next WR of every queue pair carries
-    /// IBV_SEND_FENCE where one is still outstanding (`post` decides).
-    pub fn fence(&mut self) {
-        for p in self.peers.iter_mut().flatten() {
-            p.fence_next = true;
+    /// Orders everything later to a rank after the RDMA READs and ATOMICs
+    /// already posted to it: the next WR of its queue pair carries
+    /// IBV_SEND_FENCE where one is still outstanding (`post` decides), or,
+    /// for a rank whose puts are CPU stores that no fence on a queue pair
+    /// can order, this waits until its outstanding ATOMICs have completed.
+    pub fn fence(&mut self) -> Result<(), Failure> {
+        for peer in 0..self.peers.len() {
+            let Some(p) = self.peers[peer].as_mut() else { continue };
+            match p.cpu_data {
+                true => {
+                    let last = p.last_read_or_atomic;
+                    self.wait_for(peer, last)?;
+                }
+                false => p.fence_next = true,
+            }
         }
+        Ok(())
     }
 
     /// Waits until every posted WR of every queue pair has completed, and

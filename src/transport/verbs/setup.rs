@@ -184,8 +184,14 @@ impl Prepared {
     }
 
     /// Connects the queue pair of every rank that has a card (this rank's
-    /// own card connects its loopback pair to itself).
-    pub fn connect(mut self, rank: usize, cards: &[Option<VerbsCard>]) -> Result<Verbs, (usize, String)> {
+    /// own card connects its loopback pair to itself); `by_rdma[p]` says
+    /// whether rank `p`'s data goes by RDMA rather than by CPU.
+    pub fn connect(
+        mut self,
+        rank: usize,
+        cards: &[Option<VerbsCard>],
+        by_rdma: &[bool],
+    ) -> Result<Verbs, (usize, String)> {
         let mut peers = Vec::with_capacity(cards.len());
         for (peer, card) in cards.iter().enumerate() {
             let (Some(qp), Some(card)) = (self.pending[peer].take(), card) else {
@@ -217,6 +223,7 @@ impl Prepared {
                 since_signal: 0,
                 signal_next: false,
                 fence_next: false,
+                cpu_data: !by_rdma.get(peer).copied().unwrap_or(false),
                 last_read_or_atomic: 0,
                 signalled: VecDeque::new(),
                 landings: VecDeque::new(),
