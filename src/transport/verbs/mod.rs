@@ -104,6 +104,9 @@ pub struct Verbs {
     context: device::Context,
     staging: Box<[u8]>,
     inline_max: usize,
+    /// WRs one queue pair may have in flight: within its send queue, and
+    /// such that all of them together fit in the CQ.
+    credits: u64,
     /// Reused by every poll: the spin loops must not refill it each time.
     completions: Box<[ffi::ibv_wc; 32]>,
 }

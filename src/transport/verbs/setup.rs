@@ -7,7 +7,7 @@
 //! this rank's own words take.
 
 use super::device::{Context, MemoryRegion, ProtectionDomain};
-use super::queue::{CompletionQueue, Init, LocalPort, QueuePair, RemoteEnd};
+use super::queue::{CompletionQueue, Init, LocalPort, QueuePair, RemoteEnd, CQ_DEPTH, SQ_DEPTH};
 use super::{Peer, Verbs, RING_BYTES};
 use crate::segment::RawSegment;
 use crate::transport::VerbsCard;
@@ -46,6 +46,7 @@ impl Settings {
 pub struct Prepared {
     pending: Vec<Option<QueuePair<Init>>>,
     cq: CompletionQueue,
+    cq_depth: i32,
     staging_mr: MemoryRegion,
     segment_mr: MemoryRegion,
     pd: ProtectionDomain,
@@ -107,7 +108,12 @@ pub fn prepare(size: usize, segment: RawSegment, settings: &Settings) -> Result<
     let segment_mr = unsafe { MemoryRegion::register(&pd, segment_base, segment_len) }?;
     // SAFETY: `staging` is a heap buffer owned by the transport, dropped after the MR.
     let staging_mr = unsafe { MemoryRegion::register(&pd, staging.as_mut_ptr(), staging.len()) }?;
-    let cq = CompletionQueue::new(&context)?;
+    // Room for every WR of every queue pair in flight, as far as the device
+    // allows; `Verbs::credits` keeps the WRs in flight within it.
+    let cq_depth = (size as i64 * i64::from(SQ_DEPTH))
+        .max(i64::from(CQ_DEPTH))
+        .min(i64::from(device.max_cqe.max(1))) as i32;
+    let cq = CompletionQueue::new(&context, cq_depth)?;
     // One starting PSN for all of this rank's queue pairs: the card carries one.
     let psn = u32::from_le_bytes(crate::protocol::auth::random_bytes()) & 0x00ff_ffff;
     let mut pending = Vec::with_capacity(size);
@@ -117,6 +123,7 @@ pub fn prepare(size: usize, segment: RawSegment, settings: &Settings) -> Result<
     Ok(Prepared {
         pending,
         cq,
+        cq_depth,
         staging_mr,
         segment_mr,
         pd,
@@ -229,6 +236,9 @@ impl Prepared {
                 landings: VecDeque::new(),
             }));
         }
+        let credits = (u64::from(SQ_DEPTH) - 1)
+            .min(self.cq_depth as u64 / cards.len().max(1) as u64)
+            .max(1);
         let inline_max = peers
             .iter()
             .flatten()
@@ -244,6 +254,7 @@ impl Prepared {
             context: self.context,
             staging: self.staging,
             inline_max,
+            credits,
             completions: Box::new([ffi::ibv_wc::default(); 32]),
         })
     }

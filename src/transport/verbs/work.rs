@@ -136,7 +136,7 @@ impl Verbs {
     /// and zero-length WRs are always signalled (their completion retires
     /// ring space or ends a quiet).
     pub(super) fn post(&mut self, peer: usize, wr: Wr) -> Result<(), Failure> {
-        while self.peer(peer).posted - self.peer(peer).completed >= u64::from(super::queue::SQ_DEPTH) - 1 {
+        while self.peer(peer).posted - self.peer(peer).completed >= self.credits {
             self.progress()?;
         }
         let staging_base = self.staging.as_mut_ptr();
