@@ -23,10 +23,11 @@ pub struct World {
     // Fields drop in order: the engine (which writes into `own`) and the
     // paths stop before this rank's segment is unmapped.
     engine: Option<ProgressEngine>,
-    /// The verbs transport, when any peer is reached by RDMA.
+    /// The verbs transport, when the job uses verbs: connected to every
+    /// rank, this one included.
     pub(crate) rdma: Option<RdmaLink>,
     /// Every atomic goes through the NIC (the job uses verbs; see the
-    /// memory model in the crate docs).
+    /// memory model in the crate docs). The same on every rank.
     pub(crate) nic_atomics: bool,
     pub(crate) paths: Vec<Path>,
     /// Ranks reached over TCP, so shared-memory-only quiets skip the scan.
@@ -103,16 +104,22 @@ pub fn init() -> Result<World> {
         .collect::<Result<Vec<Card>>>()?;
     let timeout = std::time::Duration::from_secs(env.bootstrap_timeout_secs.max(1));
     let paths = transport::connect_all(env.rank, choice, &cards, &env.secret, timeout)?;
-    let rdma_cards: Vec<_> = (0..env.size)
-        .map(|p| {
-            matches!(paths[p], Path::Verbs)
-                .then(|| cards[p].verbs.clone())
-                .flatten()
-        })
-        .collect();
-    let rdma = match pending_rdma {
-        Some(pending) if rdma_cards.iter().any(Option::is_some) => Some(pending.connect(env.rank, &rdma_cards)?),
-        _ => None,
+    // A verbs job sends every atomic through the NIC (the rule in the crate
+    // docs), so it needs a queue pair to every rank, this one included,
+    // whatever the data path; `connect_all` has checked every card has one.
+    let rdma = match (transport::uses_verbs(choice, &cards), pending_rdma) {
+        (true, Some(pending)) => {
+            let rdma_cards: Vec<_> = cards.iter().map(|card| card.verbs.clone()).collect();
+            let by_rdma: Vec<_> = paths.iter().map(|path| matches!(path, Path::Verbs)).collect();
+            Some(pending.connect(env.rank, &rdma_cards, &by_rdma)?)
+        }
+        (true, None) => {
+            return Err(Error::RdmaSetup {
+                rank: env.rank,
+                detail: "the job uses verbs, but this rank opened no RDMA device".into(),
+            })
+        }
+        (false, _) => None,
     };
     let mut world = World::assemble(
         env.rank,
@@ -207,7 +214,7 @@ impl World {
         self.engine.as_ref().map(ProgressEngine::addr)
     }
 
-    /// The RDMA device this rank uses, if any peer is reached by RDMA.
+    /// The RDMA device this rank uses, if the job uses verbs.
     pub fn rdma_device(&self) -> Option<String> {
         self.rdma.as_ref().map(RdmaLink::device_name)
     }

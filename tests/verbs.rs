@@ -82,3 +82,44 @@ fn the_doctor_sees_the_active_port() {
     assert_eq!(out.code, Some(0), "{out:?}");
     assert!(out.stdout.contains("verbs:rxe0/1=ACTIVE"), "{out:?}");
 }
+
+/// Runs atomic_hammer under `args` (rlaunch options) and checks that every
+/// rank reported success with atomics by the NIC and the given data path.
+fn hammer(args: &[&str], ranks: usize, atomics: &str, path: &str) {
+    let program = example("atomic_hammer");
+    let mut full = vec!["--timeout", "110"];
+    full.extend_from_slice(args);
+    full.extend_from_slice(&[&program, "100"]);
+    let out = rlaunch(&full);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(!out.stdout.contains("MISMATCH"), "{out:?}");
+    for rank in 0..ranks {
+        let ok = format!(
+            "atomic_hammer: rank {rank}/{ranks} ok: 100 iterations, atomics by {atomics}, right neighbour via {path}"
+        );
+        assert!(out.stdout.contains(&ok), "missing `{ok}`: {out:?}");
+    }
+}
+
+#[test]
+fn every_atomic_goes_through_the_nic_and_totals_are_exact_at_2_and_4_ranks() {
+    hammer(&["-n", "2", "--transport", "verbs"], 2, "nic rxe0", "verbs");
+    hammer(&["-n", "4", "--transport", "verbs"], 4, "nic rxe0", "verbs");
+}
+
+#[test]
+fn a_job_spanning_hosts_sends_shm_peers_atomics_through_the_nic_too() {
+    // Two host names for this machine: auto sees a job across hosts, every
+    // rank publishes a verbs card, so the job uses verbs; the segments still
+    // open here, so the data goes by shared memory while atomics take the NIC.
+    let hosts = std::env::temp_dir().join(format!("oneside-two-names-{}", std::process::id()));
+    std::fs::write(&hosts, "localhost slots=2\n127.0.0.1 slots=2\n").unwrap();
+    let hosts_arg = hosts.display().to_string();
+    hammer(&["-n", "4", "-f", &hosts_arg], 4, "nic rxe0", "shm");
+    std::fs::remove_file(&hosts).unwrap();
+}
+
+#[test]
+fn a_single_host_auto_job_keeps_cpu_atomics() {
+    hammer(&["-n", "2"], 2, "cpu", "shm");
+}

@@ -1,10 +1,16 @@
 //! How this rank reaches each peer: a closed set of paths, chosen per peer at
 //! `init` and dispatched with `match`.
 //!
-//! Today there are three: the rank itself, a same-host peer through shared
-//! memory ([`shm`]), and any peer over TCP ([`tcp`]). `auto` picks shared
-//! memory where the peer's segment opens here and TCP otherwise; a forced
-//! choice applies to every peer but the rank itself.
+//! There are four: the rank itself, a same-host peer through shared memory
+//! ([`shm`]), any peer over TCP ([`tcp`]), and any peer by RDMA (`verbs`).
+//! `auto` picks shared memory where the peer's segment opens here, and
+//! between hosts verbs if every rank published a verbs card, TCP otherwise;
+//! a forced choice applies to every peer but the rank itself.
+//!
+//! Whether the job uses verbs ([`uses_verbs`]) is decided from the
+//! all-gathered cards alone, so every rank decides the same. A verbs job
+//! sends every atomic through the NIC, so each rank then connects a queue
+//! pair to every rank, same-host peers and itself included.
 
 pub mod amo;
 pub mod primitives;
@@ -106,9 +112,21 @@ impl Choice {
     }
 }
 
+/// Whether the job uses verbs: forced, or `auto` with a verbs card from
+/// every rank (a rank publishes one only when the job spans hosts). The
+/// same on every rank, as it reads only the all-gathered cards.
+pub fn uses_verbs(choice: Choice, cards: &[Card]) -> bool {
+    match choice {
+        Choice::Verbs => true,
+        Choice::Auto => cards.iter().all(|card| card.verbs.is_some()),
+        Choice::Shm | Choice::Tcp => false,
+    }
+}
+
 /// Builds the path to every rank from the all-gathered cards.
 pub fn connect_all(rank: usize, choice: Choice, cards: &[Card], secret: &[u8], timeout: Duration) -> Result<Vec<Path>> {
     let own = &cards[rank];
+    let verbs_job = uses_verbs(choice, cards);
     let mut paths = Vec::with_capacity(cards.len());
     for (peer, card) in cards.iter().enumerate() {
         if card.heap_bytes != own.heap_bytes {
@@ -119,12 +137,11 @@ pub fn connect_all(rank: usize, choice: Choice, cards: &[Card], secret: &[u8], t
                 theirs: card.heap_bytes as usize,
             });
         }
-        let both_verbs = own.verbs.is_some() && card.verbs.is_some();
         let path = match choice {
             _ if peer == rank => Path::Local,
             Choice::Shm => shm::connect(rank, peer, own, card)?,
             Choice::Tcp => connect_tcp(rank, peer, card, secret, timeout)?,
-            Choice::Verbs if both_verbs => Path::Verbs,
+            Choice::Verbs if own.verbs.is_some() && card.verbs.is_some() => Path::Verbs,
             Choice::Verbs => {
                 return Err(Error::Unreachable {
                     rank,
@@ -135,7 +152,7 @@ pub fn connect_all(rank: usize, choice: Choice, cards: &[Card], secret: &[u8], t
             }
             Choice::Auto => match shm::connect(rank, peer, own, card) {
                 Ok(path) => path,
-                Err(_) if both_verbs => Path::Verbs,
+                Err(_) if verbs_job => Path::Verbs,
                 Err(_) if card.tcp.is_some() => connect_tcp(rank, peer, card, secret, timeout)?,
                 Err(e) => return Err(e),
             },

@@ -8,8 +8,11 @@
 //! | `copy_out_nbi` | memcpy                    | request, reply read at quiet | RDMA READ, copied out at quiet  |
 //! | `amo`          | CPU atomic                | CPU atomic by the engine     | FETCH_ADD / CMP_SWP (+ CAS loop)|
 //! | `signal`       | CPU atomic (Release)      | ordered request              | WRITE or FETCH_ADD after data   |
-//! | `fence`        | Release fence             | nothing: one ordered stream  | IBV_SEND_FENCE on the next WR   |
+//! | `fence`        | Release fence             | nothing: one ordered stream  | IBV_SEND_FENCE on next WR (*)   |
 //! | `quiet`        | SeqCst fence              | acknowledgement per peer     | drain the completion queue      |
+//!
+//! (*) Or, to a rank whose data moves by CPU while its atomics take the NIC,
+//! waiting for the atomics still in flight to it.
 //!
 //! Every family of the API (`rma`, `atomic`, `signal`, `nbi`, `wait`,
 //! `lock`) is written on these; adding an operation never adds a `match` on
@@ -181,7 +184,7 @@ impl World {
     pub fn fence(&self) -> Result<()> {
         fence(Ordering::Release);
         if let Some(rdma) = &self.rdma {
-            rdma.fence();
+            rdma.fence().map_err(|f| self.rdma_failed(f))?;
         }
         Ok(())
     }

@@ -42,7 +42,7 @@ pub enum Pending {}
 /// verbs`) a missing device or a down port is an error; otherwise `None`.
 #[cfg(feature = "verbs")]
 pub fn prepare(rank: usize, size: usize, segment: RawSegment, required: bool) -> Result<Option<Pending>> {
-    let setup = super::verbs::Settings::from_env().and_then(|s| super::verbs::prepare(rank, size, segment, &s));
+    let setup = super::verbs::Settings::from_env().and_then(|s| super::verbs::prepare(size, segment, &s));
     match setup {
         Ok(prepared) => Ok(Some(Pending(prepared))),
         Err(detail) if required => Err(Error::RdmaSetup { rank, detail }),
@@ -63,12 +63,14 @@ impl Pending {
         match *self {}
     }
 
-    /// Connects to every peer that has a card here (those with a verbs path).
-    pub fn connect(self, rank: usize, cards: &[Option<VerbsCard>]) -> Result<RdmaLink> {
+    /// Connects a queue pair to every rank that has a card here (in a verbs
+    /// job: every rank, this one included, whatever its data path);
+    /// `by_rdma[p]` says whether rank `p`'s data goes by RDMA.
+    pub fn connect(self, rank: usize, cards: &[Option<VerbsCard>], by_rdma: &[bool]) -> Result<RdmaLink> {
         #[cfg(feature = "verbs")]
         return self
             .0
-            .connect(rank, cards)
+            .connect(rank, cards, by_rdma)
             .map(|v| RdmaLink(std::cell::RefCell::new(v)))
             .map_err(|(peer, detail)| Error::Rdma {
                 rank,
@@ -78,7 +80,7 @@ impl Pending {
             });
         #[cfg(not(feature = "verbs"))]
         {
-            let _ = (rank, cards);
+            let _ = (rank, cards, by_rdma);
             match self {}
         }
     }
@@ -126,7 +128,7 @@ impl RdmaLink {
         // SAFETY: forwarded from this function's contract.
         unsafe { self.0.borrow_mut().get_nbi(peer, offset, dst, len) }
     }
-    pub fn fence(&self) {
+    pub fn fence(&self) -> std::result::Result<(), Failure> {
         self.0.borrow_mut().fence()
     }
 }
@@ -159,7 +161,7 @@ impl RdmaLink {
     pub unsafe fn get_nbi(&self, _: usize, _: usize, _: *mut u8, _: usize) -> std::result::Result<(), Failure> {
         match *self {}
     }
-    pub fn fence(&self) {
+    pub fn fence(&self) -> std::result::Result<(), Failure> {
         match *self {}
     }
 }

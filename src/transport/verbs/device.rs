@@ -98,15 +98,19 @@ impl Context {
         Ok(unsafe { gid.raw })
     }
 
-    /// The device's limit on outstanding RDMA READs per QP.
-    pub fn max_rd_atomic(&self) -> u8 {
+    /// The device's attributes.
+    pub fn attributes(&self) -> Result<ffi::ibv_device_attr, String> {
         let mut attr = ffi::ibv_device_attr::default();
         // SAFETY: the context is open and `attr` is a valid out-parameter.
         let rc = unsafe { ffi::ibv_query_device(self.raw, &mut attr) };
         if rc != 0 {
-            return 1;
+            return Err(format!(
+                "cannot query device {}: {}",
+                self.name,
+                std::io::Error::from_raw_os_error(rc)
+            ));
         }
-        attr.max_qp_rd_atom.clamp(1, 16) as u8
+        Ok(attr)
     }
 }
 
@@ -153,14 +157,16 @@ pub struct MemoryRegion {
 }
 
 impl MemoryRegion {
-    /// Registers `len` bytes at `addr` for local writes and remote reads and writes.
+    /// Registers `len` bytes at `addr` for local writes and remote reads,
+    /// writes and atomics.
     ///
     /// # Safety
     /// `addr..addr+len` must stay mapped for the life of the region.
     pub unsafe fn register(pd: &ProtectionDomain, addr: *mut u8, len: usize) -> Result<MemoryRegion, String> {
         let access = ffi::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE
             | ffi::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE
-            | ffi::ibv_access_flags::IBV_ACCESS_REMOTE_READ;
+            | ffi::ibv_access_flags::IBV_ACCESS_REMOTE_READ
+            | ffi::ibv_access_flags::IBV_ACCESS_REMOTE_ATOMIC;
         // SAFETY: the caller keeps the range mapped; the PD is valid.
         let raw = unsafe { ffi::ibv_reg_mr(pd.raw(), addr.cast(), len, access.0 as i32) };
         if raw.is_null() {

@@ -1,11 +1,29 @@
-//! The verbs transport: one RC queue pair per peer, RDMA WRITE for put,
-//! RDMA READ for get, completions by polling one shared CQ. This directory
-//! is the only place that touches `ibverbs-sys`.
+//! The verbs transport: one RC queue pair per rank (a loopback pair for this
+//! rank itself), RDMA WRITE for put, RDMA READ for get, RDMA atomics for
+//! every atomic of the job, completions by polling one shared CQ. This
+//! directory is the only place that touches `ibverbs-sys`.
 //!
-//! * This rank's whole segment (barrier flags + heap) is registered once; its
-//!   address and rkey travel in the card. A per-peer staging ring (also
-//!   registered) holds put sources too big to inline and get destinations,
-//!   so `put` returns as soon as the caller's buffer may be reused.
+//! * This rank's whole segment (barrier flags + heap) is registered once, for
+//!   remote reads, writes and atomics; its address and rkey travel in the
+//!   card. A per-peer staging ring (also registered) holds put sources too
+//!   big to inline, get destinations and the 8-byte results of atomics, so
+//!   `put` returns as soon as the caller's buffer may be reused.
+//! * Atomics ([`atomic`]): FETCH_AND_ADD and CMP_AND_SWP natively on 64-bit
+//!   words; every other operation, and every 32-bit one, is a compare-and-swap
+//!   loop on the aligned 64-bit word that changes only its own half. A
+//!   non-fetching add is posted and completes at quiet; the rest wait.
+//!   Queue pairs exist to same-host peers and to this rank too, because a
+//!   NIC's atomics are atomic only with the same NIC's atomics.
+//! * Signals (put-with-signal): an add is a non-waited FETCH_AND_ADD, a set
+//!   an aligned 8-byte RDMA WRITE, both on the queue pair that carried the
+//!   data, so RC ordering puts them after it with no extra round trip.
+//! * Non-blocking gets: RDMA READs into staging, copied to their destinations
+//!   as their completions arrive, and all of them by the end of `quiet`. Any
+//!   failure forgets every pending destination: nothing is written after it.
+//! * `fence` marks every queue pair: its next WR carries IBV_SEND_FENCE if an
+//!   RDMA READ or ATOMIC is still outstanding there (WRITEs keep order on RC).
+//!   A rank whose data moves by CPU (itself, a shared-memory peer) gets no WR
+//!   for its next put, so `fence` waits for its outstanding ATOMICs instead.
 //! * Selective signalling: a WR is signalled every [`SIGNAL_EVERY`] posts,
 //!   always when it uses the staging ring, and when it is the first after a
 //!   `quiet` (so put + quiet is one WR); a signalled completion
@@ -15,16 +33,20 @@
 //!   outstanding, then drains the CQ. A bad completion becomes an error
 //!   naming the peer, the operation and the status.
 
+mod atomic;
 mod device;
 mod queue;
 mod setup;
+mod work;
 
 pub use setup::{prepare, Prepared, Settings};
 
+use super::rdma::Failure;
 use crate::segment::HEADER_BYTES;
 use ibverbs_sys as ffi;
-use queue::{CompletionQueue, QueuePair, Ready, SQ_DEPTH};
+use queue::{CompletionQueue, QueuePair, Ready};
 use std::collections::VecDeque;
+use work::{Op, Source, Wr};
 
 /// Staging ring per peer: room for four largest WRs in flight.
 const RING_BYTES: usize = 4 << 20;
@@ -33,28 +55,16 @@ const CHUNK_BYTES: usize = 1 << 20;
 /// Unsignalled posts allowed between signalled ones.
 const SIGNAL_EVERY: u64 = 16;
 
-use super::rdma::Failure;
-
-#[derive(Clone, Copy)]
-enum Op {
-    Put = 1,
-    Get = 2,
-    Barrier = 3,
-    Quiet = 4,
+/// A non-blocking get in flight: where its READ lands in staging, and where
+/// the bytes go once its completion (sequence number `seq`) has arrived.
+struct Landing {
+    seq: u64,
+    at: usize,
+    dst: *mut u8,
+    len: usize,
 }
 
-impl Op {
-    fn name(code: u64) -> &'static str {
-        match code {
-            1 => "put (RDMA WRITE)",
-            2 => "get (RDMA READ)",
-            3 => "barrier (RDMA WRITE)",
-            _ => "quiet (RDMA WRITE)",
-        }
-    }
-}
-
-/// One connected peer.
+/// One connected rank (a peer, or this rank through its loopback pair).
 struct Peer {
     qp: QueuePair<Ready>,
     remote_base: u64,
@@ -70,16 +80,17 @@ struct Peer {
     /// Set by `quiet`: the next WR is signalled, so a put + quiet pattern
     /// costs one WR and one round trip, not an extra zero-length WRITE.
     signal_next: bool,
+    /// Set by `fence`: the next WR waits for earlier READs and ATOMICs.
+    fence_next: bool,
+    /// This rank's data moves by CPU (self, shared memory); only its
+    /// atomics and signals use this queue pair.
+    cpu_data: bool,
+    /// Sequence number of the last RDMA READ or ATOMIC posted (0: none).
+    last_read_or_atomic: u64,
     /// Signalled WRs in flight: (sequence number, ring head after it).
     signalled: VecDeque<(u64, u64)>,
-}
-
-/// Where a WR's local bytes come from.
-#[derive(Clone, Copy)]
-enum Source<'a> {
-    Inline(&'a [u8]),
-    Staged { at: usize, len: usize },
-    Nothing,
+    /// Non-blocking gets not yet copied out, in posting order.
+    landings: VecDeque<Landing>,
 }
 
 /// The connected transport. Fields drop in order: queue pairs, CQ, MRs,
@@ -93,6 +104,9 @@ pub struct Verbs {
     context: device::Context,
     staging: Box<[u8]>,
     inline_max: usize,
+    /// WRs one queue pair may have in flight: within its send queue, and
+    /// such that all of them together fit in the CQ.
+    credits: u64,
     /// Reused by every poll: the spin loops must not refill it each time.
     completions: Box<[ffi::ibv_wc; 32]>,
 }
@@ -106,28 +120,14 @@ impl Verbs {
     pub fn put(&mut self, peer: usize, offset: usize, src: &[u8]) -> Result<(), Failure> {
         let remote = self.heap_addr(peer, offset);
         if src.len() <= self.inline_max {
-            return self.post(
-                peer,
-                Op::Put,
-                ffi::ibv_wr_opcode::IBV_WR_RDMA_WRITE,
-                remote,
-                Source::Inline(src),
-                false,
-            );
+            return self.post(peer, Wr::new(Op::Put, remote, Source::Inline(src)));
         }
         for (i, chunk) in src.chunks(CHUNK_BYTES).enumerate() {
             let at = self.reserve(peer, chunk.len())?;
             self.staging[at..at + chunk.len()].copy_from_slice(chunk);
             let remote = remote + (i * CHUNK_BYTES) as u64;
             let source = Source::Staged { at, len: chunk.len() };
-            self.post(
-                peer,
-                Op::Put,
-                ffi::ibv_wr_opcode::IBV_WR_RDMA_WRITE,
-                remote,
-                source,
-                true,
-            )?;
+            self.post(peer, Wr::new(Op::Put, remote, source))?;
         }
         Ok(())
     }
@@ -138,19 +138,38 @@ impl Verbs {
             let at = self.reserve(peer, chunk.len())?;
             let remote = remote + (i * CHUNK_BYTES) as u64;
             let source = Source::Staged { at, len: chunk.len() };
-            self.post(
-                peer,
-                Op::Get,
-                ffi::ibv_wr_opcode::IBV_WR_RDMA_READ,
-                remote,
-                source,
-                true,
-            )?;
+            self.post(peer, Wr::new(Op::Get, remote, source))?;
             let seq = self.peer(peer).posted;
-            while self.peer(peer).completed < seq {
-                self.progress()?;
-            }
+            self.wait_for(peer, seq)?;
             chunk.copy_from_slice(&self.staging[at..at + chunk.len()]);
+        }
+        Ok(())
+    }
+
+    /// Starts reading `len` bytes at heap `offset` of `peer` into `dst`
+    /// without waiting: RDMA READs into staging, copied to `dst` when they
+    /// complete (at the latest in the next `quiet`).
+    ///
+    /// # Safety
+    /// `dst` must stay valid for `len` bytes of writes, and untouched, until
+    /// the next `quiet` returns, or until any call of this transport fails
+    /// (a failure forgets every pending destination).
+    pub unsafe fn get_nbi(&mut self, peer: usize, offset: usize, dst: *mut u8, len: usize) -> Result<(), Failure> {
+        let remote = self.heap_addr(peer, offset);
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(CHUNK_BYTES);
+            let at = self.reserve(peer, n)?;
+            let source = Source::Staged { at, len: n };
+            self.post(peer, Wr::new(Op::GetNbi, remote + done as u64, source))?;
+            let p = self.peer_mut(peer);
+            p.landings.push_back(Landing {
+                seq: p.posted,
+                at,
+                dst: dst.wrapping_add(done),
+                len: n,
+            });
+            done += n;
         }
         Ok(())
     }
@@ -158,44 +177,36 @@ impl Verbs {
     /// Writes `epoch` into `peer`'s barrier flag for `round`.
     pub fn signal(&mut self, peer: usize, round: usize, epoch: u64) -> Result<(), Failure> {
         let remote = self.peer(peer).remote_base + (64 * (1 + round)) as u64;
-        let bytes = epoch.to_le_bytes();
-        if self.inline_max >= bytes.len() {
-            return self.post(
-                peer,
-                Op::Barrier,
-                ffi::ibv_wr_opcode::IBV_WR_RDMA_WRITE,
-                remote,
-                Source::Inline(&bytes),
-                false,
-            );
-        }
-        let at = self.reserve(peer, bytes.len())?;
-        self.staging[at..at + 8].copy_from_slice(&bytes);
-        let source = Source::Staged { at, len: 8 };
-        self.post(
-            peer,
-            Op::Barrier,
-            ffi::ibv_wr_opcode::IBV_WR_RDMA_WRITE,
-            remote,
-            source,
-            true,
-        )
+        self.write_word(peer, Op::Barrier, remote, epoch)
     }
 
-    /// Waits until every posted WR of every queue pair has completed.
+    /// Orders everything later to a rank after the RDMA READs and ATOMICs
+    /// already posted to it: the next WR of its queue pair carries
+    /// IBV_SEND_FENCE where one is still outstanding (`post` decides), or,
+    /// for a rank whose puts are CPU stores that no fence on a queue pair
+    /// can order, this waits until its outstanding ATOMICs have completed.
+    pub fn fence(&mut self) -> Result<(), Failure> {
+        for peer in 0..self.peers.len() {
+            let Some(p) = self.peers[peer].as_mut() else { continue };
+            match p.cpu_data {
+                true => {
+                    let last = p.last_read_or_atomic;
+                    self.wait_for(peer, last)?;
+                }
+                false => p.fence_next = true,
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until every posted WR of every queue pair has completed, and
+    /// every non-blocking get has been copied to its destination.
     pub fn quiet(&mut self) -> Result<(), Failure> {
         for peer in 0..self.peers.len() {
             let Some(p) = &self.peers[peer] else { continue };
             if p.since_signal > 0 {
                 let remote = p.remote_base;
-                self.post(
-                    peer,
-                    Op::Quiet,
-                    ffi::ibv_wr_opcode::IBV_WR_RDMA_WRITE,
-                    remote,
-                    Source::Nothing,
-                    true,
-                )?;
+                self.post(peer, Wr::new(Op::Quiet, remote, Source::Nothing))?;
             }
         }
         while self.peers.iter().flatten().any(|p| p.completed < p.posted) {
@@ -207,6 +218,18 @@ impl Verbs {
         Ok(())
     }
 
+    /// Writes one aligned 8-byte word at `remote` of `peer` (inline if the
+    /// queue pairs allow it).
+    fn write_word(&mut self, peer: usize, op: Op, remote: u64, value: u64) -> Result<(), Failure> {
+        let bytes = value.to_ne_bytes();
+        if self.inline_max >= bytes.len() {
+            return self.post(peer, Wr::new(op, remote, Source::Inline(&bytes)));
+        }
+        let at = self.reserve(peer, bytes.len())?;
+        self.staging[at..at + 8].copy_from_slice(&bytes);
+        self.post(peer, Wr::new(op, remote, Source::Staged { at, len: 8 }))
+    }
+
     fn heap_addr(&self, peer: usize, offset: usize) -> u64 {
         self.peer(peer).remote_base + (HEADER_BYTES + offset) as u64
     }
@@ -214,135 +237,12 @@ impl Verbs {
     fn peer(&self, peer: usize) -> &Peer {
         self.peers[peer]
             .as_ref()
-            .expect("a verbs path exists only for connected peers")
+            .expect("a verbs path or NIC atomics exist only for connected ranks")
     }
 
-    /// Hands out `len` contiguous bytes of `peer`'s staging ring.
-    fn reserve(&mut self, peer: usize, len: usize) -> Result<usize, Failure> {
-        loop {
-            let p = self.peer(peer);
-            let offset = (p.ring_head % RING_BYTES as u64) as usize;
-            let skip = if offset + len > RING_BYTES {
-                RING_BYTES - offset
-            } else {
-                0
-            };
-            if p.ring_head + (skip + len) as u64 - p.ring_tail <= RING_BYTES as u64 {
-                let p = self.peers[peer].as_mut().expect("connected");
-                p.ring_head += (skip + len) as u64;
-                let start = if skip > 0 { 0 } else { offset };
-                return Ok(p.ring_base + start);
-            }
-            self.progress()?;
-        }
-    }
-
-    /// Posts one WR to `peer`, waiting for a send-queue credit first.
-    fn post(
-        &mut self,
-        peer: usize,
-        op: Op,
-        opcode: ffi::ibv_wr_opcode::Type,
-        remote: u64,
-        source: Source,
-        force_signal: bool,
-    ) -> Result<(), Failure> {
-        while self.peer(peer).posted - self.peer(peer).completed >= u64::from(SQ_DEPTH) - 1 {
-            self.progress()?;
-        }
-        let staging_base = self.staging.as_mut_ptr();
-        let lkey = self.staging_mr.lkey();
-        let p = self.peers[peer].as_mut().expect("connected");
-        let seq = p.posted + 1;
-        let signalled = force_signal || p.signal_next || p.since_signal + 1 >= SIGNAL_EVERY;
-        p.signal_next = false;
-        let mut flags = 0;
-        if signalled {
-            flags |= ffi::ibv_send_flags::IBV_SEND_SIGNALED.0;
-        }
-        let mut sge = match source {
-            Source::Inline(bytes) => {
-                flags |= ffi::ibv_send_flags::IBV_SEND_INLINE.0;
-                ffi::ibv_sge {
-                    addr: bytes.as_ptr() as u64,
-                    length: bytes.len() as u32,
-                    lkey: 0,
-                }
-            }
-            // SAFETY: `at + len` lies inside the staging buffer (`reserve`).
-            Source::Staged { at, len } => ffi::ibv_sge {
-                addr: unsafe { staging_base.add(at) } as u64,
-                length: len as u32,
-                lkey,
-            },
-            Source::Nothing => ffi::ibv_sge::default(),
-        };
-        let mut wr = ffi::ibv_send_wr {
-            wr_id: ((peer as u64) << 44) | ((op as u64) << 40) | seq,
-            sg_list: &mut sge,
-            num_sge: i32::from(!matches!(source, Source::Nothing)),
-            opcode,
-            send_flags: flags,
-            ..Default::default()
-        };
-        wr.wr.rdma = ffi::ibv_send_wr__bindgen_ty_2__bindgen_ty_1 {
-            remote_addr: remote,
-            rkey: p.rkey,
-        };
-        // SAFETY: inline bytes are copied by the post itself; staged bytes
-        // lie in the registered staging buffer and stay reserved until this
-        // (signalled) WR completes; a zero-length WR names no memory.
-        unsafe { p.qp.post(&mut wr) }.map_err(|e| Failure {
-            peer,
-            op: Op::name(op as u64),
-            detail: format!("ibv_post_send: {e}"),
-        })?;
-        p.posted = seq;
-        if signalled {
-            p.since_signal = 0;
-            p.signalled.push_back((seq, p.ring_head));
-        } else {
-            p.since_signal += 1;
-        }
-        Ok(())
-    }
-
-    /// Polls the CQ once; retires completed WRs and their ring space.
-    fn progress(&mut self) -> Result<(), Failure> {
-        let n = self.cq.poll(&mut self.completions[..]).map_err(|detail| Failure {
-            peer: 0,
-            op: "poll the CQ",
-            detail,
-        })?;
-        for index in 0..n {
-            let wc = self.completions[index];
-            let id = wc.wr_id();
-            let (peer, op, seq) = ((id >> 44) as usize, (id >> 40) & 0xf, id & ((1 << 40) - 1));
-            if let Some((status, vendor)) = wc.error() {
-                // SAFETY: ibv_wc_status_str returns a static string for any status.
-                let text = unsafe { std::ffi::CStr::from_ptr(ffi::ibv_wc_status_str(status)) };
-                let detail = format!(
-                    "work completion {} (status {status}, vendor error {vendor:#x})",
-                    text.to_string_lossy()
-                );
-                return Err(Failure {
-                    peer,
-                    op: Op::name(op),
-                    detail,
-                });
-            }
-            let Some(p) = self.peers.get_mut(peer).and_then(Option::as_mut) else {
-                continue;
-            };
-            p.completed = p.completed.max(seq);
-            while p.signalled.front().is_some_and(|&(s, _)| s <= seq) {
-                let (_, head) = p.signalled.pop_front().expect("checked non-empty");
-                p.ring_tail = head;
-            }
-        }
-        if n == 0 {
-            std::hint::spin_loop();
-        }
-        Ok(())
+    fn peer_mut(&mut self, peer: usize) -> &mut Peer {
+        self.peers[peer]
+            .as_mut()
+            .expect("a verbs path or NIC atomics exist only for connected ranks")
     }
 }

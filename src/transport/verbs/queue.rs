@@ -9,7 +9,7 @@ use std::marker::PhantomData;
 
 /// Send queue depth of every queue pair.
 pub const SQ_DEPTH: u32 = 256;
-/// Completion queue depth (shared by all queue pairs).
+/// Smallest completion queue depth asked for (one CQ serves all queue pairs).
 pub const CQ_DEPTH: i32 = 4096;
 
 /// A completion queue (`ibv_cq`).
@@ -18,9 +18,10 @@ pub struct CompletionQueue {
 }
 
 impl CompletionQueue {
-    pub fn new(context: &Context) -> Result<CompletionQueue, String> {
+    /// A CQ with room for `depth` completions.
+    pub fn new(context: &Context, depth: i32) -> Result<CompletionQueue, String> {
         // SAFETY: the context is open; no channel, no vector: we poll.
-        let raw = unsafe { ffi::ibv_create_cq(context.raw(), CQ_DEPTH, std::ptr::null_mut(), std::ptr::null_mut(), 0) };
+        let raw = unsafe { ffi::ibv_create_cq(context.raw(), depth, std::ptr::null_mut(), std::ptr::null_mut(), 0) };
         if raw.is_null() {
             return Err(format!(
                 "cannot create a completion queue: {}",
@@ -128,7 +129,8 @@ impl QueuePair<Init> {
                 pkey_index: 0,
                 port_num: local.port,
                 qp_access_flags: (ffi::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE
-                    | ffi::ibv_access_flags::IBV_ACCESS_REMOTE_READ)
+                    | ffi::ibv_access_flags::IBV_ACCESS_REMOTE_READ
+                    | ffi::ibv_access_flags::IBV_ACCESS_REMOTE_ATOMIC)
                     .0,
                 ..Default::default()
             };

@@ -1,10 +1,13 @@
-//! Bringing the verbs transport up: open the device, check the port, pick
-//! the GID, register this rank's segment and a staging buffer, create one
-//! queue pair per peer in INIT ([`prepare`]); then, with every rank's card,
-//! move them to RTS ([`Prepared::connect`]).
+//! Bringing the verbs transport up: open the device, check the port and its
+//! atomics, pick the GID, register this rank's segment and a staging buffer,
+//! create one queue pair per rank in INIT, this rank's own included
+//! ([`prepare`]); then, with the cards, move them to RTS
+//! ([`Prepared::connect`]). This rank's own pair is connected to itself (its
+//! number in this rank's card), a loopback through the NIC that atomics on
+//! this rank's own words take.
 
 use super::device::{Context, MemoryRegion, ProtectionDomain};
-use super::queue::{CompletionQueue, Init, LocalPort, QueuePair, RemoteEnd};
+use super::queue::{CompletionQueue, Init, LocalPort, QueuePair, RemoteEnd, CQ_DEPTH, SQ_DEPTH};
 use super::{Peer, Verbs, RING_BYTES};
 use crate::segment::RawSegment;
 use crate::transport::VerbsCard;
@@ -43,6 +46,7 @@ impl Settings {
 pub struct Prepared {
     pending: Vec<Option<QueuePair<Init>>>,
     cq: CompletionQueue,
+    cq_depth: i32,
     staging_mr: MemoryRegion,
     segment_mr: MemoryRegion,
     pd: ProtectionDomain,
@@ -55,8 +59,8 @@ pub struct Prepared {
     segment_addr: u64,
 }
 
-/// Opens the device and prepares one queue pair per peer of `rank` among `size`.
-pub fn prepare(rank: usize, size: usize, segment: RawSegment, settings: &Settings) -> Result<Prepared, String> {
+/// Opens the device and prepares one queue pair for each of the job's `size` ranks, this one's included.
+pub fn prepare(size: usize, segment: RawSegment, settings: &Settings) -> Result<Prepared, String> {
     let context = Context::open(settings.device.as_deref())?;
     let port = context.port(settings.port)?;
     if port.state != ffi::ibv_port_state::IBV_PORT_ACTIVE {
@@ -78,12 +82,21 @@ pub fn prepare(rank: usize, size: usize, segment: RawSegment, settings: &Setting
             context.name, settings.port
         ));
     }
+    let device = context.attributes()?;
+    if device.atomic_cap == ffi::IBV_ATOMIC_NONE {
+        return Err(format!(
+            "{} has no RDMA atomics (atomic_cap NONE), which a verbs job needs for every atomic",
+            context.name
+        ));
+    }
     let local = LocalPort {
         port: settings.port,
         gid_index,
         use_gid,
         mtu: port.active_mtu,
-        max_rd_atomic: context.max_rd_atomic(),
+        // One depth for both ends (READs and ATOMICs in flight as requester,
+        // and served as responder), within what the device allows for both.
+        max_rd_atomic: device.max_qp_rd_atom.min(device.max_qp_init_rd_atom).clamp(1, 16) as u8,
     };
 
     let pd = ProtectionDomain::new(&context)?;
@@ -95,19 +108,22 @@ pub fn prepare(rank: usize, size: usize, segment: RawSegment, settings: &Setting
     let segment_mr = unsafe { MemoryRegion::register(&pd, segment_base, segment_len) }?;
     // SAFETY: `staging` is a heap buffer owned by the transport, dropped after the MR.
     let staging_mr = unsafe { MemoryRegion::register(&pd, staging.as_mut_ptr(), staging.len()) }?;
-    let cq = CompletionQueue::new(&context)?;
+    // Room for every WR of every queue pair in flight, as far as the device
+    // allows; `Verbs::credits` keeps the WRs in flight within it.
+    let cq_depth = (size as i64 * i64::from(SQ_DEPTH))
+        .max(i64::from(CQ_DEPTH))
+        .min(i64::from(device.max_cqe.max(1))) as i32;
+    let cq = CompletionQueue::new(&context, cq_depth)?;
     // One starting PSN for all of this rank's queue pairs: the card carries one.
     let psn = u32::from_le_bytes(crate::protocol::auth::random_bytes()) & 0x00ff_ffff;
     let mut pending = Vec::with_capacity(size);
-    for peer in 0..size {
-        pending.push(match peer == rank {
-            true => None,
-            false => Some(QueuePair::create(&pd, &cq, &local, psn)?),
-        });
+    for _ in 0..size {
+        pending.push(Some(QueuePair::create(&pd, &cq, &local, psn)?));
     }
     Ok(Prepared {
         pending,
         cq,
+        cq_depth,
         staging_mr,
         segment_mr,
         pd,
@@ -174,8 +190,15 @@ impl Prepared {
         }
     }
 
-    /// Connects the queue pair of every peer that has a card.
-    pub fn connect(mut self, rank: usize, cards: &[Option<VerbsCard>]) -> Result<Verbs, (usize, String)> {
+    /// Connects the queue pair of every rank that has a card (this rank's
+    /// own card connects its loopback pair to itself); `by_rdma[p]` says
+    /// whether rank `p`'s data goes by RDMA rather than by CPU.
+    pub fn connect(
+        mut self,
+        rank: usize,
+        cards: &[Option<VerbsCard>],
+        by_rdma: &[bool],
+    ) -> Result<Verbs, (usize, String)> {
         let mut peers = Vec::with_capacity(cards.len());
         for (peer, card) in cards.iter().enumerate() {
             let (Some(qp), Some(card)) = (self.pending[peer].take(), card) else {
@@ -206,9 +229,16 @@ impl Prepared {
                 completed: 0,
                 since_signal: 0,
                 signal_next: false,
+                fence_next: false,
+                cpu_data: !by_rdma.get(peer).copied().unwrap_or(false),
+                last_read_or_atomic: 0,
                 signalled: VecDeque::new(),
+                landings: VecDeque::new(),
             }));
         }
+        let credits = (u64::from(SQ_DEPTH) - 1)
+            .min(self.cq_depth as u64 / cards.len().max(1) as u64)
+            .max(1);
         let inline_max = peers
             .iter()
             .flatten()
@@ -224,6 +254,7 @@ impl Prepared {
             context: self.context,
             staging: self.staging,
             inline_max,
+            credits,
             completions: Box::new([ffi::ibv_wc::default(); 32]),
         })
     }
