@@ -74,7 +74,11 @@
 //! * **Put-with-signal** ([`World::put_signal`]): the data, then an atomic
 //!   set or add of a 64-bit signal word at the same target; a rank that
 //!   sees the signal ([`World::signal_wait_until`]) sees the data, with no
-//!   extra round trip on any path.
+//!   extra round trip on any path. Over verbs a set signal is an aligned
+//!   8-byte RDMA WRITE (an add is an RDMA atomic): it is atomic with other
+//!   signal sets and with reads, but not with NIC atomics on the same word,
+//!   so a program should not mix set signals with atomics on one signal
+//!   word at the same time.
 //! * **Locks** ([`World::lock`]): taking a lock is an acquire, releasing
 //!   it quiets first, so a holder sees every put of the previous holders.
 //! * Two puts to the same element in one barrier phase, or a put and a local

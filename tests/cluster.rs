@@ -122,6 +122,11 @@ fn atomics_from_self_shm_and_tcp_on_one_word_are_exact() {
         ),
         ("mandelbrot", vec![], ": ok"),
         ("halo", vec![], "bitwise equal to serial: ok"),
+        (
+            "atomic_hammer",
+            vec!["100"],
+            "rank 0/4 ok: 100 iterations, atomics by cpu",
+        ),
     ] {
         let mut full = vec!["-n", "4"];
         let path = example(program);

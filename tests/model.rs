@@ -1,5 +1,6 @@
 //! The randomized model test: random puts and gets across ranks between
-//! barriers, checked against a model of what memory must hold.
+//! barriers, checked against a model of what memory must hold; and every
+//! kind of atomic from every rank at once, checked exactly.
 
 mod common;
 use common::*;
@@ -28,5 +29,24 @@ fn random_puts_and_gets_match_the_model() {
         let ok = out.lines().iter().filter(|l| l.contains(" ok: 30 phases")).count();
         assert_eq!(ok, n, "every rank must report success: {out:?}");
         assert!(!out.stdout.contains("MISMATCH"), "{out:?}");
+    }
+}
+
+#[test]
+fn every_atomic_from_every_rank_at_once_is_exact() {
+    for (transport, _) in transports() {
+        for n in sizes() {
+            let out = rlaunch(&[
+                "-n",
+                &n.to_string(),
+                "--transport",
+                transport,
+                &example("atomic_hammer"),
+                "100",
+            ]);
+            assert_eq!(out.code, Some(0), "n={n} {transport}: {out:?}");
+            let ok = out.lines().iter().filter(|l| l.contains(" ok: 100 iterations")).count();
+            assert_eq!(ok, n, "every rank must report success: {out:?}");
+        }
     }
 }
