@@ -281,3 +281,41 @@ impl World {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::transport::amo::{Amo, AmoOp, Width};
+    use crate::Error;
+
+    #[test]
+    fn a_misaligned_atomic_is_an_error_with_the_numbers() {
+        // Started without rlaunch, `init` gives a one-rank world.
+        let world = crate::init().expect("a singleton world");
+        let amo = Amo {
+            op: AmoOp::Add,
+            width: Width::W64,
+            operand: 1,
+            compare: 0,
+            fetch: true,
+        };
+        let err = world.amo("atomic_fetch_add", 0, 12, amo).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::MisalignedAtomic {
+                    offset: 12,
+                    width: 8,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("heap offset 12 is misaligned"), "{err}");
+        let amo32 = Amo {
+            width: Width::W32,
+            ..amo
+        };
+        assert_eq!(world.amo("atomic_fetch_add", 0, 12, amo32).unwrap(), 0);
+        assert_eq!(world.amo("atomic_fetch_add", 0, 12, amo32).unwrap(), 1);
+    }
+}
