@@ -50,3 +50,13 @@ fn every_atomic_from_every_rank_at_once_is_exact() {
         }
     }
 }
+
+#[test]
+fn the_atomic_history_checkers_reject_broken_histories() {
+    let out = std::process::Command::new(example("model_check"))
+        .arg("--self-test")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "model_check: self-test: ok\n");
+}

@@ -1,5 +1,6 @@
 //! Randomized check of put/get/quiet/barrier and of remote atomics against
-//! a model of what memory must hold. `model_check [SEED] [PHASES]`.
+//! a model of what memory must hold. `model_check [SEED] [PHASES]`, or
+//! `model_check --self-test` to check the atomic checkers themselves.
 //!
 //! Every rank draws every rank's operations from the same seeded generator,
 //! so each can run the same model. Rank r only ever writes slots
@@ -61,6 +62,14 @@ fn main() -> ExitCode {
 }
 
 fn run() -> oneside::Result<bool> {
+    if std::env::args().nth(1).as_deref() == Some("--self-test") {
+        let verdict = atomics::self_test();
+        println!(
+            "model_check: self-test: {}",
+            verdict.as_ref().map_or_else(|e| e.as_str(), |()| "ok")
+        );
+        return Ok(verdict.is_ok());
+    }
     let mut args = std::env::args().skip(1).map(|a| a.parse::<u64>().ok());
     let seed = args.next().flatten().unwrap_or(1);
     let phases = args.next().flatten().unwrap_or(40) as usize;
