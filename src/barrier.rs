@@ -32,7 +32,7 @@ impl World {
         while distance < self.size {
             let target = (self.rank + distance) % self.size;
             self.barrier_signal(target, round, epoch)?;
-            wait_at_least(self.own.barrier_flag(round), epoch, self.spins_before_yield);
+            self.wait_at_least(self.own.barrier_flag(round), epoch)?;
             distance <<= 1;
             round += 1;
         }
@@ -65,12 +65,16 @@ impl World {
     }
 }
 
-/// Polls a local flag word until it reaches `epoch`.
-fn wait_at_least(flag: &AtomicU64, epoch: u64, spins: u32) {
-    let mut polls: u32 = 0;
-    while flag.load(Ordering::Acquire) < epoch {
-        polls = polls.saturating_add(1);
-        back_off(polls, spins);
+impl World {
+    /// Polls a local flag word until it reaches `epoch`.
+    fn wait_at_least(&self, flag: &AtomicU64, epoch: u64) -> Result<()> {
+        let mut polls: u32 = 0;
+        while flag.load(Ordering::Acquire) < epoch {
+            self.check_links()?;
+            polls = polls.saturating_add(1);
+            back_off(polls, self.spins_before_yield);
+        }
+        Ok(())
     }
 }
 

@@ -58,6 +58,7 @@ impl World {
                 fence(Ordering::Acquire);
                 return Ok(value);
             }
+            self.check_links()?;
             polls = polls.saturating_add(1);
             crate::barrier::back_off(polls, self.spins_before_yield);
         }
@@ -195,6 +196,7 @@ impl World {
             if let Some(result) = ready() {
                 return Ok(result);
             }
+            self.check_links()?;
             polls = polls.saturating_add(1);
             crate::barrier::back_off(polls, self.spins_before_yield);
         }

@@ -25,10 +25,14 @@ fn a_bad_rkey_is_refused_by_the_nic_and_named_on_the_right_rank() {
             .contains("with rank 1 failed: work completion remote access error"),
         "{out:?}"
     );
-    assert!(
-        !out.stderr.contains("hello_put: rank 1: "),
-        "rank 1 did nothing wrong: {out:?}"
-    );
+    // Rank 1 did nothing wrong. It may see the broken connection (its own
+    // writes to rank 0 flushed), but never an access error of its own.
+    for line in out.stderr.lines().filter(|l| l.contains("hello_put: rank 1: ")) {
+        assert!(
+            line.contains("Flushed") && line.contains("after an earlier error, here or at rank 0"),
+            "{out:?}"
+        );
+    }
     assert!(out.stderr.contains("rlaunch: rank 0 on host localhost"), "{out:?}");
 }
 

@@ -269,6 +269,17 @@ impl World {
         }
     }
 
+    /// One step of a local wait: a failed RDMA work request (a write that
+    /// will never land, so a peer that will never answer) becomes an error
+    /// here instead of a wait without end.
+    #[inline]
+    pub(crate) fn check_links(&self) -> Result<()> {
+        match &self.rdma {
+            Some(rdma) => rdma.poll().map_err(|f| self.rdma_failed(f)),
+            None => Ok(()),
+        }
+    }
+
     /// Pushes out every TCP peer's batch of small puts (before a local wait,
     /// which may depend on one of them).
     pub(crate) fn send_batches(&self) -> Result<()> {

@@ -100,6 +100,9 @@ impl RdmaLink {
     pub fn quiet(&self) -> std::result::Result<(), Failure> {
         self.0.borrow_mut().quiet()
     }
+    pub fn poll(&self) -> std::result::Result<(), Failure> {
+        self.0.borrow_mut().poll()
+    }
     pub fn device_name(&self) -> String {
         self.0.borrow().device_name().to_string()
     }
@@ -145,6 +148,9 @@ impl RdmaLink {
         match *self {}
     }
     pub fn quiet(&self) -> std::result::Result<(), Failure> {
+        match *self {}
+    }
+    pub fn poll(&self) -> std::result::Result<(), Failure> {
         match *self {}
     }
     pub fn device_name(&self) -> String {

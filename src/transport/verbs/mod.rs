@@ -201,6 +201,12 @@ impl Verbs {
 
     /// Waits until every posted WR of every queue pair has completed, and
     /// every non-blocking get has been copied to its destination.
+    /// Polls the completion queue once, so a waiting rank learns of a failed
+    /// work request (whose peer may never answer) instead of waiting forever.
+    pub fn poll(&mut self) -> Result<(), Failure> {
+        self.progress()
+    }
+
     pub fn quiet(&mut self) -> Result<(), Failure> {
         for peer in 0..self.peers.len() {
             let Some(p) = &self.peers[peer] else { continue };

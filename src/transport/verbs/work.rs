@@ -241,8 +241,12 @@ impl Verbs {
             if let Some((status, vendor)) = wc.error() {
                 // SAFETY: ibv_wc_status_str returns a static string for any status.
                 let text = unsafe { std::ffi::CStr::from_ptr(ffi::ibv_wc_status_str(status)) };
+                let consequence = match status == ffi::ibv_wc_status::IBV_WC_WR_FLUSH_ERR {
+                    true => format!("; the connection broke after an earlier error, here or at rank {peer}"),
+                    false => String::new(),
+                };
                 let detail = format!(
-                    "work completion {} (status {status}, vendor error {vendor:#x})",
+                    "work completion {} (status {status}, vendor error {vendor:#x}){consequence}",
                     text.to_string_lossy()
                 );
                 return Err(self.failed(peer, Op::name_of(op), detail));
