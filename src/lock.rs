@@ -109,15 +109,7 @@ impl World {
     pub fn test_lock(&self, lock: &Lock) -> Result<bool> {
         let me = self.rank as u64 + 1;
         self.lock_amo(lock, self.rank, NEXT, AmoOp::Swap, 0, true)?;
-        let amo = Amo {
-            op: AmoOp::CompareSwap,
-            width: Width::W32,
-            operand: me,
-            compare: 0,
-            fetch: true,
-        };
-        let tail = self.lock_offset("test_lock", lock, HOME, TAIL)?;
-        Ok(self.amo("test_lock", HOME, tail, amo)? == 0)
+        Ok(self.lock_cas(lock, TAIL, 0, me)? == 0)
     }
 
     /// Releases the lock this rank holds, after completing every put and
@@ -127,15 +119,7 @@ impl World {
         let me = self.rank as u64 + 1;
         let mut next = self.lock_amo(lock, self.rank, NEXT, AmoOp::Fetch, 0, true)? & !GRANTED;
         if next == 0 {
-            let amo = Amo {
-                op: AmoOp::CompareSwap,
-                width: Width::W32,
-                operand: 0,
-                compare: me,
-                fetch: true,
-            };
-            let tail = self.lock_offset("clear_lock", lock, HOME, TAIL)?;
-            if self.amo("clear_lock", HOME, tail, amo)? == me {
+            if self.lock_cas(lock, TAIL, me, 0)? == me {
                 return Ok(());
             }
             // A rank swapped itself in behind us and is linking itself now.
@@ -146,9 +130,20 @@ impl World {
             .map(drop)
     }
 
-    /// A 32-bit atomic on one half of `target`'s lock word.
+    /// Compare-and-swap on the home rank's `half`; returns the old value.
+    fn lock_cas(&self, lock: &Lock, half: usize, expected: u64, value: u64) -> Result<u64> {
+        let amo = Amo {
+            op: AmoOp::CompareSwap,
+            width: Width::W32,
+            operand: value,
+            compare: expected,
+            fetch: true,
+        };
+        self.lock_word(lock, HOME, half, amo)
+    }
+
+    /// A 32-bit atomic without a compare operand on one half of `target`'s lock word.
     fn lock_amo(&self, lock: &Lock, target: usize, half: usize, op: AmoOp, operand: u64, fetch: bool) -> Result<u64> {
-        let offset = self.lock_offset("lock", lock, target, half)?;
         let amo = Amo {
             op,
             width: Width::W32,
@@ -156,11 +151,12 @@ impl World {
             compare: 0,
             fetch,
         };
-        self.amo("lock", target, offset, amo)
+        self.lock_word(lock, target, half, amo)
     }
 
-    fn lock_offset(&self, op: &'static str, lock: &Lock, target: usize, half: usize) -> Result<usize> {
-        Ok(self.checked_offset(op, &lock.word, target, 0, 1)? + half)
+    fn lock_word(&self, lock: &Lock, target: usize, half: usize, amo: Amo) -> Result<u64> {
+        let offset = self.checked_offset("lock", &lock.word, target, 0, 1)? + half;
+        self.amo("lock", target, offset, amo)
     }
 
     /// Waits on this rank's own `next` half until `done` holds; returns it.

@@ -35,10 +35,8 @@ impl World {
         op: SignalOp,
         value: u64,
     ) -> Result<()> {
-        let offset = self.checked_offset("put_signal", sym, target, index, src.len())?;
-        let signal_offset = self.checked_offset("put_signal", signal, target, signal_index, 1)?;
-        self.copy_in(target, offset, bytemuck::cast_slice(src))?;
-        self.signal(target, signal_offset, op, value)
+        let signal_at = (signal, signal_index, op, value);
+        self.put_then_signal("put_signal", sym, target, index, src, signal_at, false)
     }
 
     /// The non-blocking form of [`put_signal`](World::put_signal): returns
@@ -55,9 +53,28 @@ impl World {
         op: SignalOp,
         value: u64,
     ) -> Result<()> {
-        let offset = self.checked_offset("put_signal_nbi", sym, target, index, src.len())?;
-        let signal_offset = self.checked_offset("put_signal_nbi", signal, target, signal_index, 1)?;
-        self.copy_in_nbi(target, offset, bytemuck::cast_slice(src))?;
+        let signal_at = (signal, signal_index, op, value);
+        self.put_then_signal("put_signal_nbi", sym, target, index, src, signal_at, true)
+    }
+
+    /// Both forms: check every argument, then the data, then the signal.
+    #[allow(clippy::too_many_arguments)]
+    fn put_then_signal<T: Pod>(
+        &self,
+        name: &'static str,
+        sym: &Sym<T>,
+        target: usize,
+        index: usize,
+        src: &[T],
+        (signal, signal_index, op, value): (&Sym<u64>, usize, SignalOp, u64),
+        nbi: bool,
+    ) -> Result<()> {
+        let offset = self.checked_offset(name, sym, target, index, src.len())?;
+        let signal_offset = self.checked_offset(name, signal, target, signal_index, 1)?;
+        match nbi {
+            true => self.copy_in_nbi(target, offset, bytemuck::cast_slice(src))?,
+            false => self.copy_in(target, offset, bytemuck::cast_slice(src))?,
+        }
         self.signal(target, signal_offset, op, value)
     }
 

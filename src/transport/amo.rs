@@ -106,11 +106,10 @@ pub unsafe fn apply(ptr: *mut u8, amo: Amo) -> u64 {
     // Sequentially consistent, as OpenSHMEM atomics order with each other;
     // the Release half also publishes any data stored before a signal.
     const ORD: Ordering = Ordering::SeqCst;
-    match amo.width {
-        Width::W64 => {
-            // SAFETY: the caller's contract: valid, aligned, only accessed atomically.
-            let word = unsafe { AtomicU64::from_ptr(ptr.cast()) };
-            let (v, c) = (amo.operand, amo.compare);
+    // One body for both widths: `$word` is the atomic, `$v`/`$c` the operands.
+    macro_rules! on_word {
+        ($word:expr, $v:expr, $c:expr) => {{
+            let (word, v, c) = ($word, $v, $c);
             match amo.op {
                 AmoOp::Fetch => word.load(ORD),
                 AmoOp::Set => {
@@ -124,25 +123,17 @@ pub unsafe fn apply(ptr: *mut u8, amo: Amo) -> u64 {
                 AmoOp::Or => word.fetch_or(v, ORD),
                 AmoOp::Xor => word.fetch_xor(v, ORD),
             }
-        }
-        Width::W32 => {
-            // SAFETY: as above, for a 4-byte word.
-            let word = unsafe { AtomicU32::from_ptr(ptr.cast()) };
-            let (v, c) = (amo.operand as u32, amo.compare as u32);
-            u64::from(match amo.op {
-                AmoOp::Fetch => word.load(ORD),
-                AmoOp::Set => {
-                    word.store(v, ORD);
-                    0
-                }
-                AmoOp::Swap => word.swap(v, ORD),
-                AmoOp::CompareSwap => word.compare_exchange(c, v, ORD, ORD).unwrap_or_else(|old| old),
-                AmoOp::Add => word.fetch_add(v, ORD),
-                AmoOp::And => word.fetch_and(v, ORD),
-                AmoOp::Or => word.fetch_or(v, ORD),
-                AmoOp::Xor => word.fetch_xor(v, ORD),
-            })
-        }
+        }};
+    }
+    match amo.width {
+        // SAFETY (both arms): the caller's contract: valid, aligned to the
+        // width, and only ever accessed atomically.
+        Width::W64 => on_word!(unsafe { AtomicU64::from_ptr(ptr.cast()) }, amo.operand, amo.compare),
+        Width::W32 => u64::from(on_word!(
+            unsafe { AtomicU32::from_ptr(ptr.cast()) },
+            amo.operand as u32,
+            amo.compare as u32
+        )),
     }
 }
 
