@@ -135,8 +135,8 @@ fn run(opts: &Options) -> Result<ExitCode, Box<dyn std::error::Error>> {
         }
         let big = [65536, 1 << 20].into_iter().filter(|&s| s <= opts.max);
         for size in big.take(if opts.smoke { 1 } else { 2 }) {
-            keep("put_nbi_bw", size, bench.put_nbi_bandwidth(size)?, "MB/s");
-            keep("put_win_bw", size, bench.put_window_bandwidth(size)?, "MB/s");
+            keep("put_nbi_bw", size, bench.put_window_bandwidth(size, true)?, "MB/s");
+            keep("put_win_bw", size, bench.put_window_bandwidth(size, false)?, "MB/s");
         }
     }
     if !opts.only_ops {

@@ -104,31 +104,19 @@ impl Bench<'_> {
         Ok((rank == 0).then_some(seconds * 1e6 / n as f64 / 2.0))
     }
 
-    /// Windows of `NBI_WINDOW` non-blocking puts, each closed by one quiet; MB/s.
-    pub fn put_nbi_bandwidth(&self, size: usize) -> oneside::Result<Option<f64>> {
+    /// Windows of `NBI_WINDOW` puts to rank 1, non-blocking or blocking,
+    /// each window closed by one quiet; MB/s. Both forms measured the same
+    /// way give the same-run comparison of `put_nbi` with `put`.
+    pub fn put_window_bandwidth(&self, size: usize, nonblocking: bool) -> oneside::Result<Option<f64>> {
         let src = vec![6u8; size];
         self.on_rank0(|| {
             let (windows, seconds) = measure(self.smoke, 100_000, |n| {
                 for _ in 0..n {
                     for _ in 0..NBI_WINDOW {
-                        self.world.put_nbi(&self.buffer, 1, 0, &src)?;
-                    }
-                    self.world.quiet()?;
-                }
-                Ok(())
-            })?;
-            Ok((size * NBI_WINDOW * windows) as f64 / seconds / 1e6)
-        })
-    }
-
-    /// Blocking puts in the same windows as `put_nbi_bandwidth`, for the same-run comparison; MB/s.
-    pub fn put_window_bandwidth(&self, size: usize) -> oneside::Result<Option<f64>> {
-        let src = vec![7u8; size];
-        self.on_rank0(|| {
-            let (windows, seconds) = measure(self.smoke, 100_000, |n| {
-                for _ in 0..n {
-                    for _ in 0..NBI_WINDOW {
-                        self.world.put(&self.buffer, 1, 0, &src)?;
+                        match nonblocking {
+                            true => self.world.put_nbi(&self.buffer, 1, 0, &src)?,
+                            false => self.world.put(&self.buffer, 1, 0, &src)?,
+                        }
                     }
                     self.world.quiet()?;
                 }
