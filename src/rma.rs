@@ -153,6 +153,9 @@ impl World {
     #[cold]
     pub(crate) fn rdma_failed(&self, failure: crate::transport::rdma::Failure) -> Error {
         self.broken.set(true);
+        if failure.consequence && self.size > 1 {
+            std::thread::sleep(crate::transport::rdma::CONSEQUENCE_GRACE);
+        }
         failure.into_error(self.rank)
     }
 }

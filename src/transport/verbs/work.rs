@@ -241,7 +241,8 @@ impl Verbs {
             if let Some((status, vendor)) = wc.error() {
                 // SAFETY: ibv_wc_status_str returns a static string for any status.
                 let text = unsafe { std::ffi::CStr::from_ptr(ffi::ibv_wc_status_str(status)) };
-                let consequence = match status == ffi::ibv_wc_status::IBV_WC_WR_FLUSH_ERR {
+                let flushed = status == ffi::ibv_wc_status::IBV_WC_WR_FLUSH_ERR;
+                let consequence = match flushed {
                     true => format!("; the connection broke after an earlier error, here or at rank {peer}"),
                     false => String::new(),
                 };
@@ -249,7 +250,9 @@ impl Verbs {
                     "work completion {} (status {status}, vendor error {vendor:#x}){consequence}",
                     text.to_string_lossy()
                 );
-                return Err(self.failed(peer, Op::name_of(op), detail));
+                let mut failure = self.failed(peer, Op::name_of(op), detail);
+                failure.consequence = flushed;
+                return Err(failure);
             }
             let staging = &self.staging;
             let Some(p) = self.peers.get_mut(peer).and_then(Option::as_mut) else {
@@ -289,6 +292,11 @@ impl Verbs {
         for p in self.peers.iter_mut().flatten() {
             p.landings.clear();
         }
-        Failure { peer, op, detail }
+        Failure {
+            peer,
+            op,
+            detail,
+            consequence: false,
+        }
     }
 }
