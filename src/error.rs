@@ -189,6 +189,18 @@ pub enum Error {
         bytes: usize,
     },
 
+    /// A rank is in as many teams as it has team slots.
+    #[error("rank {rank}: {op} needs a team slot, but all {max} are in use on some member of the parent team (destroy teams you no longer need with team_destroy)")]
+    TeamsExhausted { rank: usize, op: &'static str, max: usize },
+
+    /// A collective was called with arguments it cannot use.
+    #[error("rank {rank}: {op}: {detail}")]
+    BadCollective {
+        rank: usize,
+        op: &'static str,
+        detail: String,
+    },
+
     /// Reporting to the launcher at finalize failed.
     #[error("rank {rank}: finalize could not notify the launcher")]
     Finalize {

@@ -150,8 +150,9 @@
 //! barrier and exits; `rlaunch` then stops the whole job.
 
 mod atomic;
-mod barrier;
+mod backoff;
 mod bootstrap;
+mod coll;
 mod error;
 mod heap;
 mod lock;
@@ -161,15 +162,18 @@ mod rma;
 mod segment;
 mod signal;
 mod sym;
+mod team;
 mod transport;
 mod wait;
 mod world;
 
 pub use atomic::{AtomicElem, AtomicInt};
+pub use coll::ops::{And, Integer, Max, Min, Number, Or, Prod, ReduceOp, Sum, Xor};
 pub use error::{Error, Result};
 pub use lock::{Lock, LockGuard};
 pub use nbi::Nbi;
 pub use sym::{Pod, Sym};
+pub use team::{Team, MAX_TEAMS};
 pub use transport::primitives::SignalOp;
 pub use wait::Cmp;
 pub use world::{init, World};

@@ -1,5 +1,6 @@
-//! This rank's memory segment: a header holding the barrier flag words,
-//! followed by the symmetric heap.
+//! This rank's memory segment: a header page (magic, token, heap size),
+//! followed by the symmetric heap, whose first bytes are the team area
+//! (`team::layout`).
 //!
 //! With same-host peers the segment is a 0600 file in `/dev/shm` that peers
 //! map; it is unlinked as soon as every peer has mapped it (after the first
@@ -14,11 +15,8 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Bytes before the heap: the header line plus one cache line per barrier round.
+/// Bytes before the heap: one page, so the heap is page aligned.
 pub const HEADER_BYTES: usize = 4096;
-/// Barrier rounds supported: ⌈log2 N⌉ ≤ 32 covers any realistic job.
-pub const MAX_ROUNDS: usize = 32;
-const CACHE_LINE: usize = 64;
 const MAGIC: u64 = u64::from_le_bytes(*b"1sideSEG");
 
 /// What a same-host peer needs to map this segment; part of the rank's card.
@@ -63,18 +61,6 @@ impl RawSegment {
     #[inline]
     pub fn heap_len(self) -> usize {
         self.len - HEADER_BYTES
-    }
-
-    /// The flag word that barrier round `round` writes into, if the round exists.
-    #[inline]
-    pub fn barrier_flag<'a>(self, round: usize) -> Option<&'a AtomicU64> {
-        if round >= MAX_ROUNDS {
-            return None;
-        }
-        // SAFETY: CACHE_LINE * (1 + MAX_ROUNDS) <= HEADER_BYTES, the address
-        // is 8-byte aligned, and the word is only ever accessed atomically.
-        // The caller keeps the mapping alive while it uses the reference.
-        Some(unsafe { AtomicU64::from_ptr(self.base.add(CACHE_LINE * (1 + round)).cast()) })
     }
 }
 
@@ -164,12 +150,6 @@ impl Segment {
     #[inline]
     pub fn heap_len(&self) -> usize {
         self.raw().heap_len()
-    }
-
-    /// The flag word that barrier round `round` writes into.
-    #[inline]
-    pub fn barrier_flag(&self, round: usize) -> &AtomicU64 {
-        self.raw().barrier_flag(round).expect("a barrier of at most 2^32 ranks")
     }
 
     fn magic(&self) -> &AtomicU64 {

@@ -10,6 +10,7 @@
 //! out this rank's own batched TCP puts, which a peer may need in order to
 //! answer.
 
+use crate::backoff::Backoff;
 use crate::error::Result;
 use crate::sym::{Pod, Sym};
 use crate::world::World;
@@ -47,7 +48,7 @@ impl World {
     pub fn wait_until<T: Pod>(&self, sym: &Sym<T>, index: usize, mut done: impl FnMut(T) -> bool) -> Result<T> {
         let ptr = self.local_ptr("wait_until", sym, index, 1)?.cast::<T>();
         self.send_batches()?;
-        let mut polls: u32 = 0;
+        let mut backoff = Backoff::new(self.spin_waits);
         loop {
             // SAFETY: `local_ptr` checked the element lies in our heap; heap
             // objects are 64-byte aligned and Pod sizes are multiples of
@@ -59,8 +60,7 @@ impl World {
                 return Ok(value);
             }
             self.check_links()?;
-            polls = polls.saturating_add(1);
-            crate::barrier::back_off(polls, self.spins_before_yield);
+            backoff.pause();
         }
     }
 
@@ -191,14 +191,13 @@ impl World {
     /// Polls `ready` with the shared back-off until it yields a value.
     pub(crate) fn poll_until<R>(&self, mut ready: impl FnMut() -> Option<R>) -> Result<R> {
         self.send_batches()?;
-        let mut polls: u32 = 0;
+        let mut backoff = Backoff::new(self.spin_waits);
         loop {
             if let Some(result) = ready() {
                 return Ok(result);
             }
             self.check_links()?;
-            polls = polls.saturating_add(1);
-            crate::barrier::back_off(polls, self.spins_before_yield);
+            backoff.pause();
         }
     }
 }

@@ -8,6 +8,8 @@ use crate::heap::Allocator;
 use crate::protocol::env::{heap_size_from_env, LaunchEnv};
 use crate::segment::Segment;
 use crate::sym::{Pod, Sym};
+use crate::team::layout::{Layout, MAX_TEAMS};
+use crate::team::Team;
 use crate::transport::rdma::{self, RdmaLink};
 use crate::transport::tcp::engine::ProgressEngine;
 use crate::transport::{self, Card, Choice, Path};
@@ -34,14 +36,20 @@ pub struct World {
     pub(crate) tcp_peers: Vec<usize>,
     pub(crate) own: Segment,
     heap: RefCell<Allocator>,
+    /// The team area at the start of the heap (`team::layout`).
+    layout: Layout,
+    /// Each world rank's node: the lowest rank whose heap it shares a
+    /// mapping with (same host, shared memory), for node-aware collectives.
+    pub(crate) node_of: Vec<usize>,
+    pub(crate) world_team: Team,
+    /// Team slots not used by any team of this rank, one bit each.
+    pub(crate) free_slots: Cell<u64>,
     pub(crate) id: u64,
-    pub(crate) barrier_epoch: Cell<u64>,
     /// Set once a peer's link broke: no farewell barrier could complete.
     pub(crate) broken: Cell<bool>,
-    /// How long local waits spin before yielding: zero when this host runs
-    /// more ranks than it has cores, so a waiter gives its core away at once
-    /// (Open MPI's `mpi_yield_when_idle` under oversubscription).
-    pub(crate) spins_before_yield: u32,
+    /// Whether local waits may spin (`backoff`): not when this host runs
+    /// more ranks than it has cores.
+    pub(crate) spin_waits: bool,
     launcher: Option<LauncherLink>,
     finalized: bool,
 }
@@ -50,20 +58,21 @@ pub struct World {
 pub fn init() -> Result<World> {
     let heap_bytes = heap_size_from_env()?;
     let Some(env) = LaunchEnv::from_env()? else {
-        let own = Segment::anonymous(0, heap_bytes)?;
+        let own = Segment::anonymous(0, heap_bytes + Layout::new(1).area_bytes())?;
         let host = crate::hostname();
-        return Ok(World::assemble(0, 1, 0, 1, host, own, vec![Path::Local], None));
+        return Ok(World::assemble(0, 1, 0, 1, host, own, vec![Path::Local], vec![0], None));
     };
     let choice = Choice::from_env(env.rank)?;
     let remote_peers = env.local_size < env.size;
     let want_tcp = choice == Choice::Tcp || (choice == Choice::Auto && remote_peers);
     let want_rdma = choice == Choice::Verbs || (choice == Choice::Auto && remote_peers);
     // A segment file is only for same-host peers that shared memory will reach.
+    let segment_heap = heap_bytes + Layout::new(env.size).area_bytes();
     let (own, shm) = if env.local_size > 1 && matches!(choice, Choice::Auto | Choice::Shm) {
-        let (segment, card) = Segment::create_shared(env.rank, &env.job_id, heap_bytes)?;
+        let (segment, card) = Segment::create_shared(env.rank, &env.job_id, segment_heap)?;
         (segment, Some(card))
     } else {
-        (Segment::anonymous(env.rank, heap_bytes)?, None)
+        (Segment::anonymous(env.rank, segment_heap)?, None)
     };
     let pending_rdma = match want_rdma {
         true => rdma::prepare(env.rank, env.size, own.raw(), choice == Choice::Verbs)?,
@@ -121,6 +130,7 @@ pub fn init() -> Result<World> {
         }
         (false, _) => None,
     };
+    let node_of = nodes_of(&cards);
     let mut world = World::assemble(
         env.rank,
         env.size,
@@ -129,6 +139,7 @@ pub fn init() -> Result<World> {
         env.host,
         own,
         paths,
+        node_of,
         Some(launcher),
     );
     world.engine = engine;
@@ -151,9 +162,17 @@ impl World {
         host: String,
         own: Segment,
         paths: Vec<Path>,
+        node_of: Vec<usize>,
         launcher: Option<LauncherLink>,
     ) -> World {
-        let heap = RefCell::new(Allocator::new(own.heap_len()));
+        let layout = Layout::new(size);
+        let mut allocator = Allocator::new(own.heap_len());
+        let area = allocator.alloc(layout.area_bytes());
+        debug_assert_eq!(area, Ok(0), "the team area comes first");
+        let heap = RefCell::new(allocator);
+        let id = u64::from_le_bytes(crate::protocol::auth::random_bytes());
+        let world_team = World::world_team_of(&node_of, id, rank);
+        let all_but_world = ((1u64 << MAX_TEAMS) - 1) & !1;
         let tcp_peers = (0..paths.len()).filter(|&p| matches!(paths[p], Path::Tcp(_))).collect();
         World {
             rank,
@@ -168,10 +187,13 @@ impl World {
             tcp_peers,
             own,
             heap,
-            id: u64::from_le_bytes(crate::protocol::auth::random_bytes()),
-            barrier_epoch: Cell::new(0),
+            layout,
+            node_of,
+            world_team,
+            free_slots: Cell::new(all_but_world),
+            id,
             broken: Cell::new(false),
-            spins_before_yield: spin_budget(local_size),
+            spin_waits: crate::backoff::may_spin(local_size),
             launcher,
             finalized: false,
         }
@@ -219,9 +241,14 @@ impl World {
         self.rdma.as_ref().map(RdmaLink::device_name)
     }
 
-    /// Symmetric heap size per rank, in bytes.
+    /// Symmetric heap size per rank, in bytes (what `alloc` can hand out).
     pub fn heap_size(&self) -> usize {
-        self.heap.borrow().size()
+        self.heap.borrow().size() - self.layout.area_bytes()
+    }
+
+    /// The team area's geometry.
+    pub(crate) fn team_layout(&self) -> Layout {
+        self.layout
     }
 
     /// Collectively allocates `len` zeroed elements on every rank.
@@ -312,13 +339,18 @@ impl World {
     }
 }
 
-fn spin_budget(local_size: usize) -> u32 {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if local_size > cores {
-        0
-    } else {
-        crate::barrier::SPINS_BEFORE_YIELD
-    }
+/// Each rank's node: ranks on one host that publish shared-memory segments
+/// map each other's heaps; every other rank is a node of its own. Computed
+/// from the all-gathered cards, so every rank computes the same.
+fn nodes_of(cards: &[crate::transport::Card]) -> Vec<usize> {
+    (0..cards.len())
+        .map(|r| match &cards[r].shm {
+            Some(_) => (0..=r)
+                .find(|&q| cards[q].shm.is_some() && cards[q].host == cards[r].host)
+                .unwrap_or(r),
+            None => r,
+        })
+        .collect()
 }
 
 impl Drop for World {

@@ -8,6 +8,7 @@
 //! | `copy_out_nbi` | memcpy                    | request, reply read at quiet | RDMA READ, copied out at quiet  |
 //! | `amo`          | CPU atomic                | CPU atomic by the engine     | FETCH_ADD / CMP_SWP (+ CAS loop)|
 //! | `signal`       | CPU atomic (Release)      | ordered request              | WRITE or FETCH_ADD after data   |
+//! | `flag_store`   | Release store             | ordered atomic set           | 8-byte WRITE after data         |
 //! | `fence`        | Release fence             | nothing: one ordered stream  | IBV_SEND_FENCE on next WR (*)   |
 //! | `quiet`        | SeqCst fence              | acknowledgement per peer     | drain the completion queue      |
 //!
@@ -177,6 +178,27 @@ impl World {
         // On shared memory the SeqCst store or add releases the data copied
         // before it; over TCP the engine applies requests in order.
         self.amo("signal", target, offset, amo).map(drop)
+    }
+
+    /// Stores `value` into the single-writer flag word at `offset` of
+    /// `target` (a collective's step flag), ordered after every earlier
+    /// `copy_in` to `target`. A store on mapped memory even in a verbs job:
+    /// no NIC atomic ever touches these words.
+    pub(crate) fn flag_store(&self, target: usize, offset: usize, value: u64) -> Result<()> {
+        match self.route(target) {
+            Route::Mapped(base) => {
+                // SAFETY: the caller passes an 8-byte aligned word of the
+                // team area, inside the heap, only ever accessed atomically.
+                unsafe { std::sync::atomic::AtomicU64::from_ptr(base.add(offset).cast()) }
+                    .store(value, Ordering::Release);
+                Ok(())
+            }
+            Route::Rdma => self
+                .rdma_link()
+                .flag(target, offset, value)
+                .map_err(|f| self.rdma_failed(f)),
+            Route::Tcp(_) => self.signal(target, offset, SignalOp::Set, value),
+        }
     }
 
     /// Orders this rank's earlier puts, signals and non-fetching atomics to

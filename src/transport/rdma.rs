@@ -102,8 +102,8 @@ impl RdmaLink {
     pub fn get(&self, peer: usize, offset: usize, dst: &mut [u8]) -> std::result::Result<(), Failure> {
         self.0.borrow_mut().get(peer, offset, dst)
     }
-    pub fn signal(&self, peer: usize, round: usize, epoch: u64) -> std::result::Result<(), Failure> {
-        self.0.borrow_mut().signal(peer, round, epoch)
+    pub fn flag(&self, peer: usize, offset: usize, value: u64) -> std::result::Result<(), Failure> {
+        self.0.borrow_mut().flag(peer, offset, value)
     }
     pub fn quiet(&self) -> std::result::Result<(), Failure> {
         self.0.borrow_mut().quiet()
@@ -152,7 +152,7 @@ impl RdmaLink {
     pub fn get(&self, _: usize, _: usize, _: &mut [u8]) -> std::result::Result<(), Failure> {
         match *self {}
     }
-    pub fn signal(&self, _: usize, _: usize, _: u64) -> std::result::Result<(), Failure> {
+    pub fn flag(&self, _: usize, _: usize, _: u64) -> std::result::Result<(), Failure> {
         match *self {}
     }
     pub fn quiet(&self) -> std::result::Result<(), Failure> {

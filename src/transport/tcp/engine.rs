@@ -319,12 +319,6 @@ fn start_request(memory: RawSegment, header: &[u8; HEADER_BYTES]) -> Option<Phas
             (_, 0) => fresh_header(),
             (at, left) => Phase::Reply { at, left },
         },
-        Request::Signal { round, epoch } => {
-            memory
-                .barrier_flag(usize::try_from(round).ok()?)?
-                .store(epoch, Ordering::Release);
-            fresh_header()
-        }
         Request::Quiet { token } => Phase::Word {
             word: token.to_le_bytes(),
             sent: 0,

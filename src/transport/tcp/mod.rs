@@ -166,18 +166,6 @@ impl TcpPeer {
         Ok(u64::from_le_bytes(old))
     }
 
-    /// Stores `epoch` into the peer's barrier flag for `round`.
-    pub fn signal(&mut self, round: usize, epoch: u64) -> io::Result<()> {
-        self.batch.extend_from_slice(
-            &Request::Signal {
-                round: round as u64,
-                epoch,
-            }
-            .encode(),
-        );
-        self.flush()
-    }
-
     /// First half of a quiet: asks for an acknowledgement if anything was
     /// sent since the last one. Returns whether an answer is now owed.
     pub fn start_quiet(&mut self) -> io::Result<bool> {

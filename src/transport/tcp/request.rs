@@ -1,13 +1,12 @@
 //! The TCP data path's request format: a fixed 24-byte little-endian header,
 //! followed by the payload for a put or the compare operand of an atomic.
 //! Binary rather than postcard, because it is on the hot path and has
-//! exactly five shapes.
+//! exactly four shapes.
 //!
 //! ```text
 //! op:u32  len:u32  offset:u64  arg:u64
 //! PUT     bytes    heap offset  -          + `len` payload bytes
 //! GET     bytes    heap offset  -          → `len` bytes back
-//! SIGNAL  0        round        epoch      barrier flag store
 //! QUIET   0        0            token      → 8-byte token back, after every earlier request
 //! ATOMIC  code     heap offset  operand    + 8-byte compare; → 8-byte old value if fetching
 //! ```
@@ -21,7 +20,6 @@ pub const HEADER_BYTES: usize = 24;
 pub enum Request {
     Put { offset: u64, len: u32 },
     Get { offset: u64, len: u32 },
-    Signal { round: u64, epoch: u64 },
     Quiet { token: u64 },
     Atomic { offset: u64, code: u32, operand: u64 },
 }
@@ -31,7 +29,6 @@ pub const ATOMIC_TAIL: usize = 8;
 
 const PUT: u32 = 1;
 const GET: u32 = 2;
-const SIGNAL: u32 = 3;
 const QUIET: u32 = 4;
 const ATOMIC: u32 = 5;
 
@@ -62,7 +59,6 @@ impl Request {
         let (op, len, offset, arg) = match self {
             Request::Put { offset, len } => (PUT, len, offset, 0),
             Request::Get { offset, len } => (GET, len, offset, 0),
-            Request::Signal { round, epoch } => (SIGNAL, 0, round, epoch),
             Request::Quiet { token } => (QUIET, 0, 0, token),
             Request::Atomic { offset, code, operand } => (ATOMIC, code, offset, operand),
         };
@@ -83,10 +79,6 @@ impl Request {
         match op {
             PUT => Some(Request::Put { offset, len }),
             GET => Some(Request::Get { offset, len }),
-            SIGNAL => Some(Request::Signal {
-                round: offset,
-                epoch: arg,
-            }),
             QUIET => Some(Request::Quiet { token: arg }),
             ATOMIC => Some(Request::Atomic {
                 offset,

@@ -3,7 +3,7 @@
 //! every atomic of the job, completions by polling one shared CQ. This
 //! directory is the only place that touches `ibverbs-sys`.
 //!
-//! * This rank's whole segment (barrier flags + heap) is registered once, for
+//! * This rank's whole segment (header + heap) is registered once, for
 //!   remote reads, writes and atomics; its address and rkey travel in the
 //!   card. A per-peer staging ring (also registered) holds put sources too
 //!   big to inline, get destinations and the 8-byte results of atomics, so
@@ -174,10 +174,11 @@ impl Verbs {
         Ok(())
     }
 
-    /// Writes `epoch` into `peer`'s barrier flag for `round`.
-    pub fn signal(&mut self, peer: usize, round: usize, epoch: u64) -> Result<(), Failure> {
-        let remote = self.peer(peer).remote_base + (64 * (1 + round)) as u64;
-        self.write_word(peer, Op::Barrier, remote, epoch)
+    /// Writes `value` into the collective step flag at heap `offset` of
+    /// `peer` (a single-writer word), after the data already posted to it.
+    pub fn flag(&mut self, peer: usize, offset: usize, value: u64) -> Result<(), Failure> {
+        let remote = self.heap_addr(peer, offset);
+        self.write_word(peer, Op::Flag, remote, value)
     }
 
     /// Orders everything later to a rank after the RDMA READs and ATOMICs

@@ -20,7 +20,7 @@ use ibverbs_sys as ffi;
 pub enum Op {
     Put = 1,
     Get = 2,
-    Barrier = 3,
+    Flag = 3,
     Quiet = 4,
     GetNbi = 5,
     FetchAdd = 6,
@@ -33,7 +33,7 @@ impl Op {
     const ALL: [Op; 9] = [
         Op::Put,
         Op::Get,
-        Op::Barrier,
+        Op::Flag,
         Op::Quiet,
         Op::GetNbi,
         Op::FetchAdd,
@@ -54,7 +54,7 @@ impl Op {
         match self {
             Op::Put => "put (RDMA WRITE)",
             Op::Get => "get (RDMA READ)",
-            Op::Barrier => "barrier (RDMA WRITE)",
+            Op::Flag => "collective step flag (RDMA WRITE)",
             Op::Quiet => "quiet (RDMA WRITE)",
             Op::GetNbi => "get_nbi (RDMA READ)",
             Op::FetchAdd => "atomic (RDMA ATOMIC FETCH_ADD)",
@@ -66,7 +66,7 @@ impl Op {
 
     fn opcode(self) -> opcode::Type {
         match self {
-            Op::Put | Op::Barrier | Op::Quiet | Op::SignalSet => opcode::IBV_WR_RDMA_WRITE,
+            Op::Put | Op::Flag | Op::Quiet | Op::SignalSet => opcode::IBV_WR_RDMA_WRITE,
             Op::Get | Op::GetNbi => opcode::IBV_WR_RDMA_READ,
             Op::FetchAdd | Op::SignalAdd => opcode::IBV_WR_ATOMIC_FETCH_AND_ADD,
             Op::CompareSwap => opcode::IBV_WR_ATOMIC_CMP_AND_SWP,

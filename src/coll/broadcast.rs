@@ -1,0 +1,100 @@
+//! `broadcast`: the root's source into every member's destination
+//! (OpenSHMEM 1.5 semantics: the root's destination too).
+//!
+//! One algorithm, node-aware by construction. Each node has a *head*: the
+//! root on the root's node, the lowest member elsewhere. The heads form a
+//! binomial tree rooted at the root and push the data down it into each
+//! other's destinations (⌈log2 nodes⌉ hops). Then the other members of each
+//! node copy it from their head's destination in place, in parallel, and
+//! tell the head they are done, so no member's destination is ever written
+//! by another rank on shared memory.
+
+use super::Coll;
+use crate::error::Result;
+use crate::sym::{Pod, Sym};
+use crate::team::Team;
+use crate::world::World;
+use std::mem::size_of;
+
+impl World {
+    /// Copies the first `n` elements of `src` on member `root` of `team`
+    /// into the first `n` elements of `dst` on every member, the root
+    /// included (`shmem_broadcast`). `dst` may be `src`.
+    pub fn broadcast<T: Pod>(&self, team: &Team, dst: &Sym<T>, src: &Sym<T>, n: usize, root: usize) -> Result<()> {
+        let c = Coll::begin(self, team, "broadcast")?;
+        c.check_root(root)?;
+        let (dst_off, src_off) = c.same_or_disjoint(dst, src, n, n)?;
+        let bytes = n * size_of::<T>();
+        if c.me() == root && dst_off != src_off {
+            // SAFETY: both objects are ours, checked and disjoint.
+            unsafe { std::ptr::copy_nonoverlapping(c.own(src_off), c.own(dst_off), bytes) };
+        }
+        c.broadcast_bytes(dst_off, bytes, root)
+    }
+}
+
+impl Coll<'_> {
+    /// Broadcasts `bytes` at `offset` of the root's heap to the same offset
+    /// on every member.
+    pub(super) fn broadcast_bytes(&self, offset: usize, bytes: usize, root: usize) -> Result<()> {
+        let nodes = &self.t.nodes;
+        let heads: Vec<usize> = nodes
+            .groups
+            .iter()
+            .map(|g| if g.contains(&root) { root } else { g[0] })
+            .collect();
+        let head = heads[nodes.mine];
+        if self.me() == head && heads.len() > 1 {
+            self.binomial(&heads, root, offset, bytes)?;
+        }
+        let local = &nodes.groups[nodes.mine];
+        if local.len() == 1 {
+            return Ok(());
+        }
+        if self.me() == head {
+            for &member in local.iter().filter(|&&m| m != head) {
+                self.notify(member, 2)?;
+            }
+            for &member in local.iter().filter(|&&m| m != head) {
+                self.wait(member, 3)?;
+            }
+            return Ok(());
+        }
+        self.wait(head, 2)?;
+        let base = self.mapped(head).expect("a node's head is mapped");
+        // SAFETY: the head's destination holds the data from step 2 until
+        // we notify step 3; ours is checked and written only by us.
+        unsafe { std::ptr::copy_nonoverlapping(base.add(offset), self.own(offset), bytes) };
+        self.notify(head, 3)
+    }
+
+    /// A binomial tree among `heads` rooted at `root`, pushing into
+    /// destinations (step 1).
+    fn binomial(&self, heads: &[usize], root: usize, offset: usize, bytes: usize) -> Result<()> {
+        let h = heads.len();
+        let at = heads.iter().position(|&x| x == self.me()).expect("this rank is a head");
+        let root_at = heads.iter().position(|&x| x == root).expect("the root is a head");
+        let member = |virtual_rank: usize| heads[(virtual_rank + root_at) % h];
+        let me = (at + h - root_at) % h;
+        let mut mask = 1;
+        while mask < h {
+            if me & mask != 0 {
+                self.wait(member(me - mask), 1)?;
+                break;
+            }
+            mask <<= 1;
+        }
+        mask >>= 1;
+        while mask > 0 {
+            if me + mask < h {
+                let child = member(me + mask);
+                if bytes > 0 {
+                    self.forward(child, offset, offset, bytes)?;
+                }
+                self.notify(child, 1)?;
+            }
+            mask >>= 1;
+        }
+        Ok(())
+    }
+}

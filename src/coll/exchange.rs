@@ -1,0 +1,116 @@
+//! The exchange: the small-message engine under most collectives.
+//!
+//! In one exchange round every member puts a payload (possibly empty) into
+//! every other member's scratch, in the region for its own member number,
+//! notifies it, and then waits for all the others. Since every member hears
+//! from every other member in every round, no member can begin round r + 2
+//! before every other has finished reading round r; the scratch therefore
+//! has two halves, used alternately.
+//!
+//! ```text
+//! scratch: | half 0: region 0 | region 1 | ... | half 1: region 0 | ... |
+//! ```
+
+use super::Coll;
+use crate::error::Result;
+use crate::team::layout::SCRATCH_BYTES;
+
+/// A payload: bytes this rank sends, from private memory or its own heap.
+#[derive(Clone, Copy)]
+pub(crate) struct Bytes {
+    pub ptr: *const u8,
+    pub len: usize,
+}
+
+impl Bytes {
+    pub const EMPTY: Bytes = Bytes {
+        ptr: std::ptr::null(),
+        len: 0,
+    };
+
+    pub fn of<T>(items: &[T]) -> Bytes {
+        Bytes {
+            ptr: items.as_ptr().cast(),
+            len: std::mem::size_of_val(items),
+        }
+    }
+}
+
+/// What arrived in one round: one region per member, in this rank's scratch.
+pub(crate) struct Inbox {
+    base: *const u8,
+    region: usize,
+}
+
+impl Inbox {
+    /// Where member `from`'s payload of this round lies (valid until this
+    /// rank's exchange round after next).
+    #[inline]
+    pub fn from(&self, from: usize) -> *const u8 {
+        // SAFETY: `from < n` and the scratch holds n regions per half.
+        unsafe { self.base.add(from * self.region) }
+    }
+}
+
+impl Coll<'_> {
+    /// The largest payload one member can send another in one round.
+    pub fn exchange_capacity(&self) -> usize {
+        region_bytes(self.n())
+    }
+
+    /// Runs one exchange round at `step`: sends `payload(j)` to every other
+    /// member `j`, then waits for theirs.
+    pub fn exchange(&self, step: u64, payload: impl FnMut(usize) -> Bytes) -> Result<Inbox> {
+        let all: Vec<usize> = (0..self.n()).collect();
+        self.exchange_among(&all, self.me(), step, payload)
+    }
+
+    /// An exchange round among `members` only (this rank is
+    /// `members[at]`). Every other member of the team must call
+    /// [`skip_exchanges`](Coll::skip_exchanges) for it, so that all agree
+    /// on which scratch half comes next.
+    pub fn exchange_among(
+        &self,
+        members: &[usize],
+        at: usize,
+        step: u64,
+        mut payload: impl FnMut(usize) -> Bytes,
+    ) -> Result<Inbox> {
+        let (n, me, m) = (self.n(), self.me(), members.len());
+        let region = region_bytes(n);
+        let half = self.t.exchanges.get() % 2;
+        self.t.exchanges.set(self.t.exchanges.get() + 1);
+        let base = self.scratch() + half as usize * n * region;
+        for k in 1..m {
+            let to = members[(at + k) % m];
+            let bytes = payload(to);
+            assert!(bytes.len <= region, "an exchange payload larger than its region");
+            if bytes.len > 0 {
+                // SAFETY: the caller's payload points at `len` readable bytes
+                // that nobody writes during this round.
+                let data = unsafe { std::slice::from_raw_parts(bytes.ptr, bytes.len) };
+                self.put(to, base + me * region, data)?;
+            }
+            self.notify(to, step)?;
+        }
+        for k in 1..m {
+            self.wait(members[(at + m - k) % m], step)?;
+        }
+        Ok(Inbox {
+            base: self.own(base),
+            region,
+        })
+    }
+}
+
+impl Coll<'_> {
+    /// Accounts for `rounds` exchange rounds this rank took no part in.
+    pub fn skip_exchanges(&self, rounds: u64) {
+        self.t.exchanges.set(self.t.exchanges.get() + rounds);
+    }
+}
+
+/// Bytes of one member's region: half the scratch split n ways, in whole cache lines.
+fn region_bytes(n: usize) -> usize {
+    (SCRATCH_BYTES / 2 / n.max(1)) / 64 * 64
+}

@@ -1,0 +1,237 @@
+//! Collectives on teams: the machinery every algorithm shares.
+//!
+//! A collective call is a sequence of *steps*. In a step, a member sends
+//! data (a put) and then a *notification*: it stores a step number into its
+//! own flag word in the receiver's team slot (`team::layout`). A receiver
+//! waits until the sender's flag reaches that number. Step numbers are
+//! `(call << STEP_BITS) | step`, where `call` counts the collectives this
+//! rank has run on the team, so they only grow between a sender and a
+//! receiver, flags never need resetting, and a sender that is already a
+//! step or a call ahead never confuses a slower receiver.
+//!
+//! Every collective has two families of algorithms (chosen in `plan`):
+//! * **mapped**: every member's heap is mapped here (one node). Members read
+//!   each other's source objects directly: no intermediate copies.
+//! * **remote**: some member is behind TCP or verbs. Data is pushed with
+//!   puts into destination objects (which OpenSHMEM requires to be ready on
+//!   entry) or into the team slot's scratch.
+//!
+//! Small messages of either family go through the *exchange* (`exchange`):
+//! every member sends to every other member's scratch in the same step, so
+//! a member cannot start step `s + 2` before all others finished reading
+//! step `s`, and two scratch halves (by step parity) suffice.
+
+mod alltoall;
+mod broadcast;
+mod collect;
+mod exchange;
+pub(crate) mod ops;
+mod plan;
+mod reduce;
+mod scan;
+mod sync;
+
+use crate::backoff::Backoff;
+use crate::error::{Error, Result};
+use crate::sym::{Pod, Sym};
+use crate::team::layout::Layout;
+use crate::team::Team;
+use crate::transport::primitives::Route;
+use crate::world::World;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Bits of a step number that number steps within one call.
+const STEP_BITS: u32 = 24;
+
+/// One collective call in progress on one rank.
+pub(crate) struct Coll<'a> {
+    pub w: &'a World,
+    pub t: &'a Team,
+    pub op: &'static str,
+    call: u64,
+    layout: Layout,
+}
+
+impl<'a> Coll<'a> {
+    /// Starts a call of `op` on `team`.
+    pub fn begin(w: &'a World, t: &'a Team, op: &'static str) -> Result<Coll<'a>> {
+        w.check_team(op, t)?;
+        let call = t.calls.get() + 1;
+        t.calls.set(call);
+        Ok(Coll {
+            w,
+            t,
+            op,
+            call,
+            layout: w.team_layout(),
+        })
+    }
+
+    /// Number of members.
+    #[inline]
+    pub fn n(&self) -> usize {
+        self.t.n_pes()
+    }
+
+    /// This rank's member number.
+    #[inline]
+    pub fn me(&self) -> usize {
+        self.t.my_pe()
+    }
+
+    /// World rank of member `i`.
+    #[inline]
+    pub fn rank(&self, i: usize) -> usize {
+        self.t.rank_of(i)
+    }
+
+    fn value(&self, step: u64) -> u64 {
+        assert!(step < 1 << STEP_BITS, "a collective of more than 2^24 steps");
+        (self.call << STEP_BITS) | step
+    }
+
+    /// Heap offset of this team's scratch (the same on every member).
+    #[inline]
+    pub fn scratch(&self) -> usize {
+        self.layout.scratch(self.t.slot)
+    }
+
+    /// Tells member `to` that this rank reached `step`: after every earlier
+    /// put of this rank to `to`.
+    pub fn notify(&self, to: usize, step: u64) -> Result<()> {
+        let flag = self.layout.flag(self.t.slot, self.me());
+        self.w.flag_store(self.rank(to), flag, self.value(step))
+    }
+
+    /// Puts `src` at heap offset `offset` of member `to`.
+    pub fn put(&self, to: usize, offset: usize, src: &[u8]) -> Result<()> {
+        self.w.copy_in(self.rank(to), offset, src)
+    }
+
+    /// Puts `len` bytes from this rank's heap offset `from` to heap offset
+    /// `offset` of member `to` (forwarding what arrived here).
+    pub fn forward(&self, to: usize, offset: usize, from: usize, len: usize) -> Result<()> {
+        // SAFETY: callers pass ranges inside the heap that no other rank
+        // writes during this step (data that already arrived, or this
+        // rank's own source).
+        let src = unsafe { std::slice::from_raw_parts(self.w.own.heap_base().add(from), len) };
+        self.put(to, offset, src)
+    }
+
+    /// Waits until member `from` has reached `step`.
+    pub fn wait(&self, from: usize, step: u64) -> Result<()> {
+        let target = self.value(step);
+        let flag = self.own_flag(from);
+        if flag.load(Ordering::Acquire) >= target {
+            return Ok(());
+        }
+        self.w.send_batches()?;
+        let mut backoff = Backoff::new(self.w.spin_waits);
+        while flag.load(Ordering::Acquire) < target {
+            self.w.check_links()?;
+            backoff.pause();
+        }
+        Ok(())
+    }
+
+    fn own_flag(&self, from: usize) -> &AtomicU64 {
+        let offset = self.layout.flag(self.t.slot, from);
+        // SAFETY: the flag lies in the team area of our own heap, 8-byte
+        // aligned, and is only ever accessed atomically.
+        unsafe { AtomicU64::from_ptr(self.w.own.heap_base().add(offset).cast()) }
+    }
+
+    /// The base of member `i`'s heap, when it is mapped here.
+    pub fn mapped(&self, i: usize) -> Option<*mut u8> {
+        match self.w.route(self.rank(i)) {
+            Route::Mapped(base) => Some(base),
+            _ => None,
+        }
+    }
+
+    /// A pointer into this rank's own heap.
+    #[inline]
+    pub fn own(&self, offset: usize) -> *mut u8 {
+        // SAFETY: callers pass offsets of checked objects or of the team area.
+        unsafe { self.w.own.heap_base().add(offset) }
+    }
+
+    /// Notifies every other member of `step`.
+    pub fn notify_all(&self, step: u64) -> Result<()> {
+        let (n, me) = (self.n(), self.me());
+        for k in 1..n {
+            self.notify((me + k) % n, step)?;
+        }
+        Ok(())
+    }
+
+    /// Waits until every other member has reached `step`.
+    pub fn wait_all(&self, step: u64) -> Result<()> {
+        let (n, me) = (self.n(), self.me());
+        for k in 1..n {
+            self.wait((me + n - k) % n, step)?;
+        }
+        Ok(())
+    }
+
+    /// Checks a destination of `dst_n` and a source of `src_n` elements:
+    /// in bounds, and either the same object or disjoint. Returns their
+    /// heap offsets.
+    pub fn same_or_disjoint<T: Pod>(
+        &self,
+        dst: &Sym<T>,
+        src: &Sym<T>,
+        dst_n: usize,
+        src_n: usize,
+    ) -> Result<(usize, usize)> {
+        let (dst_off, src_off) = self.objects(dst, src, dst_n, src_n)?;
+        let size = std::mem::size_of::<T>();
+        let overlap = dst_off < src_off + src_n * size && src_off < dst_off + dst_n * size;
+        if overlap && dst_off != src_off {
+            return Err(self.bad(format!(
+                "the destination (heap offset {dst_off}, {dst_n} elements) partly overlaps the source (offset {src_off}, {src_n} elements); pass the same object, or disjoint ones"
+            )));
+        }
+        Ok((dst_off, src_off))
+    }
+
+    /// Like `same_or_disjoint`, but the two must not overlap at all.
+    pub fn disjoint<T: Pod>(&self, dst: &Sym<T>, src: &Sym<T>, dst_n: usize, src_n: usize) -> Result<(usize, usize)> {
+        let (dst_off, src_off) = self.objects(dst, src, dst_n, src_n)?;
+        let size = std::mem::size_of::<T>();
+        if dst_n > 0 && src_n > 0 && dst_off < src_off + src_n * size && src_off < dst_off + dst_n * size {
+            return Err(self.bad(format!(
+                "the destination (heap offset {dst_off}, {dst_n} elements) overlaps the source (offset {src_off}, {src_n} elements); {} needs disjoint objects",
+                self.op
+            )));
+        }
+        Ok((dst_off, src_off))
+    }
+
+    fn objects<T: Pod>(&self, dst: &Sym<T>, src: &Sym<T>, dst_n: usize, src_n: usize) -> Result<(usize, usize)> {
+        let dst_off = self.w.checked_offset(self.op, dst, self.w.rank, 0, dst_n)?;
+        let src_off = self.w.checked_offset(self.op, src, self.w.rank, 0, src_n)?;
+        Ok((dst_off, src_off))
+    }
+
+    /// Checks that `root` is a member number.
+    pub fn check_root(&self, root: usize) -> Result<()> {
+        match root < self.n() {
+            true => Ok(()),
+            false => Err(self.bad(format!(
+                "root {root} is not a member: the team has members 0..{}",
+                self.n()
+            ))),
+        }
+    }
+
+    /// An argument error of this call, with the numbers.
+    #[cold]
+    pub fn bad(&self, detail: String) -> Error {
+        Error::BadCollective {
+            rank: self.w.rank,
+            op: self.op,
+            detail,
+        }
+    }
+}

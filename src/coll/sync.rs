@@ -1,0 +1,87 @@
+//! `sync` and `barrier` on a team.
+//!
+//! Flat teams use the dissemination algorithm (Hensgen, Finkel and Manber):
+//! in round k, member i notifies member i + 2^k and waits for member
+//! i - 2^k, ⌈log2 n⌉ rounds. Teams spread over several nodes with several
+//! members on some node sync node-aware: each node's members notify their
+//! leader over shared memory, the leaders run dissemination among
+//! themselves, and each leader releases its node. Inter-host messages then
+//! scale with nodes, not ranks.
+
+use super::Coll;
+use crate::error::Result;
+use crate::team::Team;
+use crate::world::World;
+
+impl World {
+    /// Waits until every member of `team` has entered the sync
+    /// (`shmem_team_sync`). Unlike [`team_barrier`](World::team_barrier),
+    /// it does not complete this rank's puts first.
+    pub fn team_sync(&self, team: &Team) -> Result<()> {
+        let c = Coll::begin(self, team, "team_sync")?;
+        c.sync(0)?;
+        Ok(())
+    }
+
+    /// Completes this rank's puts ([`quiet`](World::quiet)), then syncs
+    /// the team: a put made before the barrier is visible to every member
+    /// after it.
+    pub fn team_barrier(&self, team: &Team) -> Result<()> {
+        self.quiet()?;
+        self.team_sync(team)
+    }
+
+    /// Completes this rank's puts, then waits until every rank of the job
+    /// has entered the barrier (`shmem_barrier_all`).
+    pub fn barrier(&self) -> Result<()> {
+        self.team_barrier(&self.world_team)
+    }
+
+    /// Waits until every rank has entered, without completing puts (`shmem_sync_all`).
+    pub fn sync_all(&self) -> Result<()> {
+        self.team_sync(&self.world_team)
+    }
+}
+
+impl Coll<'_> {
+    /// Syncs the team, using steps from `step` on; returns the next free step.
+    pub fn sync(&self, step: u64) -> Result<u64> {
+        let nodes = &self.t.nodes;
+        if !nodes.hierarchical() {
+            let all: Vec<usize> = (0..self.n()).collect();
+            return self.dissemination(&all, self.me(), step);
+        }
+        let local = &nodes.groups[nodes.mine];
+        let leader = local[0];
+        if self.me() != leader {
+            self.notify(leader, step)?;
+            self.wait(leader, step + 2)?;
+            return Ok(step + 3 + 64);
+        }
+        for &member in &local[1..] {
+            self.wait(member, step)?;
+        }
+        let leaders: Vec<usize> = nodes.groups.iter().map(|g| g[0]).collect();
+        let at = nodes.mine;
+        self.dissemination(&leaders, at, step + 3)?;
+        for &member in &local[1..] {
+            self.notify(member, step + 2)?;
+        }
+        Ok(step + 3 + 64)
+    }
+
+    /// Dissemination among `members` (member numbers), this rank being
+    /// `members[at]`; uses steps `step..step + rounds`.
+    pub fn dissemination(&self, members: &[usize], at: usize, step: u64) -> Result<u64> {
+        let m = members.len();
+        let mut distance = 1;
+        let mut round = step;
+        while distance < m {
+            self.notify(members[(at + distance) % m], round)?;
+            self.wait(members[(at + m - distance) % m], round)?;
+            distance <<= 1;
+            round += 1;
+        }
+        Ok(round)
+    }
+}
