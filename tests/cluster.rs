@@ -139,6 +139,29 @@ fn atomics_from_self_shm_and_tcp_on_one_word_are_exact() {
     c.assert_hosts_clean(&[1, 2]);
 }
 
+/// Collectives across hosts take the node-aware algorithms: each host's
+/// ranks combine over shared memory and one rank per host talks over TCP.
+/// Nodes of 2 and 2, and uneven nodes of 1, 3 and 2 ranks.
+#[test]
+fn collectives_across_hosts_match_the_serial_computation() {
+    let c = cluster();
+    for (name, layout, n) in [
+        ("coll-2x2", &[(1, 2), (2, 2)][..], "4"),
+        ("coll-uneven", &[(1, 1), (2, 3), (3, 2)][..], "6"),
+    ] {
+        let hosts = c.hostfile(name, layout);
+        let out = c.run(&hosts, &["-n", n, &example("coll_check"), "--quick"]);
+        assert_eq!(out.code, Some(0), "{name}: {out:?}");
+        assert_eq!(
+            out.stdout.matches("coll_check: rank").count(),
+            n.parse::<usize>().unwrap(),
+            "{name}: {out:?}"
+        );
+        assert!(out.stdout.contains("checked team world"), "{name}: {out:?}");
+    }
+    c.assert_hosts_clean(&[1, 2, 3]);
+}
+
 #[test]
 fn three_hosts_with_uneven_slots_place_and_run() {
     let c = cluster();

@@ -20,6 +20,11 @@ impl World {
     /// Copies the first `n` elements of `src` on member `root` of `team`
     /// into the first `n` elements of `dst` on every member, the root
     /// included (`shmem_broadcast`). `dst` may be `src`.
+    ///
+    /// As OpenSHMEM requires of every collective with a destination, `dst`
+    /// must be ready to receive on every member when any member enters:
+    /// data from another host may land in it before this rank calls. On one
+    /// host each member writes only its own destination.
     pub fn broadcast<T: Pod>(&self, team: &Team, dst: &Sym<T>, src: &Sym<T>, n: usize, root: usize) -> Result<()> {
         let c = Coll::begin(self, team, "broadcast")?;
         c.check_root(root)?;

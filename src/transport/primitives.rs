@@ -197,7 +197,14 @@ impl World {
                 .rdma_link()
                 .flag(target, offset, value)
                 .map_err(|f| self.rdma_failed(f)),
-            Route::Tcp(_) => self.signal(target, offset, SignalOp::Set, value),
+            // The flag leaves at once, with the data batched before it: a
+            // collective may end on a notification nobody waits for here.
+            Route::Tcp(link) => {
+                self.signal(target, offset, SignalOp::Set, value)?;
+                link.borrow_mut()
+                    .flush()
+                    .map_err(|source| self.lost(target, "collective", source))
+            }
         }
     }
 
