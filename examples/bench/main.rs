@@ -2,10 +2,11 @@
 //! and bi-directional bandwidth over a size sweep (8 B to 4 MiB), small-put
 //! message rate, barrier latency over all ranks of the job, and (`ops.rs`)
 //! atomic latencies, the add rate, put-with-signal latency, non-blocking put
-//! bandwidth and the cache-line round trip they are bounded by.
+//! bandwidth and the cache-line round trip they are bounded by; and
+//! (`coll.rs`, `--only-coll`) collective latencies on the world team.
 //!
 //! ```text
-//! rlaunch -n 2 target/release/examples/bench [--smoke] [--only-barrier] [--only-ops] [--max BYTES]
+//! rlaunch -n 2 target/release/examples/bench [--smoke] [--only-barrier] [--only-ops] [--only-coll] [--max BYTES]
 //!         [--csv FILE] [--plot FILE.svg] [--peer FILE] [--peer-name NAME]
 //! ```
 //!
@@ -13,6 +14,7 @@
 //! `<metric> <bytes> <value> <unit>`. `--peer` reads the same lines from
 //! another implementation (`bench/mpi_rma.c`) to draw next to ours.
 
+mod coll;
 mod measure;
 mod ops;
 mod report;
@@ -27,6 +29,7 @@ struct Options {
     smoke: bool,
     only_barrier: bool,
     only_ops: bool,
+    only_coll: bool,
     max: usize,
     csv: Option<PathBuf>,
     plot: Option<PathBuf>,
@@ -47,6 +50,7 @@ fn parse_options() -> Result<Options, String> {
             "--smoke" => opts.smoke = true,
             "--only-barrier" => opts.only_barrier = true,
             "--only-ops" => opts.only_ops = true,
+            "--only-coll" => opts.only_coll = true,
             "--max" => opts.max = value()?.parse().map_err(|_| "--max takes a byte count".to_string())?,
             "--csv" => opts.csv = Some(value()?.into()),
             "--plot" => opts.plot = Some(value()?.into()),
@@ -86,6 +90,16 @@ fn run(opts: &Options) -> Result<ExitCode, Box<dyn std::error::Error>> {
             std::env::args().next().unwrap_or_default()
         );
         return Ok(ExitCode::from(2));
+    }
+    if opts.only_coll {
+        let figures = coll::collectives(&world, opts.max.min(1 << 20), opts.smoke)?;
+        if world.rank() == 0 {
+            print!("{}", coll::table(world.size(), &figures));
+            for figure in &figures {
+                println!("{}", figure.line());
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
     }
     let sweep = match (opts.only_barrier || opts.only_ops, opts.smoke) {
         (true, _) => Vec::new(),
