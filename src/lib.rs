@@ -124,6 +124,57 @@
 //! # Ok::<(), oneside::Error>(())
 //! ```
 //!
+//! ## Teams and collectives
+//! A [`Team`] is an ordered set of ranks that run collectives together, as
+//! in OpenSHMEM 1.5: the world team ([`World::team_world`]), strided
+//! subsets ([`World::split_strided`]) and the rows and columns of a grid
+//! ([`World::split_2d`]). Every member of a team calls its collectives in
+//! the same order; one thread per rank at a time.
+//!
+//! | collective | OpenSHMEM | MPI |
+//! | --- | --- | --- |
+//! | [`World::team_sync`], [`World::team_barrier`], [`World::barrier`] | `shmem_team_sync`, `shmem_barrier_all` | `MPI_Barrier` |
+//! | [`World::broadcast`] | `shmem_broadcast` | `MPI_Bcast` |
+//! | [`World::reduce`] with [`Sum`], [`Prod`], [`Min`], [`Max`], [`And`], [`Or`], [`Xor`] | `shmem_<type>_<op>_reduce` | `MPI_Allreduce` |
+//! | [`World::reduce_value`], [`World::reduce_values`] (private values) | | `MPI_Allreduce` |
+//! | [`World::fcollect`], [`World::collect`] | `shmem_fcollect`, `shmem_collect` | `MPI_Allgather(v)` |
+//! | [`World::alltoall`], [`World::alltoalls`] | `shmem_alltoall(s)` | `MPI_Alltoall` |
+//! | [`World::inscan`], [`World::exscan`] | `shmem_<type>_sum_inscan/exscan` (1.6) | `MPI_Scan`, `MPI_Exscan` |
+//!
+//! ```no_run
+//! use oneside::{Max, Sum};
+//! let world = oneside::init()?;
+//! let (me, n) = (world.rank(), world.size());
+//!
+//! // A reduction of private values needs no symmetric object.
+//! let total = world.reduce_value(world.team_world(), Sum, me as u64)?;
+//! assert_eq!(total, (n * (n - 1) / 2) as u64);
+//!
+//! // Rows and columns of a grid two ranks wide; reduce along each row.
+//! let (row, column) = world.split_2d(world.team_world(), 2)?;
+//! let x = world.alloc::<f64>(4)?;
+//! world.local_write(&x, 0, &[me as f64; 4])?;
+//! world.reduce(&row, Max, &x, &x, 4)?;              // in place
+//! let all = world.alloc::<f64>(4 * n)?;
+//! world.fcollect(world.team_world(), &all, &x, 4)?; // allgather
+//! world.team_destroy(row)?;
+//! world.team_destroy(column)?;
+//! # Ok::<(), oneside::Error>(())
+//! ```
+//!
+//! Reductions combine in member order, so every member gets bit-identical
+//! floats. A collective's destination must be ready to receive on every
+//! member when any member enters (data from another host may land before
+//! this rank calls), as OpenSHMEM requires; on one host, members only ever
+//! write their own destinations. Bad arguments (a root outside the team, a
+//! destination too small, splits whose arguments differ between members)
+//! are errors on every member, not hangs; running out of team slots
+//! ([`MAX_TEAMS`]) is [`Error::TeamsExhausted`].
+//!
+//! Waits spin while every rank on the host has a core, for up to a few
+//! milliseconds, then yield, then nap; when ranks outnumber cores they
+//! yield at once.
+//!
 //! ## Local access and Rust aliasing
 //! Other processes write into this rank's heap at any time, so a Rust
 //! reference into it would be unsound while a remote write can land. The
