@@ -29,14 +29,24 @@ fn main() -> ExitCode {
     }
 }
 
+/// A small integer in −range..=range that looks random in (i, j): no
+/// period, so a block in the wrong place gives a wrong result.
+fn entry(i: usize, j: usize, salt: u64, range: u64) -> f64 {
+    let mut z = ((i as u64) << 32 | j as u64) ^ salt;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    (z % (2 * range + 1)) as f64 - range as f64
+}
+
 /// Element (i, j) of A: an integer in −5..=5.
 fn a(i: usize, j: usize) -> f64 {
-    ((i * 7 + j * 13 + i * j) % 11) as f64 - 5.0
+    entry(i, j, 0xa, 5)
 }
 
 /// Element j of x: an integer in −4..=4.
 fn x(j: usize) -> f64 {
-    ((j * 5 + 3) % 9) as f64 - 4.0
+    entry(0, j, 0x0c, 4)
 }
 
 /// Rows (and elements of x) `lo..hi` of rank `r`, in blocks of `block`.
