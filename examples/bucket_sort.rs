@@ -65,7 +65,9 @@ fn bucket(key: u64, size: usize) -> usize {
 /// all-reduced over the ranks.
 fn fingerprint(world: &World, keys: &[u64]) -> oneside::Result<[u64; 3]> {
     let team = world.team_world();
-    let sum = keys.iter().fold(0u64, |s, &k| s.wrapping_add(mix(k ^ 0x0123_4567_89ab_cdef)));
+    let sum = keys
+        .iter()
+        .fold(0u64, |s, &k| s.wrapping_add(mix(k ^ 0x0123_4567_89ab_cdef)));
     let xor = keys.iter().fold(0u64, |x, &k| x ^ mix(k.rotate_left(17)));
     let mut counted = [keys.len() as u64, sum];
     world.reduce_values(team, Sum, &mut counted)?;
@@ -123,7 +125,10 @@ fn run() -> oneside::Result<bool> {
         here.push(format!("rank {rank}'s keys are out of order at {i}"));
     }
     if let Some(key) = mine.iter().find(|&&k| bucket(k, size) != rank) {
-        here.push(format!("rank {rank} holds key {key:#x} of bucket {}", bucket(*key, size)));
+        here.push(format!(
+            "rank {rank} holds key {key:#x} of bucket {}",
+            bucket(*key, size)
+        ));
     }
     let mut global = Vec::new();
     let bounds = world.alloc::<u64>(3)?;
@@ -132,11 +137,7 @@ fn run() -> oneside::Result<bool> {
     world.local_write(&bounds, 0, &[mine.len() as u64, lo, hi])?;
     world.fcollect(team, &all_bounds, &bounds, 3)?;
     let all_bounds = world.local_to_vec(&all_bounds)?;
-    let non_empty: Vec<(usize, &[u64])> = all_bounds
-        .chunks(3)
-        .enumerate()
-        .filter(|(_, b)| b[0] > 0)
-        .collect();
+    let non_empty: Vec<(usize, &[u64])> = all_bounds.chunks(3).enumerate().filter(|(_, b)| b[0] > 0).collect();
     for pair in non_empty.windows(2) {
         let ((r, a), (s, b)) = (pair[0], pair[1]);
         if a[2] > b[1] {

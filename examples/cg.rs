@@ -121,10 +121,28 @@ impl Space for Distributed<'_> {
         let w = self.world;
         let (first, last) = (&p[..1], &p[p.len() - 1..]);
         if let Some(l) = self.left {
-            w.put_signal(&self.halo, l, FROM_RIGHT, first, &self.signals, FROM_RIGHT, SignalOp::Set, round)?;
+            w.put_signal(
+                &self.halo,
+                l,
+                FROM_RIGHT,
+                first,
+                &self.signals,
+                FROM_RIGHT,
+                SignalOp::Set,
+                round,
+            )?;
         }
         if let Some(r) = self.right {
-            w.put_signal(&self.halo, r, FROM_LEFT, last, &self.signals, FROM_LEFT, SignalOp::Set, round)?;
+            w.put_signal(
+                &self.halo,
+                r,
+                FROM_LEFT,
+                last,
+                &self.signals,
+                FROM_LEFT,
+                SignalOp::Set,
+                round,
+            )?;
         }
         let edge = |side: Option<usize>, slot: usize| -> oneside::Result<f64> {
             if side.is_none() {
@@ -216,7 +234,10 @@ fn run() -> oneside::Result<bool> {
     let converged = parallel.iterations.is_some() && parallel.iterations == serial.iterations;
     let ok = converged && diff <= SOLUTION_TOLERANCE * scale && residual <= RESIDUAL_TOLERANCE;
     if rank == 0 {
-        let count = |s: &Solution| s.iterations.map_or(format!("no convergence within {max_iterations}"), |k| k.to_string());
+        let count = |s: &Solution| {
+            s.iterations
+                .map_or(format!("no convergence within {max_iterations}"), |k| k.to_string())
+        };
         let verdict = if ok { "ok" } else { "WRONG" };
         match converged {
             true => println!(

@@ -95,7 +95,14 @@ struct Blocks {
 }
 
 /// This grid rank's block of C, and what is wrong with its teams.
-fn summa(world: &World, grid: &Team, s: &Blocks, q: usize, bs: usize, n: usize) -> oneside::Result<(Vec<f64>, Vec<String>)> {
+fn summa(
+    world: &World,
+    grid: &Team,
+    s: &Blocks,
+    q: usize,
+    bs: usize,
+    n: usize,
+) -> oneside::Result<(Vec<f64>, Vec<String>)> {
     let (row, col) = world.split_2d(grid, q)?;
     let (i, j) = (grid.my_pe() / q, grid.my_pe() % q);
     let mut wrong = Vec::new();
