@@ -1,6 +1,7 @@
 //! The course programs (GUPS, histogram, Mandelbrot work queue, halo
-//! exchange, lock-protected counter) under the real `rlaunch`, at 1, 2, 4
-//! and 8 ranks on every transport. Each program checks its own result and
+//! exchange, lock-protected counter, and on teams and collectives: pi,
+//! conjugate gradients, bucket sort, matrix-vector product, SUMMA) under
+//! the real `rlaunch`, at 1, 2, 4 and 8 ranks on every transport. Each program checks its own result and
 //! exits non-zero when the check fails; these tests also pin what rank 0
 //! prints, with the exact numbers wherever the run is deterministic.
 
@@ -139,6 +140,147 @@ fn uneven_blocks_at_three_ranks() {
         assert_eq!(
             out.stdout,
             "halo: 100 cells, 300 steps over 3 ranks: bitwise equal to serial: ok\n"
+        );
+    }
+}
+
+/// The number in `line` between `before` and `after`.
+fn number_between(line: &str, before: &str, after: &str) -> f64 {
+    let start = line.find(before).unwrap_or_else(|| panic!("'{before}' in '{line}'")) + before.len();
+    let len = line[start..]
+        .find(after)
+        .unwrap_or_else(|| panic!("'{after}' in '{line}'"));
+    line[start..start + len]
+        .parse()
+        .unwrap_or_else(|_| panic!("a number after '{before}' in '{line}'"))
+}
+
+#[test]
+fn pi_by_all_reduce_is_within_its_error_bound() {
+    for (transport, _, n) in matrix() {
+        // One interval: only rank 0 has work, so the sum is exact.
+        let out = run(transport, n, "pi", &["1"]);
+        assert_eq!(
+            out.stdout,
+            format!("pi ≈ 3.200000000000 from {n} rank(s), 1 intervals (error 5.84e-2)\n"),
+            "n={n} {transport}: {out:?}"
+        );
+        // The midpoint rule's error h²/12 = 8.3e-12, plus rounding that
+        // depends on how the partial sums split.
+        let out = run(transport, n, "pi", &["100000"]);
+        let head = format!("pi ≈ 3.141592653598 from {n} rank(s), 100000 intervals (error ");
+        assert!(out.stdout.starts_with(&head), "n={n} {transport}: {out:?}");
+        let error = number_between(&out.stdout, "(error ", ")\n");
+        assert!((8.2e-12..8.5e-12).contains(&error), "n={n} {transport}: {out:?}");
+    }
+}
+
+#[test]
+fn cg_matches_the_serial_solve() {
+    for (transport, _, n) in matrix() {
+        let out = run(transport, n, "cg", &[]);
+        let line = out.stdout.trim_end();
+        // CG on the n×n second-difference matrix takes exactly n steps.
+        let head = format!("cg: {n} ranks, n=256, converged in 256 iterations, residual ");
+        assert!(line.starts_with(&head), "n={n} {transport}: {out:?}");
+        assert!(line.ends_with(": ok"), "n={n} {transport}: {out:?}");
+        let residual = number_between(line, "residual ", ",");
+        let diff = number_between(line, "max diff from serial ", ":");
+        assert!(residual < 1e-8, "{line}");
+        assert!(diff < 1e-9, "{line}");
+        assert_eq!(out.lines().len(), 1, "{out:?}");
+    }
+}
+
+#[test]
+fn bucket_sort_is_sorted_and_a_permutation() {
+    for (transport, _, n) in matrix() {
+        let out = run(transport, n, "bucket_sort", &[]);
+        let keys = 16_384 * n;
+        assert_eq!(
+            out.stdout,
+            format!("bucket_sort: {n} ranks, {keys} keys: sorted and a permutation: ok\n"),
+            "n={n} {transport}: {out:?}"
+        );
+    }
+}
+
+#[test]
+fn matvec_equals_the_serial_product() {
+    for (transport, _, n) in matrix() {
+        let out = run(transport, n, "matvec", &[]);
+        let block = 300usize.div_ceil(n);
+        assert_eq!(
+            out.stdout,
+            format!("matvec: {n} ranks, 300x300 matrix, x in blocks of {block}: y equal to serial: ok\n"),
+            "n={n} {transport}: {out:?}"
+        );
+    }
+}
+
+#[test]
+fn summa_equals_the_serial_product() {
+    for (transport, _, n) in matrix() {
+        let out = run(transport, n, "summa", &[]);
+        let q = [1, 2, 3].into_iter().take_while(|q| q * q <= n).last().unwrap();
+        let (idle, block) = (n - q * q, 60 / q);
+        assert_eq!(
+            out.stdout,
+            format!(
+                "summa: {n} ranks, {q}x{q} grid ({idle} idle), 60x60 matrices in {block}x{block} blocks: C equal to serial: ok\n"
+            ),
+            "n={n} {transport}: {out:?}"
+        );
+    }
+}
+
+#[test]
+fn collectives_with_uneven_shares() {
+    // Rank counts and sizes that do not split evenly: ranks with no rows or
+    // no keys, padded blocks, a 3x3 grid.
+    for (transport, _) in transports() {
+        let out = run(transport, 3, "cg", &["100"]);
+        assert!(
+            out.stdout
+                .starts_with("cg: 3 ranks, n=100, converged in 100 iterations, residual "),
+            "{out:?}"
+        );
+        assert!(out.stdout.ends_with(": ok\n"), "{out:?}");
+        let out = run(transport, 8, "cg", &["5"]);
+        assert!(
+            out.stdout
+                .starts_with("cg: 8 ranks, n=8, converged in 8 iterations, residual "),
+            "one row per rank at least: {out:?}"
+        );
+        let out = run(transport, 3, "bucket_sort", &["1000"]);
+        assert_eq!(
+            out.stdout,
+            "bucket_sort: 3 ranks, 3000 keys: sorted and a permutation: ok\n"
+        );
+        let out = run(transport, 5, "bucket_sort", &["1"]);
+        assert_eq!(
+            out.stdout,
+            "bucket_sort: 5 ranks, 5 keys: sorted and a permutation: ok\n"
+        );
+        let out = run(transport, 3, "matvec", &["100"]);
+        assert_eq!(
+            out.stdout,
+            "matvec: 3 ranks, 100x100 matrix, x in blocks of 34: y equal to serial: ok\n"
+        );
+        let out = run(transport, 8, "matvec", &["5"]);
+        assert_eq!(
+            out.stdout,
+            "matvec: 8 ranks, 5x5 matrix, x in blocks of 1: y equal to serial: ok\n"
+        );
+        let out = run(transport, 9, "summa", &["50"]);
+        assert_eq!(
+            out.stdout,
+            "summa: 9 ranks, 3x3 grid (0 idle), 50x50 matrices in 17x17 blocks: C equal to serial: ok\n"
+        );
+        let out = run(transport, 5, "summa", &["7"]);
+        assert_eq!(
+            out.stdout,
+            "summa: 5 ranks, 2x2 grid (1 idle), 7x7 matrices in 4x4 blocks: C equal to serial: ok\n"
         );
     }
 }
