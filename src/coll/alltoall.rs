@@ -17,7 +17,7 @@ impl World {
     /// `n * team.n_pes()` elements, and must not overlap.
     pub fn alltoall<T: Pod>(&self, team: &Team, dst: &Sym<T>, src: &Sym<T>, n: usize) -> Result<()> {
         let c = Coll::begin(self, team, "alltoall")?;
-        let total = n.checked_mul(c.n()).unwrap_or(usize::MAX);
+        let total = n.saturating_mul(c.n());
         let (dst_off, src_off) = c.disjoint(dst, src, total, total)?;
         let block = n * size_of::<T>();
         let (me, m) = (c.me(), c.n());

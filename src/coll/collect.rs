@@ -17,7 +17,7 @@ impl World {
     /// needs `n * team.n_pes()` elements and must not overlap `src`.
     pub fn fcollect<T: Pod>(&self, team: &Team, dst: &Sym<T>, src: &Sym<T>, n: usize) -> Result<()> {
         let c = Coll::begin(self, team, "fcollect")?;
-        let total = n.checked_mul(c.n()).unwrap_or(usize::MAX);
+        let total = n.saturating_mul(c.n());
         let (dst_off, src_off) = c.disjoint(dst, src, total, n)?;
         let bytes = n * size_of::<T>();
         let blocks: Vec<(usize, usize)> = (0..c.n()).map(|i| (i * bytes, bytes)).collect();

@@ -105,7 +105,6 @@ mod tests {
                 offset: 64,
                 len: u32::MAX,
             },
-            Request::Signal { round: 3, epoch: 99 },
             Request::Quiet { token: 5 },
             Request::Atomic {
                 offset: 8,
