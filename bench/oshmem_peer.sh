@@ -30,23 +30,14 @@ if [ $# -eq 1 ]; then exec >"$1"; fi
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-1}
 OSHRUN_TIMEOUT=${OSHRUN_TIMEOUT:-60}
-SUITE=../shared/suites/osu-micro-benchmarks
 OUT=target/oshmem_peer
-mkdir -p "$OUT"
-log() { echo "oshmem_peer: $*" >&2; }
-
-if ! command -v oshcc >/dev/null || ! command -v oshrun >/dev/null; then
-  log "installing Open MPI (Debian openmpi-bin, libopenmpi-dev)"
-  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openmpi-bin libopenmpi-dev; } >&2
-fi
-[ -d "$SUITE/c/openshmem" ] || { log "missing $SUITE (see ../shared/suites/README.md)"; exit 1; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+. bench/oshmem_common.sh
+oshm_setup
 # The only spml here is ucx; UCX_TLS=sm,self keeps it on shared memory (the
 # default picks the same; tcp,self would be 50x slower). PEs bind to a core each.
 OSHRUN=(timeout -k 5 "$OSHRUN_TIMEOUT" oshrun -np 2 --oversubscribe --mca spml ucx -x UCX_TLS=sm,self)
 
 log "building into $OUT"
-echo 'void omb_ddt_process_options(char *o) { (void)o; }' > "$OUT/omb_stub.c"
 cat > "$OUT/omb_int_cswap.c" <<'EOF'
 /* Open MPI 4.1.4's atomic/ucx writes 8 bytes into the 4-byte result of a
  * 32-bit cswap (open-mpi/ompi#11257): this definition, linked into the OSU
@@ -67,46 +58,27 @@ int shmem_int_cswap(int *target, int cond, int value, int pe) {
     }
 }
 EOF
-for p in atomics put_nb put_mr_nb; do
-  extra=()
-  [ "$p" = atomics ] && extra=("$OUT/omb_int_cswap.c")
-  oshcc -O2 -DOSHM_1_3 -DPACKAGE_VERSION='"6.1"' -I "$SUITE/c/util" "$SUITE/c/openshmem/osu_oshm_$p.c" \
-    "$SUITE/c/util/osu_util.c" "$SUITE/c/util/osu_util_pgas.c" "$OUT/omb_stub.c" "${extra[@]}" \
-    -o "$OUT/osu_oshm_$p" -lm >&2
-done
+osu_build atomics "$OUT/omb_int_cswap.c"
+osu_build put_nb
+osu_build put_mr_nb
 oshcc -O2 -Wall -o "$OUT/oshm_signal" bench/oshm_signal.c >&2
 
 log "note: Open MPI 4.1.4's oshmem programs SIGSEGV in shmem_finalize after printing;" \
     "their exit status is ignored and their tables are parsed"
 status=0
-# run NAME EXPECTED AWK-PROGRAM ARGS...: runs one program, converts its table.
-run() {
-  local name=$1 expected=$2 prog=$3 rc=0 got; shift 3
-  "${OSHRUN[@]}" "$@" >"$OUT/$name-$round.out" 2>"$OUT/$name-$round.err" || rc=$?
-  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then log "$name: stopped by timeout after ${OSHRUN_TIMEOUT}s"
-  elif [ "$rc" -ne 0 ]; then log "$name: exit status $rc (ignored: the crash at shmem_finalize)"; fi
-  if grep -h '^oshm_signal:' "$OUT/$name-$round.err" >&2; then status=1; fi
-  awk "$prog" "$OUT/$name-$round.out" > "$OUT/$name-$round.txt"
-  got=$(wc -l < "$OUT/$name-$round.txt")
-  if [ "$got" -ne "$expected" ]; then
-    log "WARNING: $name gave $got of $expected figures; see $OUT/$name-$round.{out,err}"; status=1
-  fi
-  cat "$OUT/$name-$round.txt"
-}
-
 start=$(date +%s)
 for round in $(seq "$ROUNDS"); do
   log "round $round/$ROUNDS"
   # Latency: OSU prints it with 2 decimals (0.02 us); 1 / (million ops/s),
   # from the same timing, keeps more digits, so use it below 1 us.
-  run atomics 8 '$1 ~ /^shmem_longlong_(fadd|finc|add|inc|cswap|swap|set|fetch)$/ && NF == 3 {
+  oshm_run atomics 8 '$1 ~ /^shmem_longlong_(fadd|finc|add|inc|cswap|swap|set|fetch)$/ && NF == 3 {
       lat = ($3 < 1 && $2 > 0) ? 1 / $2 : $3
       printf "%s_lat 8 %.4f us\n", substr($1, 16), lat }' "$OUT/osu_oshm_atomics" heap
-  run put_nb 4 '$1 ~ /^(8|4096|65536|1048576)$/ && NF == 2 { printf "put_nbi_lat %d %.4f us\n", $1, $2 }' \
+  oshm_run put_nb 4 '$1 ~ /^(8|4096|65536|1048576)$/ && NF == 2 { printf "put_nbi_lat %d %.4f us\n", $1, $2 }' \
     "$OUT/osu_oshm_put_nb" heap
-  run put_mr_nb 2 '$1 ~ /^(65536|1048576)$/ && NF == 2 { printf "put_nbi_bw %d %.4f MB/s\n", $1, $2 * $1 / 1e6 }' \
+  oshm_run put_mr_nb 2 '$1 ~ /^(65536|1048576)$/ && NF == 2 { printf "put_nbi_bw %d %.4f MB/s\n", $1, $2 * $1 / 1e6 }' \
     "$OUT/osu_oshm_put_mr_nb" heap
-  run oshm_signal 3 '/^put_signal_lat [0-9]+ [0-9.]+ us$/' "$OUT/oshm_signal"
+  oshm_run oshm_signal 3 '/^put_signal_lat [0-9]+ [0-9.]+ us$/' "$OUT/oshm_signal"
 done
 log "done: $ROUNDS round(s) in $(( $(date +%s) - start )) s"
 exit "$status"
