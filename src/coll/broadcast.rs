@@ -1,7 +1,9 @@
 //! `broadcast`: the root's source into every member's destination
 //! (OpenSHMEM 1.5 semantics: the root's destination too).
 //!
-//! One algorithm, node-aware by construction. Each node has a *head*: the
+//! Small messages on one node go through one exchange round (the root's
+//! payload to every member's scratch; a single hop). Otherwise one
+//! algorithm, node-aware by construction. Each node has a *head*: the
 //! root on the root's node, the lowest member elsewhere. The heads form a
 //! binomial tree rooted at the root and push the data down it into each
 //! other's destinations (⌈log2 nodes⌉ hops). Then the other members of each
@@ -9,7 +11,8 @@
 //! tell the head they are done, so no member's destination is ever written
 //! by another rank on shared memory.
 
-use super::Coll;
+use super::exchange::Bytes;
+use super::{plan, Coll};
 use crate::error::Result;
 use crate::sym::{Pod, Sym};
 use crate::team::Team;
@@ -42,6 +45,19 @@ impl Coll<'_> {
     /// Broadcasts `bytes` at `offset` of the root's heap to the same offset
     /// on every member.
     pub(super) fn broadcast_bytes(&self, offset: usize, bytes: usize, root: usize) -> Result<()> {
+        if plan::broadcast_by_exchange(self, bytes) {
+            let data = Bytes {
+                ptr: self.own(offset),
+                len: bytes,
+            };
+            let inbox = self.exchange(1, |_| if self.me() == root { data } else { Bytes::EMPTY })?;
+            if self.me() != root {
+                // SAFETY: the root sent `bytes` bytes this round; our
+                // destination is checked and written only by us.
+                unsafe { std::ptr::copy_nonoverlapping(inbox.from(root), self.own(offset), bytes) };
+            }
+            return Ok(());
+        }
         let nodes = &self.t.nodes;
         let heads: Vec<usize> = nodes
             .groups

@@ -11,7 +11,7 @@
 //! scratch: | half 0: region 0 | region 1 | ... | half 1: region 0 | ... |
 //! ```
 
-use super::Coll;
+use super::{Coll, Members};
 use crate::error::Result;
 use crate::team::layout::SCRATCH_BYTES;
 
@@ -61,8 +61,7 @@ impl Coll<'_> {
     /// Runs one exchange round at `step`: sends `payload(j)` to every other
     /// member `j`, then waits for theirs.
     pub fn exchange(&self, step: u64, payload: impl FnMut(usize) -> Bytes) -> Result<Inbox> {
-        let all: Vec<usize> = (0..self.n()).collect();
-        self.exchange_among(&all, self.me(), step, payload)
+        self.exchange_among(Members::All(self.n()), self.me(), step, payload)
     }
 
     /// An exchange round among `members` only (this rank is
@@ -71,7 +70,7 @@ impl Coll<'_> {
     /// on which scratch half comes next.
     pub fn exchange_among(
         &self,
-        members: &[usize],
+        members: Members,
         at: usize,
         step: u64,
         mut payload: impl FnMut(usize) -> Bytes,
@@ -82,7 +81,7 @@ impl Coll<'_> {
         self.t.exchanges.set(self.t.exchanges.get() + 1);
         let base = self.scratch() + half as usize * n * region;
         for k in 1..m {
-            let to = members[(at + k) % m];
+            let to = members.get((at + k) % m);
             let bytes = payload(to);
             assert!(bytes.len <= region, "an exchange payload larger than its region");
             if bytes.len > 0 {
@@ -94,7 +93,7 @@ impl Coll<'_> {
             self.notify(to, step)?;
         }
         for k in 1..m {
-            self.wait(members[(at + m - k) % m], step)?;
+            self.wait(members.get((at + m - k) % m), step)?;
         }
         Ok(Inbox {
             base: self.own(base),

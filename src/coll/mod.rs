@@ -43,6 +43,36 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Bits of a step number that number steps within one call.
 const STEP_BITS: u32 = 24;
 
+/// A list of member numbers taking part in an algorithm: the whole team,
+/// or a subset (node leaders, heads). A copyable view, so the common case
+/// allocates nothing.
+#[derive(Clone, Copy)]
+pub(crate) enum Members<'m> {
+    /// Members `0..n`.
+    All(usize),
+    /// These members, in this order.
+    Some(&'m [usize]),
+}
+
+impl Members<'_> {
+    #[inline]
+    pub fn len(self) -> usize {
+        match self {
+            Members::All(n) => n,
+            Members::Some(list) => list.len(),
+        }
+    }
+
+    /// The `i`th member.
+    #[inline]
+    pub fn get(self, i: usize) -> usize {
+        match self {
+            Members::All(_) => i,
+            Members::Some(list) => list[i],
+        }
+    }
+}
+
 /// One collective call in progress on one rank.
 pub(crate) struct Coll<'a> {
     pub w: &'a World,

@@ -40,6 +40,12 @@ pub(super) fn reduce(c: &Coll, bytes: usize, elem: usize) -> ReduceAlgo {
     }
 }
 
+/// Whether a broadcast goes through one exchange round: small messages on
+/// one node, where it costs one hop instead of a read and an acknowledgement.
+pub(super) fn broadcast_by_exchange(c: &Coll, bytes: usize) -> bool {
+    c.t.nodes.single() && c.n() > 1 && bytes <= MAPPED_EXCHANGE_MAX.min(c.exchange_capacity())
+}
+
 /// How the members' blocks travel in fcollect, collect and alltoall.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum MoveAlgo {

@@ -20,7 +20,7 @@
 use super::exchange::Bytes;
 use super::ops::{self, Number, ReduceOp};
 use super::plan::{self, ReduceAlgo};
-use super::Coll;
+use super::{Coll, Members};
 use crate::error::Result;
 use crate::sym::Sym;
 use crate::team::Team;
@@ -85,15 +85,14 @@ impl Coll<'_> {
         dst: *mut T,
         n: usize,
     ) -> Result<()> {
-        let all: Vec<usize> = (0..self.n()).collect();
-        self.reduce_among::<T, O>(&all, self.me(), src, dst, n, 1)
+        self.reduce_among::<T, O>(Members::All(self.n()), self.me(), src, dst, n, 1)
     }
 
     /// The exchange among `members` (this rank is `members[at]`), from step
     /// `first`: one round per chunk, at least one.
     pub(super) fn reduce_among<T: Number, O: ReduceOp<T>>(
         &self,
-        members: &[usize],
+        members: Members,
         at: usize,
         src: *const T,
         dst: *mut T,
@@ -101,7 +100,10 @@ impl Coll<'_> {
         first: u64,
     ) -> Result<()> {
         let chunk = (self.exchange_capacity() / size_of::<T>()).max(1);
-        let mut acc: Vec<T> = Vec::with_capacity(chunk.min(n));
+        // Combine straight into the destination unless it is the source
+        // (then through a buffer, as our own contribution is read last).
+        let in_place = std::ptr::eq(src, dst.cast_const());
+        let mut acc: Vec<T> = Vec::with_capacity(if in_place { chunk.min(n) } else { 0 });
         let mut done = 0;
         let mut step = first;
         while done < n || step == first {
@@ -112,23 +114,31 @@ impl Coll<'_> {
                 ptr: mine.cast(),
                 len: len * size_of::<T>(),
             })?;
-            acc.clear();
-            for (i, &member) in members.iter().enumerate() {
+            // SAFETY: `dst` holds n elements; `acc` has room for a chunk.
+            let target = if in_place {
+                acc.as_mut_ptr()
+            } else {
+                unsafe { dst.add(done) }
+            };
+            for (i, member) in (0..members.len()).map(|i| (i, members.get(i))) {
                 let from: *const T = match member == self.me() {
                     true => mine,
                     false => inbox.from(member).cast(),
                 };
                 // SAFETY: each contribution holds `len` elements: our own
-                // source, or a region of the exchange that the member filled.
+                // source, or a region of the exchange that the member
+                // filled; `target` has room for `len` and overlaps neither.
                 unsafe {
                     match i {
-                        0 => acc.extend_from_slice(std::slice::from_raw_parts(from, len)),
-                        _ => ops::fold::<T, O>(acc.as_mut_ptr(), from, len),
+                        0 => std::ptr::copy_nonoverlapping(from, target, len),
+                        _ => ops::fold::<T, O>(target, from, len),
                     }
                 }
             }
-            // SAFETY: `dst` holds n elements; our source chunk was read above.
-            unsafe { std::ptr::copy_nonoverlapping(acc.as_ptr(), dst.add(done), len) };
+            if in_place {
+                // SAFETY: `dst` holds n elements; our source chunk was read above.
+                unsafe { std::ptr::copy_nonoverlapping(acc.as_ptr(), dst.add(done), len) };
+            }
             done += len;
             step += 1;
         }
@@ -257,7 +267,7 @@ impl Coll<'_> {
         }
         let at = leaders.iter().position(|&l| l == leader).expect("a leader");
         let ptr = acc.as_mut_ptr();
-        self.reduce_among::<T, O>(&leaders, at, ptr, ptr, n, 10)?;
+        self.reduce_among::<T, O>(Members::Some(&leaders), at, ptr, ptr, n, 10)?;
         // SAFETY: our destination holds n elements; the members' reads of
         // our source ended above.
         unsafe { std::ptr::copy_nonoverlapping(acc.as_ptr(), self.own(dst_off).cast::<T>(), n) };

@@ -8,7 +8,7 @@
 //! themselves, and each leader releases its node. Inter-host messages then
 //! scale with nodes, not ranks.
 
-use super::Coll;
+use super::{Coll, Members};
 use crate::error::Result;
 use crate::team::Team;
 use crate::world::World;
@@ -48,8 +48,7 @@ impl Coll<'_> {
     pub fn sync(&self, step: u64) -> Result<u64> {
         let nodes = &self.t.nodes;
         if !nodes.hierarchical() {
-            let all: Vec<usize> = (0..self.n()).collect();
-            return self.dissemination(&all, self.me(), step);
+            return self.dissemination(Members::All(self.n()), self.me(), step);
         }
         let local = &nodes.groups[nodes.mine];
         let leader = local[0];
@@ -63,7 +62,7 @@ impl Coll<'_> {
         }
         let leaders: Vec<usize> = nodes.groups.iter().map(|g| g[0]).collect();
         let at = nodes.mine;
-        self.dissemination(&leaders, at, step + 3)?;
+        self.dissemination(Members::Some(&leaders), at, step + 3)?;
         for &member in &local[1..] {
             self.notify(member, step + 2)?;
         }
@@ -72,13 +71,13 @@ impl Coll<'_> {
 
     /// Dissemination among `members` (member numbers), this rank being
     /// `members[at]`; uses steps `step..step + rounds`.
-    pub fn dissemination(&self, members: &[usize], at: usize, step: u64) -> Result<u64> {
+    pub fn dissemination(&self, members: Members, at: usize, step: u64) -> Result<u64> {
         let m = members.len();
         let mut distance = 1;
         let mut round = step;
         while distance < m {
-            self.notify(members[(at + distance) % m], round)?;
-            self.wait(members[(at + m - distance) % m], round)?;
+            self.notify(members.get((at + distance) % m), round)?;
+            self.wait(members.get((at + m - distance) % m), round)?;
             distance <<= 1;
             round += 1;
         }
