@@ -8,7 +8,9 @@
 //!   a 2-rank barrier 25× its quiet time here.
 //! * **Yield** at once when the host runs more ranks than it has cores, as
 //!   Open MPI's `mpi_yield_when_idle` does: the rank we wait for may need
-//!   this core. Also after the spin phase.
+//!   this core. A rank with a TCP progress thread counts twice, since the
+//!   thread must run for any request from another host to land. Also after
+//!   the spin phase.
 //! * **Sleep** in short naps after [`YIELD_FOR`], so a rank idle in a long
 //!   wait (a master waiting for workers) does not burn a core forever.
 

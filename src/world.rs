@@ -142,6 +142,12 @@ pub fn init() -> Result<World> {
         node_of,
         Some(launcher),
     );
+    // A TCP progress thread needs a core whenever a peer's request arrives,
+    // and a rank spinning in a wait would keep it from this rank's own
+    // engine: spin only if every local rank and its engine have a core.
+    if engine.is_some() {
+        world.spin_waits = crate::backoff::may_spin(2 * env.local_size);
+    }
     world.engine = engine;
     world.nic_atomics = rdma.is_some();
     world.rdma = rdma;
