@@ -47,21 +47,17 @@ impl World {
     /// and returns it (OpenSHMEM's `shmem_wait_until` with any predicate).
     pub fn wait_until<T: Pod>(&self, sym: &Sym<T>, index: usize, mut done: impl FnMut(T) -> bool) -> Result<T> {
         let ptr = self.local_ptr("wait_until", sym, index, 1)?.cast::<T>();
-        self.send_batches()?;
-        let mut backoff = Backoff::new(self.spin_waits);
-        loop {
+        self.poll_until(|| {
             // SAFETY: `local_ptr` checked the element lies in our heap; heap
             // objects are 64-byte aligned and Pod sizes are multiples of
             // their alignment, so `ptr` is aligned. A volatile read never
             // forms a reference to the shared element.
             let value = unsafe { ptr.read_volatile() };
-            if done(value) {
+            done(value).then(|| {
                 fence(Ordering::Acquire);
-                return Ok(value);
-            }
-            self.check_links()?;
-            backoff.pause();
-        }
+                value
+            })
+        })
     }
 
     /// Whether this rank's own element `index` satisfies `cmp` now.

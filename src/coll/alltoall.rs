@@ -1,8 +1,8 @@
 //! `alltoall` and `alltoalls`: member i's block j lands in member j's
 //! destination as block i (MPI's alltoall).
 
+use super::collect::Block;
 use super::exchange::Bytes;
-use super::plan::{self, MoveAlgo};
 use super::Coll;
 use crate::error::Result;
 use crate::sym::{Pod, Sym};
@@ -19,42 +19,12 @@ impl World {
         let c = Coll::begin(self, team, "alltoall")?;
         let total = n.saturating_mul(c.n());
         let (dst_off, src_off) = c.disjoint(dst, src, total, total)?;
-        let block = n * size_of::<T>();
-        let (me, m) = (c.me(), c.n());
-        // SAFETY: our own block, inside both checked, disjoint objects.
-        unsafe { std::ptr::copy_nonoverlapping(c.own(src_off + me * block), c.own(dst_off + me * block), block) };
-        match plan::movement(&c, block) {
-            MoveAlgo::Exchange => c.alltoall_exchange(c.own(src_off), c.own(dst_off), block),
-            MoveAlgo::Pull => {
-                c.notify_all(1)?;
-                c.wait_all(1)?;
-                for k in 1..m {
-                    let from = (me + k) % m;
-                    let base = c.mapped(from).expect("a mapped team");
-                    // SAFETY: member `from`'s source holds its block for us
-                    // until we notify step 2; our block `from` is ours.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            base.add(src_off + me * block),
-                            c.own(dst_off + from * block),
-                            block,
-                        )
-                    };
-                }
-                c.notify_all(2)?;
-                c.wait_all(2)
-            }
-            MoveAlgo::Push => {
-                for k in 1..m {
-                    let to = (me + k) % m;
-                    if block > 0 {
-                        c.forward(to, dst_off + me * block, src_off + to * block, block)?;
-                    }
-                    c.notify(to, 1)?;
-                }
-                c.wait_all(1)
-            }
-        }
+        let len = n * size_of::<T>();
+        c.move_blocks(1, |i, j| Block {
+            from: src_off + j * len,
+            to: dst_off + i * len,
+            len,
+        })
     }
 
     /// Strided [`alltoall`](World::alltoall) (`shmem_alltoalls`): the `n`

@@ -82,7 +82,7 @@ impl Coll<'_> {
             return Ok(());
         }
         self.wait(head, 2)?;
-        let base = self.mapped(head).expect("a node's head is mapped");
+        let base = self.peer_base(head)?;
         // SAFETY: the head's destination holds the data from step 2 until
         // we notify step 3; ours is checked and written only by us.
         unsafe { std::ptr::copy_nonoverlapping(base.add(offset), self.own(offset), bytes) };

@@ -19,9 +19,12 @@ impl World {
         let c = Coll::begin(self, team, "fcollect")?;
         let total = n.saturating_mul(c.n());
         let (dst_off, src_off) = c.disjoint(dst, src, total, n)?;
-        let bytes = n * size_of::<T>();
-        let blocks: Vec<(usize, usize)> = (0..c.n()).map(|i| (i * bytes, bytes)).collect();
-        c.gather(&blocks, dst_off, src_off, 1)
+        let len = n * size_of::<T>();
+        c.move_blocks(1, |i, _| Block {
+            from: src_off,
+            to: dst_off + i * len,
+            len,
+        })
     }
 
     /// Concatenates the first `n` elements of `src` of every member, where
@@ -49,39 +52,57 @@ impl World {
         }
         let (dst_off, _) = c.disjoint(dst, src, total, n)?;
         let size = size_of::<T>();
-        let mut at = 0;
-        let blocks: Vec<(usize, usize)> = counts
+        let starts: Vec<usize> = counts
             .iter()
-            .map(|&count| {
-                at += count * size;
-                (at - count * size, count * size)
+            .scan(0, |at, &count| {
+                *at += count;
+                Some(*at - count)
             })
             .collect();
-        c.gather(&blocks, dst_off, src_off, 2)?;
+        c.move_blocks(2, |i, _| Block {
+            from: src_off,
+            to: dst_off + starts[i] * size,
+            len: counts[i] * size,
+        })?;
         Ok(total)
     }
 }
 
+/// One block of a movement: where it lies in the sending member's heap,
+/// where it lands in the receiving member's heap, and its length in bytes.
+#[derive(Clone, Copy)]
+pub(super) struct Block {
+    pub from: usize,
+    pub to: usize,
+    pub len: usize,
+}
+
 impl Coll<'_> {
-    /// Member i's `blocks[i].1` source bytes go to `blocks[i].0` bytes into
-    /// every member's destination. Uses steps `first` and `first + 1`.
-    fn gather(&self, blocks: &[(usize, usize)], dst_off: usize, src_off: usize, first: u64) -> Result<()> {
+    /// Moves `block(i, j)`, member i's block for member j, from every member
+    /// to every member (this rank's block to itself included), by the
+    /// exchange, by reading in place, or by puts (`plan::movement`). Block
+    /// lengths must depend only on the sender, so that every member picks
+    /// the same algorithm. Uses steps `first` and `first + 1`.
+    pub(super) fn move_blocks(&self, first: u64, block: impl Fn(usize, usize) -> Block) -> Result<()> {
         let (n, me) = (self.n(), self.me());
-        let (at, len) = blocks[me];
-        // SAFETY: our source and destination are checked and disjoint.
-        unsafe { std::ptr::copy_nonoverlapping(self.own(src_off), self.own(dst_off + at), len) };
-        let largest = blocks.iter().map(|b| b.1).max().unwrap_or(0);
+        let own = block(me, me);
+        // SAFETY: callers pass blocks inside their checked, disjoint objects.
+        unsafe { std::ptr::copy_nonoverlapping(self.own(own.from), self.own(own.to), own.len) };
+        let largest = (0..n).map(|i| block(i, me).len).max().unwrap_or(0);
         match plan::movement(self, largest) {
             MoveAlgo::Exchange => {
-                let mine = Bytes {
-                    ptr: self.own(src_off),
-                    len,
-                };
-                let inbox = self.exchange(first, |_| mine)?;
-                for (i, &(at, len)) in blocks.iter().enumerate().filter(|&(i, _)| i != me) {
-                    // SAFETY: member i sent `len` bytes this round; the
+                let inbox = self.exchange(first, |j| {
+                    let b = block(me, j);
+                    Bytes {
+                        ptr: self.own(b.from),
+                        len: b.len,
+                    }
+                })?;
+                for i in (0..n).filter(|&i| i != me) {
+                    let b = block(i, me);
+                    // SAFETY: member i sent `b.len` bytes this round; the
                     // destination range is ours and inside the checked object.
-                    unsafe { std::ptr::copy_nonoverlapping(inbox.from(i), self.own(dst_off + at), len) };
+                    unsafe { std::ptr::copy_nonoverlapping(inbox.from(i), self.own(b.to), b.len) };
                 }
             }
             MoveAlgo::Pull => {
@@ -89,11 +110,11 @@ impl Coll<'_> {
                 self.wait_all(first)?;
                 for k in 1..n {
                     let i = (me + k) % n;
-                    let (at, len) = blocks[i];
-                    let base = self.mapped(i).expect("a mapped team");
-                    // SAFETY: member i's source holds `len` bytes and stays
+                    let b = block(i, me);
+                    let base = self.peer_base(i)?;
+                    // SAFETY: member i's source holds the block and stays
                     // put until we notify `first + 1`.
-                    unsafe { std::ptr::copy_nonoverlapping(base.add(src_off), self.own(dst_off + at), len) };
+                    unsafe { std::ptr::copy_nonoverlapping(base.add(b.from), self.own(b.to), b.len) };
                 }
                 self.notify_all(first + 1)?;
                 self.wait_all(first + 1)?;
@@ -101,8 +122,9 @@ impl Coll<'_> {
             MoveAlgo::Push => {
                 for k in 1..n {
                     let to = (me + k) % n;
-                    if len > 0 {
-                        self.forward(to, dst_off + at, src_off, len)?;
+                    let b = block(me, to);
+                    if b.len > 0 {
+                        self.forward(to, b.to, b.from, b.len)?;
                     }
                     self.notify(to, first)?;
                 }

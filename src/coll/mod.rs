@@ -31,7 +31,6 @@ mod reduce;
 mod scan;
 mod sync;
 
-use crate::backoff::Backoff;
 use crate::error::{Error, Result};
 use crate::sym::{Pod, Sym};
 use crate::team::layout::Layout;
@@ -155,13 +154,8 @@ impl<'a> Coll<'a> {
         if flag.load(Ordering::Acquire) >= target {
             return Ok(());
         }
-        self.w.send_batches()?;
-        let mut backoff = Backoff::new(self.w.spin_waits);
-        while flag.load(Ordering::Acquire) < target {
-            self.w.check_links()?;
-            backoff.pause();
-        }
-        Ok(())
+        self.w
+            .poll_until(|| (flag.load(Ordering::Acquire) >= target).then_some(()))
     }
 
     fn own_flag(&self, from: usize) -> &AtomicU64 {
@@ -171,11 +165,16 @@ impl<'a> Coll<'a> {
         unsafe { AtomicU64::from_ptr(self.w.own.heap_base().add(offset).cast()) }
     }
 
-    /// The base of member `i`'s heap, when it is mapped here.
-    pub fn mapped(&self, i: usize) -> Option<*mut u8> {
+    /// The base of member `i`'s heap, which the algorithm needs mapped
+    /// here. Node grouping comes from host names, so a host that aliases
+    /// another's name without sharing its memory is an error, not a crash.
+    pub fn peer_base(&self, i: usize) -> Result<*mut u8> {
         match self.w.route(self.rank(i)) {
-            Route::Mapped(base) => Some(base),
-            _ => None,
+            Route::Mapped(base) => Ok(base),
+            _ => Err(self.bad(format!(
+                "rank {} shares this rank's host name, but its memory is not mapped here",
+                self.rank(i)
+            ))),
         }
     }
 

@@ -120,6 +120,30 @@ pub(crate) unsafe fn fold<T: Number, O: ReduceOp<T>>(acc: *mut T, src: *const T,
     }
 }
 
+/// `target[i] = s0[i] O s1[i] O ...` for `i < n`, combining the sources
+/// in the order given (so every member that combines the same sources gets
+/// bit-identical floats). No sources: `target` is left alone.
+///
+/// # Safety
+/// `target` must be valid for `n` writes and each source for `n` reads, all
+/// aligned for `T`; `target` must not overlap any source. Sources may lie
+/// in memory another process maps, as long as nothing writes it meanwhile.
+#[inline]
+pub(crate) unsafe fn combine_into<T: Number, O: ReduceOp<T>>(
+    target: *mut T,
+    mut sources: impl Iterator<Item = *const T>,
+    n: usize,
+) {
+    let Some(first) = sources.next() else { return };
+    // SAFETY: forwarded from the caller's contract.
+    unsafe {
+        std::ptr::copy_nonoverlapping(first, target, n);
+        for source in sources {
+            fold::<T, O>(target, source, n);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

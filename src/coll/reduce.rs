@@ -120,21 +120,14 @@ impl Coll<'_> {
             } else {
                 unsafe { dst.add(done) }
             };
-            for (i, member) in (0..members.len()).map(|i| (i, members.get(i))) {
-                let from: *const T = match member == self.me() {
-                    true => mine,
-                    false => inbox.from(member).cast(),
-                };
-                // SAFETY: each contribution holds `len` elements: our own
-                // source, or a region of the exchange that the member
-                // filled; `target` has room for `len` and overlaps neither.
-                unsafe {
-                    match i {
-                        0 => std::ptr::copy_nonoverlapping(from, target, len),
-                        _ => ops::fold::<T, O>(target, from, len),
-                    }
-                }
-            }
+            let contributions = (0..members.len()).map(|i| match members.get(i) {
+                member if member == self.me() => mine,
+                member => inbox.from(member).cast(),
+            });
+            // SAFETY: each contribution holds `len` elements: our own
+            // source, or a region of the exchange that the member filled;
+            // `target` has room for `len` and overlaps neither.
+            unsafe { ops::combine_into::<T, O>(target, contributions, len) };
             if in_place {
                 // SAFETY: `dst` holds n elements; our source chunk was read above.
                 unsafe { std::ptr::copy_nonoverlapping(acc.as_ptr(), dst.add(done), len) };
@@ -148,7 +141,7 @@ impl Coll<'_> {
     /// Scatter-gather on one node, reading sources and results in place.
     fn reduce_mapped<T: Number, O: ReduceOp<T>>(&self, src_off: usize, dst_off: usize, n: usize) -> Result<()> {
         let (m, me) = (self.n(), self.me());
-        let bases: Vec<*mut u8> = (0..m).map(|i| self.mapped(i).expect("a mapped team")).collect();
+        let bases = (0..m).map(|i| self.peer_base(i)).collect::<Result<Vec<_>>>()?;
         let parts = Parts::new(n, m, size_of::<T>());
         self.notify_all(1)?;
         self.wait_all(1)?;
@@ -198,20 +191,17 @@ impl Coll<'_> {
                 }
             })?;
             let (lo, hi) = slice(me);
+            let contributions = (0..m).map(|member| match member == me {
+                // SAFETY: inside our source, as above.
+                true => unsafe { src.add(lo) },
+                false => inbox.from(member).cast(),
+            });
             acc.clear();
-            for member in 0..m {
-                let from: *const T = match member == me {
-                    // SAFETY: inside our source, as above.
-                    true => unsafe { src.add(lo) },
-                    false => inbox.from(member).cast(),
-                };
-                // SAFETY: every contribution holds hi - lo elements.
-                unsafe {
-                    match member {
-                        0 => acc.extend_from_slice(std::slice::from_raw_parts(from, hi - lo)),
-                        _ => ops::fold::<T, O>(acc.as_mut_ptr(), from, hi - lo),
-                    }
-                }
+            // SAFETY: every contribution holds hi - lo elements, and `acc`
+            // has room for a part.
+            unsafe {
+                ops::combine_into::<T, O>(acc.as_mut_ptr(), contributions, hi - lo);
+                acc.set_len(hi - lo);
             }
             let at = dst_off + lo * size_of::<T>();
             let result = bytemuck::cast_slice::<T, u8>(&acc);
@@ -241,7 +231,7 @@ impl Coll<'_> {
             self.notify(leader, 1)?;
             self.skip_exchanges(rounds as u64);
             self.wait(leader, 3)?;
-            let base = self.mapped(leader).expect("a node's leader is mapped");
+            let base = self.peer_base(leader)?;
             // SAFETY: the leader wrote its destination before step 3 and
             // keeps it until we notify step 4.
             unsafe { std::ptr::copy(base.add(dst_off), self.own(dst_off), n * size_of::<T>()) };
@@ -250,14 +240,11 @@ impl Coll<'_> {
         for &member in &local[1..] {
             self.wait(member, 1)?;
         }
-        let sources: Vec<*const T> = local
+        let sources = local
             .iter()
-            .map(|&i| {
-                let base = self.mapped(i).expect("node members are mapped");
-                // SAFETY: every member's source holds n elements at src_off.
-                unsafe { base.add(src_off).cast::<T>().cast_const() }
-            })
-            .collect();
+            // SAFETY: every member's source holds n elements at src_off.
+            .map(|&i| Ok(unsafe { self.peer_base(i)?.add(src_off).cast::<T>().cast_const() }))
+            .collect::<Result<Vec<_>>>()?;
         let mut acc: Vec<T> = Vec::with_capacity(n);
         // SAFETY: the node's sources stay put until we notify step 3
         // (members wait for it); `acc` has room for n elements.
@@ -294,13 +281,10 @@ unsafe fn combine_blocks<T: Number, O: ReduceOp<T>>(sources: &[*const T], dst: *
     let mut at = lo;
     while at < hi {
         let len = block.min(hi - at);
-        acc.clear();
-        // SAFETY: forwarded from the caller's contract; at + len <= hi.
+        // SAFETY: forwarded from the caller's contract; at + len <= hi,
+        // and `acc` has room for a block.
         unsafe {
-            acc.extend_from_slice(std::slice::from_raw_parts(sources[0].add(at), len));
-            for source in &sources[1..] {
-                ops::fold::<T, O>(acc.as_mut_ptr(), source.add(at), len);
-            }
+            ops::combine_into::<T, O>(acc.as_mut_ptr(), sources.iter().map(|s| s.add(at)), len);
             std::ptr::copy_nonoverlapping(acc.as_ptr(), dst.add(at), len);
         }
         at += len;

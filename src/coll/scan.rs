@@ -74,20 +74,13 @@ impl World {
                 },
                 false => Bytes::EMPTY,
             })?;
-            acc.clear();
-            for member in 0..last {
-                let from: *const T = match member == me {
-                    true => mine,
-                    false => inbox.from(member).cast(),
-                };
-                // SAFETY: each contribution holds `len` elements.
-                unsafe {
-                    match member {
-                        0 => acc.extend_from_slice(std::slice::from_raw_parts(from, len)),
-                        _ => ops::fold::<T, O>(acc.as_mut_ptr(), from, len),
-                    }
-                }
-            }
+            let contributions = (0..last).map(|member| match member == me {
+                true => mine,
+                false => inbox.from(member).cast(),
+            });
+            // SAFETY: each contribution holds `len` elements; `acc` has
+            // room for a chunk and overlaps none of them.
+            unsafe { ops::combine_into::<T, O>(acc.as_mut_ptr(), contributions, len) };
             if last > 0 {
                 // SAFETY: our destination holds n elements; our source chunk was read above.
                 unsafe { std::ptr::copy_nonoverlapping(acc.as_ptr(), dst.add(done), len) };
