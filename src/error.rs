@@ -189,6 +189,16 @@ pub enum Error {
         bytes: usize,
     },
 
+    /// An address that is neither in the symmetric heap nor in the
+    /// program's symmetric global data.
+    #[error("rank {rank}: {op}: address {addr:#x} ({bytes} bytes) is not symmetric: use memory from shmem_malloc (World::alloc) or a global or static variable")]
+    NotSymmetric {
+        rank: usize,
+        op: &'static str,
+        addr: usize,
+        bytes: usize,
+    },
+
     /// A rank is in as many teams as it has team slots.
     #[error("rank {rank}: {op} needs a team slot, but all {max} are in use on some member of the parent team (destroy teams you no longer need with team_destroy)")]
     TeamsExhausted { rank: usize, op: &'static str, max: usize },

@@ -37,8 +37,21 @@ impl Allocator {
 
     /// Reserves `bytes` (rounded up to [`ALIGN`]); returns the offset.
     pub fn alloc(&mut self, bytes: usize) -> Result<usize, Exhausted> {
+        self.alloc_aligned(bytes, ALIGN, 0)
+    }
+
+    /// Reserves `bytes` so that `base + offset` is a multiple of `align`
+    /// (a power of two; at least [`ALIGN`] is used); returns the offset.
+    pub fn alloc_aligned(&mut self, bytes: usize, align: usize, base: usize) -> Result<usize, Exhausted> {
+        let align = align.max(ALIGN);
         let rounded = bytes.max(1).checked_next_multiple_of(ALIGN);
-        let fit = rounded.and_then(|need| self.free.iter().position(|&(_, len)| len >= need));
+        let start_in = |offset: usize| (base + offset).next_multiple_of(align) - base;
+        let fit = rounded.and_then(|need| {
+            self.free.iter().position(|&(offset, len)| {
+                let gap = start_in(offset) - offset;
+                gap.checked_add(need).is_some_and(|n| n <= len)
+            })
+        });
         let (Some(need), Some(i)) = (rounded, fit) else {
             return Err(Exhausted {
                 requested: bytes,
@@ -46,14 +59,24 @@ impl Allocator {
             });
         };
         let (offset, len) = self.free[i];
-        if len == need {
-            self.free.remove(i);
-        } else {
-            self.free[i] = (offset + need, len - need);
+        let start = start_in(offset);
+        let (gap, rest) = (start - offset, len - (start - offset) - need);
+        self.free.remove(i);
+        if rest > 0 {
+            self.free.insert(i, (start + need, rest));
         }
-        let at = self.live.partition_point(|&(o, _)| o < offset);
-        self.live.insert(at, (offset, need));
-        Ok(offset)
+        if gap > 0 {
+            self.free.insert(i, (offset, gap));
+        }
+        let at = self.live.partition_point(|&(o, _)| o < start);
+        self.live.insert(at, (start, need));
+        Ok(start)
+    }
+
+    /// The bytes reserved for the live block at `offset`.
+    pub fn block(&self, offset: usize) -> Option<usize> {
+        let i = self.live.binary_search_by_key(&offset, |&(o, _)| o).ok()?;
+        Some(self.live[i].1)
     }
 
     /// Returns a block to the free list. `false` if `offset` is not live.
@@ -104,6 +127,18 @@ mod tests {
             })
         );
         assert_eq!(a.alloc(usize::MAX).unwrap_err().requested, usize::MAX);
+    }
+
+    #[test]
+    fn aligned_allocations_leave_the_gap_free() {
+        let mut a = Allocator::new(1 << 16);
+        assert_eq!(a.alloc(64), Ok(0));
+        assert_eq!(a.alloc_aligned(100, 4096, 0), Ok(4096));
+        assert_eq!(a.block(4096), Some(128));
+        assert_eq!(a.alloc(64), Ok(64), "the gap before the aligned block is reused");
+        assert_eq!(a.alloc_aligned(8, 256, 64), Ok(192), "aligned against the base");
+        assert!(a.free(4096));
+        assert_eq!(a.block(4096), None);
     }
 
     #[test]

@@ -205,10 +205,12 @@ mod backoff;
 mod bootstrap;
 mod coll;
 mod error;
+mod globals;
 mod heap;
 mod lock;
 mod nbi;
 pub mod protocol;
+mod raw;
 mod rma;
 mod segment;
 mod signal;
@@ -227,7 +229,7 @@ pub use sym::{Pod, Sym};
 pub use team::{Team, MAX_TEAMS};
 pub use transport::primitives::SignalOp;
 pub use wait::Cmp;
-pub use world::{init, World};
+pub use world::{init, init_with, Options, World};
 
 /// Re-exported so applications can `#[derive(Pod, Zeroable)]` their element types.
 pub use bytemuck;

@@ -32,6 +32,15 @@ pub struct Lock {
     word: Sym<u64>,
 }
 
+impl Lock {
+    /// A lock on an existing symmetric 64-bit word, as OpenSHMEM's
+    /// `shmem_set_lock(long *)` takes one. The word must be zero on every
+    /// rank (free) before its first use and only used as a lock.
+    pub fn from_word(word: Sym<u64>) -> Lock {
+        Lock { word }
+    }
+}
+
 /// Holds a [`Lock`] until dropped or [`unlock`](LockGuard::unlock)ed.
 #[must_use = "the lock is released when the guard is dropped"]
 pub struct LockGuard<'a> {

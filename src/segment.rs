@@ -6,12 +6,18 @@
 //! map; it is unlinked as soon as every peer has mapped it (after the first
 //! barrier of `init`). Otherwise it is anonymous memory.
 //!
+//! When the program's global data is symmetric (the C API), the segment
+//! ends with a copy of it that is also mapped over the original pages
+//! (`globals`); the heap allocator does not hand out those bytes.
+//!
 //! The segment is written by other processes at any time, so nothing here
 //! hands out Rust references into it: only raw pointers and atomics.
 
 use crate::error::{Error, Result};
+use crate::globals::{self, DataRange};
 use memmap2::{MmapMut, MmapOptions};
 use std::fs::{File, OpenOptions};
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -33,6 +39,8 @@ pub struct Segment {
     base: *mut u8,
     /// Set while this process still has to unlink the backing file.
     owned_path: Option<String>,
+    /// Bytes at the end that hold the program's global data.
+    data_len: usize,
 }
 
 /// The address range of a mapped segment, without ownership: what the TCP
@@ -57,7 +65,7 @@ impl RawSegment {
         unsafe { self.base.add(HEADER_BYTES) }
     }
 
-    /// Heap bytes.
+    /// Bytes addressable by offset: the heap, then any global data.
     #[inline]
     pub fn heap_len(self) -> usize {
         self.len - HEADER_BYTES
@@ -65,19 +73,44 @@ impl RawSegment {
 }
 
 impl Segment {
-    /// Anonymous, private to this process (singleton or no same-host peers).
-    pub fn anonymous(rank: usize, heap_bytes: usize) -> Result<Segment> {
-        let map = MmapOptions::new()
-            .len(HEADER_BYTES + heap_bytes)
-            .map_anon()
-            .map_err(|source| create_err(rank, "allocate", "<anonymous>", source))?;
-        Ok(Segment::from_map(map, None))
+    /// Private to this process (singleton or no same-host peers). With
+    /// global `data` it is a memfd, so the data can be mapped twice.
+    pub fn anonymous(rank: usize, heap_bytes: usize, data: Option<DataRange>) -> Result<Segment> {
+        let Some(range) = data else {
+            let map = MmapOptions::new()
+                .len(HEADER_BYTES + heap_bytes)
+                .map_anon()
+                .map_err(|source| create_err(rank, "allocate", "<anonymous>", source))?;
+            return Ok(Segment::from_map(map, None, 0));
+        };
+        // SAFETY: memfd_create takes a NUL-terminated name and flags.
+        let fd = unsafe { libc::memfd_create(c"oneside-heap".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(create_err(rank, "create", "<memfd>", std::io::Error::last_os_error()));
+        }
+        // SAFETY: fd is a fresh descriptor that nothing else owns.
+        let file = unsafe { File::from_raw_fd(fd) };
+        let bytes = HEADER_BYTES + heap_bytes + range.len;
+        let map = file
+            .set_len(bytes as u64)
+            .and_then(|()| map_file(&file, bytes))
+            .map_err(|source| create_err(rank, "size and map", "<memfd>", source))?;
+        let segment = Segment::from_map(map, None, range.len);
+        segment.adopt(rank, &file, range)?;
+        Ok(segment)
     }
 
-    /// Creates `/dev/shm/oneside-<job>-<rank>` (mode 0600, must not exist) and maps it.
-    pub fn create_shared(rank: usize, job_id: &str, heap_bytes: usize) -> Result<(Segment, ShmCard)> {
+    /// Creates `/dev/shm/oneside-<job>-<rank>` (mode 0600, must not exist)
+    /// and maps it; with global `data`, adopts it into the file's tail.
+    pub fn create_shared(
+        rank: usize,
+        job_id: &str,
+        heap_bytes: usize,
+        data: Option<DataRange>,
+    ) -> Result<(Segment, ShmCard)> {
         let path = format!("/dev/shm/{}{job_id}-{rank}", crate::protocol::env::SHM_PREFIX);
-        let bytes = (HEADER_BYTES + heap_bytes) as u64;
+        let data_len = data.map_or(0, |r| r.len);
+        let bytes = (HEADER_BYTES + heap_bytes + data_len) as u64;
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -93,7 +126,10 @@ impl Segment {
                 let _ = std::fs::remove_file(&path);
                 create_err(rank, "size and map", &path, source)
             });
-        let segment = Segment::from_map(mapped?, Some(path.clone()));
+        let segment = Segment::from_map(mapped?, Some(path.clone()), data_len);
+        if let Some(range) = data {
+            segment.adopt(rank, &file, range)?;
+        }
         let token = u64::from_le_bytes(crate::protocol::auth::random_bytes());
         // SAFETY: the header lies inside the mapping we just created, is
         // 8-byte aligned (page-aligned base) and nobody else maps it yet.
@@ -103,6 +139,17 @@ impl Segment {
             segment.magic().store(MAGIC, Ordering::Release);
         }
         Ok((segment, ShmCard { path, token, bytes }))
+    }
+
+    /// Copies the program's global data into this segment's tail and maps
+    /// the tail over it (`globals`).
+    fn adopt(&self, rank: usize, file: &File, range: DataRange) -> Result<()> {
+        let offset = self.map.len() - range.len;
+        // SAFETY: the tail is the last `range.len` bytes of our writable
+        // mapping of `file`, page aligned because the header, the heap and
+        // the range are page multiples; init runs before this rank starts
+        // any thread of its own.
+        unsafe { globals::adopt(rank, range, file.as_raw_fd(), offset, self.base.add(offset)) }
     }
 
     /// Maps a same-host peer's segment described by `card`, checking it is the right one.
@@ -117,7 +164,7 @@ impl Segment {
             return Err(format!("size is {len} bytes, the card says {}", card.bytes));
         }
         let map = map_file(&file, len as usize).map_err(|e| format!("mmap: {e}"))?;
-        let segment = Segment::from_map(map, None);
+        let segment = Segment::from_map(map, None, 0);
         // SAFETY: the mapping is at least HEADER_BYTES long (checked size), page aligned.
         let token = unsafe { segment.base.cast::<u64>().add(1).read_volatile() };
         if segment.magic().load(Ordering::Acquire) != MAGIC || token != card.token {
@@ -126,9 +173,14 @@ impl Segment {
         Ok(segment)
     }
 
-    fn from_map(mut map: MmapMut, owned_path: Option<String>) -> Segment {
+    fn from_map(mut map: MmapMut, owned_path: Option<String>, data_len: usize) -> Segment {
         let base = map.as_mut_ptr();
-        Segment { map, base, owned_path }
+        Segment {
+            map,
+            base,
+            owned_path,
+            data_len,
+        }
     }
 
     /// The mapping's address range, for the progress engine.
@@ -146,10 +198,16 @@ impl Segment {
         self.raw().heap_base()
     }
 
-    /// Heap bytes in this mapping.
+    /// Bytes addressable by offset in this mapping: heap, then global data.
     #[inline]
     pub fn heap_len(&self) -> usize {
         self.raw().heap_len()
+    }
+
+    /// Bytes the heap allocator may hand out: all but the global data.
+    #[inline]
+    pub fn alloc_len(&self) -> usize {
+        self.heap_len() - self.data_len
     }
 
     fn magic(&self) -> &AtomicU64 {

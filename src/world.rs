@@ -50,29 +50,67 @@ pub struct World {
     /// Whether local waits may spin (`backoff`): not when this host runs
     /// more ranks than it has cores.
     pub(crate) spin_waits: bool,
+    /// The executable's global data, when it is symmetric (`globals`):
+    /// offset `alloc_len + (address - start)` in every rank's segment.
+    pub(crate) data: Option<crate::globals::DataRange>,
     launcher: Option<LauncherLink>,
     finalized: bool,
 }
 
+/// How [`init_with`] sets a rank up.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Options {
+    /// Make the executable's global and static variables symmetric, as
+    /// OpenSHMEM does for C programs: their addresses become valid targets
+    /// of [`World::sym_at`] on every transport. Must be set before the
+    /// program starts threads of its own.
+    pub symmetric_globals: bool,
+}
+
+impl Options {
+    /// The defaults: only the heap is symmetric.
+    pub fn new() -> Options {
+        Options::default()
+    }
+
+    /// Sets [`Options::symmetric_globals`].
+    pub fn symmetric_globals(mut self, on: bool) -> Options {
+        self.symmetric_globals = on;
+        self
+    }
+}
+
 /// Joins the job `rlaunch` started, or runs as a singleton when started alone.
 pub fn init() -> Result<World> {
+    init_with(Options::new())
+}
+
+/// [`init`] with [`Options`].
+pub fn init_with(options: Options) -> Result<World> {
     let heap_bytes = heap_size_from_env()?;
+    let data = match options.symmetric_globals {
+        true => crate::globals::executable_data(),
+        false => None,
+    };
     let Some(env) = LaunchEnv::from_env()? else {
-        let own = Segment::anonymous(0, heap_bytes + Layout::new(1).area_bytes())?;
+        let own = Segment::anonymous(0, segment_heap_bytes(heap_bytes, 1), data)?;
         let host = crate::hostname();
-        return Ok(World::assemble(0, 1, 0, 1, host, own, vec![Path::Local], vec![0], None));
+        let mut world = World::assemble(0, 1, 0, 1, host, own, vec![Path::Local], vec![0], None);
+        world.data = data;
+        return Ok(world);
     };
     let choice = Choice::from_env(env.rank)?;
     let remote_peers = env.local_size < env.size;
     let want_tcp = choice == Choice::Tcp || (choice == Choice::Auto && remote_peers);
     let want_rdma = choice == Choice::Verbs || (choice == Choice::Auto && remote_peers);
     // A segment file is only for same-host peers that shared memory will reach.
-    let segment_heap = heap_bytes + Layout::new(env.size).area_bytes();
+    let segment_heap = segment_heap_bytes(heap_bytes, env.size);
     let (own, shm) = if env.local_size > 1 && matches!(choice, Choice::Auto | Choice::Shm) {
-        let (segment, card) = Segment::create_shared(env.rank, &env.job_id, segment_heap)?;
+        let (segment, card) = Segment::create_shared(env.rank, &env.job_id, segment_heap, data)?;
         (segment, Some(card))
     } else {
-        (Segment::anonymous(env.rank, segment_heap)?, None)
+        (Segment::anonymous(env.rank, segment_heap, data)?, None)
     };
     let pending_rdma = match want_rdma {
         true => rdma::prepare(env.rank, env.size, own.raw(), choice == Choice::Verbs)?,
@@ -149,6 +187,7 @@ pub fn init() -> Result<World> {
         world.spin_waits = crate::backoff::may_spin(2 * env.local_size);
     }
     world.engine = engine;
+    world.data = data;
     world.nic_atomics = rdma.is_some();
     world.rdma = rdma;
     // Every peer maps our segment before entering this barrier, so after it
@@ -172,7 +211,7 @@ impl World {
         launcher: Option<LauncherLink>,
     ) -> World {
         let layout = Layout::new(size);
-        let mut allocator = Allocator::new(own.heap_len());
+        let mut allocator = Allocator::new(own.alloc_len());
         let area = allocator.alloc(layout.area_bytes());
         debug_assert_eq!(area, Ok(0), "the team area comes first");
         let heap = RefCell::new(allocator);
@@ -200,6 +239,7 @@ impl World {
             id,
             broken: Cell::new(false),
             spin_waits: crate::backoff::may_spin(local_size),
+            data: None,
             launcher,
             finalized: false,
         }
@@ -264,8 +304,17 @@ impl World {
     /// zeroed everywhere before anyone can put into it.
     pub fn alloc<T: Pod>(&self, len: usize) -> Result<Sym<T>> {
         let bytes = len.saturating_mul(std::mem::size_of::<T>());
+        let offset = self.alloc_offset(bytes, crate::heap::ALIGN)?;
+        Ok(Sym::new(offset, len, self.id))
+    }
+
+    /// Reserves and zeroes `bytes` at an address aligned to `align`, then
+    /// meets every rank; returns the heap offset.
+    pub(crate) fn alloc_offset(&self, bytes: usize, align: usize) -> Result<usize> {
         let heap_size = self.heap_size();
-        let offset = self.heap.borrow_mut().alloc(bytes).map_err(|e| Error::HeapExhausted {
+        let base = self.own.heap_base() as usize;
+        let reserved = self.heap.borrow_mut().alloc_aligned(bytes, align, base);
+        let offset = reserved.map_err(|e| Error::HeapExhausted {
             rank: self.rank,
             requested: e.requested,
             largest_free: e.largest_free,
@@ -275,7 +324,12 @@ impl World {
         // heap; no other rank writes it until the barrier below.
         unsafe { self.own.heap_base().add(offset).write_bytes(0, bytes) };
         self.barrier()?;
-        Ok(Sym::new(offset, len, self.id))
+        Ok(offset)
+    }
+
+    /// The bytes reserved for the live block at heap offset `offset`.
+    pub(crate) fn allocator_block(&self, offset: usize) -> Option<usize> {
+        self.heap.borrow().block(offset)
     }
 
     /// Collectively frees an object. Starts with a barrier, so no rank is
@@ -343,6 +397,12 @@ impl World {
             bytes: sym.len * std::mem::size_of::<T>(),
         }
     }
+}
+
+/// The segment's heap part: the heap and the team area, rounded up to
+/// whole pages so that global data after it stays page aligned.
+fn segment_heap_bytes(heap_bytes: usize, ranks: usize) -> usize {
+    (heap_bytes + Layout::new(ranks).area_bytes()).next_multiple_of(4096)
 }
 
 /// Each rank's node: ranks on one host that publish shared-memory segments
