@@ -1,0 +1,156 @@
+//! `oshcc`, the OpenSHMEM compiler wrapper (like Sandia OpenSHMEM's and Open
+//! MPI's): runs the C compiler with the user's arguments, then
+//! `-I<include dir>` and, when the command links, `-L<libdir>
+//! -Wl,-rpath,<libdir> -loneside_shmem`.
+//!
+//! - compiler: `$ONESIDE_CC`, else `cc`. Plain `$CC` is never read: configure
+//!   scripts run with `CC=oshcc`, and reading it would make oshcc call itself.
+//!   Under a name ending in `c++` or `cxx` (a symlink `oshc++ -> oshcc`):
+//!   `$ONESIDE_CXX`, else `c++`.
+//! - include dir: `$ONESIDE_SHMEM_INCLUDE`, else this crate's `include/`.
+//! - libdir: the directory holding this executable, where Cargo also puts
+//!   `liboneside_shmem.so` (`target/<profile>/`).
+//! - `-show` (`--show`, `-showme`, `--showme`) prints the command instead of
+//!   running it.
+//!
+//! Cargo cannot build a binary named `oshc++` (rustc rejects `+` in a crate
+//! name), so C++ users make the symlink themselves.
+
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+
+const SHOW_FLAGS: [&str; 4] = ["-show", "--show", "-showme", "--showme"];
+
+/// Whether the wrapper was started under a C++ name (`oshc++`, `oshcxx`).
+fn is_cxx(argv0: &str) -> bool {
+    let name = argv0.rsplit('/').next().unwrap_or(argv0);
+    name.ends_with("c++") || name.ends_with("cxx")
+}
+
+/// Whether the compiler will link: no compile-only flag, and some input
+/// (an argument that is not an option), so `oshcc --version` stays as is.
+fn links(args: &[String]) -> bool {
+    let stops_early = args
+        .iter()
+        .any(|a| matches!(a.as_str(), "-c" | "-E" | "-S" | "-M" | "-MM"));
+    let has_input = args.iter().any(|a| a == "-" || !a.starts_with('-'));
+    !stops_early && has_input
+}
+
+/// The full command line (compiler first) for the user's `args`.
+fn plan(args: &[String], compiler: &str, include: &str, libdir: &str) -> Vec<String> {
+    let mut line = vec![compiler.to_string()];
+    line.extend(args.iter().filter(|a| !SHOW_FLAGS.contains(&a.as_str())).cloned());
+    line.push(format!("-I{include}"));
+    if links(&line[1..]) {
+        line.push(format!("-L{libdir}"));
+        line.push(format!("-Wl,-rpath,{libdir}"));
+        line.push("-loneside_shmem".to_string());
+    }
+    line
+}
+
+/// One argument as a shell would need it, for `-show`.
+fn quote(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=,:+@%".contains(c));
+    if plain {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
+}
+
+/// A non-empty environment variable.
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+fn main() -> ExitCode {
+    let mut argv = std::env::args();
+    let argv0 = argv.next().unwrap_or_else(|| "oshcc".into());
+    let args: Vec<String> = argv.collect();
+    let me = argv0.rsplit('/').next().unwrap_or("oshcc").to_string();
+    let compiler = if is_cxx(&argv0) {
+        var("ONESIDE_CXX").unwrap_or_else(|| "c++".into())
+    } else {
+        var("ONESIDE_CC").unwrap_or_else(|| "cc".into())
+    };
+    let include =
+        var("ONESIDE_SHMEM_INCLUDE").unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/include").into());
+    let libdir = std::env::current_exe()
+        .and_then(|exe| exe.canonicalize())
+        .ok()
+        .and_then(|exe| exe.parent().map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("."));
+    let line = plan(&args, &compiler, &include, &libdir.to_string_lossy());
+    if args.iter().any(|a| SHOW_FLAGS.contains(&a.as_str())) {
+        println!("{}", line.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" "));
+        return ExitCode::SUCCESS;
+    }
+    match Command::new(&line[0]).args(&line[1..]).status() {
+        // A compiler killed by a signal has no code: report it as failure.
+        Ok(status) => ExitCode::from(status.code().map_or(1, |c| c.clamp(0, 255) as u8)),
+        Err(e) => {
+            eprintln!("{me}: cannot run the compiler '{compiler}': {e} (set ONESIDE_CC or ONESIDE_CXX)");
+            ExitCode::from(1)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan_of(line: &str) -> String {
+        let args: Vec<String> = line.split_whitespace().map(String::from).collect();
+        plan(&args, "cc", "/inc", "/lib").join(" ")
+    }
+
+    #[test]
+    fn linking_commands_get_the_library_after_the_user_arguments() {
+        assert_eq!(
+            plan_of("-O2 ring.c -o ring"),
+            "cc -O2 ring.c -o ring -I/inc -L/lib -Wl,-rpath,/lib -loneside_shmem"
+        );
+        assert_eq!(
+            plan_of("a.o b.o"),
+            "cc a.o b.o -I/inc -L/lib -Wl,-rpath,/lib -loneside_shmem"
+        );
+    }
+
+    #[test]
+    fn compile_only_and_preprocess_only_commands_get_only_the_include_dir() {
+        for flag in ["-c", "-E", "-S", "-M", "-MM"] {
+            assert_eq!(plan_of(&format!("{flag} x.c")), format!("cc {flag} x.c -I/inc"));
+        }
+        // -MD and -MMD write dependencies as a side effect of a normal build.
+        assert!(plan_of("-MMD x.c").ends_with("-loneside_shmem"));
+    }
+
+    #[test]
+    fn commands_without_input_do_not_link() {
+        assert_eq!(plan_of("--version"), "cc --version -I/inc");
+        assert_eq!(plan_of("-v"), "cc -v -I/inc");
+        assert!(plan_of("-x c -").ends_with("-loneside_shmem"));
+    }
+
+    #[test]
+    fn show_flags_are_removed_from_the_command() {
+        assert_eq!(
+            plan_of("-show x.c"),
+            "cc x.c -I/inc -L/lib -Wl,-rpath,/lib -loneside_shmem"
+        );
+        assert_eq!(plan_of("--showme -c x.c"), "cc -c x.c -I/inc");
+    }
+
+    #[test]
+    fn the_cxx_names_are_recognised() {
+        assert!(is_cxx("/usr/bin/oshc++") && is_cxx("oshcxx"));
+        assert!(!is_cxx("./target/debug/oshcc"));
+        assert_eq!(quote("-DX=a b"), "'-DX=a b'");
+        assert_eq!(quote("-Wl,-rpath,/x"), "-Wl,-rpath,/x");
+    }
+}
