@@ -1,7 +1,7 @@
 //! Command-line arguments, as the user typed them. Turning them into a
 //! [`LaunchPlan`](crate::plan::LaunchPlan) is `plan`'s job.
 
-use clap::{Parser, ValueEnum};
+use clap::{CommandFactory, Parser, ValueEnum};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -113,18 +113,54 @@ impl Transport {
 
 /// Parses the process arguments, accepting mpirun's single-dash `-np N`.
 pub fn parse<I: IntoIterator<Item = OsString>>(argv: I) -> Result<Args, clap::Error> {
-    let mut seen_program = false;
-    let argv = argv.into_iter().enumerate().map(|(i, arg)| {
-        // Only rewrite rlaunch's own options, never the program's arguments.
-        if i > 0 && !seen_program && arg == "-np" {
-            return OsString::from("--np");
+    Args::try_parse_from(rewrite_np(argv.into_iter().collect()))
+}
+
+/// Rewrites Open MPI's `-np N` and `-np=N` (which clap cannot take: a short
+/// option has one letter) to `-n N`, among rlaunch's own options only: the
+/// rewrite stops at the program name, so `oshrun -np 2 ./prog -np 3` still
+/// passes `-np 3` to the program, and everything after the program name is
+/// the program's, even `-n 3` or `-x B`. An option's value (`-x A=1`,
+/// `--transport tcp`) is not mistaken for the program name.
+fn rewrite_np(argv: Vec<OsString>) -> Vec<OsString> {
+    let command = Args::command();
+    // Whether `option`, written without an attached value, takes the next argument.
+    let takes_next = |option: &str| {
+        command.get_arguments().any(|arg| {
+            let named = match option.strip_prefix("--") {
+                Some(long) => arg.get_long() == Some(long) || arg.get_all_aliases().is_some_and(|a| a.contains(&long)),
+                None => option.len() == 2 && arg.get_short().is_some_and(|s| option.ends_with(s)),
+            };
+            named && arg.get_action().takes_values()
+        })
+    };
+    let mut out = Vec::with_capacity(argv.len());
+    let mut rest = argv.into_iter();
+    out.extend(rest.next()); // argv[0]
+    while let Some(arg) = rest.next() {
+        let text = arg.to_string_lossy().into_owned();
+        if text == "-np" {
+            out.push("-n".into());
+            out.extend(rest.next());
+        } else if let Some(value) = text.strip_prefix("-np=") {
+            out.extend(["-n".into(), value.into()]);
+        } else if text == "--" || text == "-" || !text.starts_with('-') {
+            // The program: the rest is its own. A `--` before it keeps clap
+            // from taking the program's `-x B` or `-n 3` as rlaunch's.
+            if text != "--" {
+                out.push("--".into());
+            }
+            out.push(arg);
+            out.extend(rest);
+            break;
+        } else {
+            out.push(arg);
+            if !text.contains('=') && takes_next(&text) {
+                out.extend(rest.next());
+            }
         }
-        if i > 0 && !arg.to_string_lossy().starts_with('-') {
-            seen_program = true;
-        }
-        arg
-    });
-    Args::try_parse_from(argv)
+    }
+    out
 }
 
 #[cfg(test)]
@@ -142,6 +178,28 @@ mod tests {
         assert_eq!(a.hostfile, Some(PathBuf::from("h")));
         assert_eq!(a.program.as_deref(), Some("./prog"));
         assert_eq!(a.args, vec!["-np", "2"], "the program's own -np is left alone");
+    }
+
+    #[test]
+    fn np_is_rewritten_before_the_program_only() {
+        let a = args("oshrun -np 2 ./prog -np 3");
+        assert_eq!((a.ranks, a.program.as_deref()), (Some(2), Some("./prog")));
+        assert_eq!(a.args, vec!["-np", "3"]);
+        let a = args("oshrun -np=4 prog -np=5");
+        assert_eq!((a.ranks, a.args), (Some(4), vec!["-np=5".to_string()]));
+        // Option values are not the program: -np after them is still rlaunch's.
+        let a = args("oshrun -x A=1 --transport tcp --timeout 5 -np 3 prog -x B");
+        assert_eq!((a.ranks, a.transport, a.timeout), (Some(3), Transport::Tcp, Some(5.0)));
+        assert_eq!(
+            (a.env, a.args),
+            (vec!["A=1".to_string()], vec!["-x".to_string(), "B".to_string()])
+        );
+        let a = args("oshrun --machinefile=h --tag-output -np 2 -- prog -np 1");
+        assert_eq!((a.ranks, a.hostfile), (Some(2), Some(PathBuf::from("h"))));
+        assert_eq!(a.args, vec!["-np", "1"]);
+        let a = args("oshrun -n 2 prog -n 3 --tag-output");
+        assert_eq!((a.ranks, a.tag_output), (Some(2), false));
+        assert_eq!(a.args, vec!["-n", "3", "--tag-output"]);
     }
 
     #[test]
