@@ -92,6 +92,22 @@ impl World {
         self.copy_in_nbi(target, offset, bytemuck::cast_slice(src))
     }
 
+    /// Starts reading `len` elements of `target`'s copy of `sym` from
+    /// `index` into `dst`, which is filled after the next
+    /// [`quiet`](World::quiet). For bindings whose callers keep the buffer
+    /// alive themselves (the C API's `shmem_get_nbi`); Rust code uses the
+    /// scoped [`World::nbi`].
+    ///
+    /// # Safety
+    /// `dst` must be valid for `len` elements of writes, and nothing may
+    /// read or write it, until this rank's next `quiet` returns.
+    pub unsafe fn get_nbi<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, dst: *mut T, len: usize) -> Result<()> {
+        let offset = self.checked_offset("get_nbi", sym, target, index, len)?;
+        let bytes = len * std::mem::size_of::<T>();
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.copy_out_nbi(target, offset, dst.cast(), bytes) }
+    }
+
     /// Runs `body` with a scope for non-blocking gets (and puts), then
     /// quiets: every destination handed to [`Nbi::get`] is filled when this
     /// returns `Ok`.

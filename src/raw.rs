@@ -43,6 +43,24 @@ impl World {
         }
     }
 
+    /// The symmetric object from `addr` to the end of its region (heap or
+    /// global data), for calls whose extent is known only later (the
+    /// destination of a `collect`).
+    ///
+    /// # Safety
+    /// As for [`World::sym_at`].
+    pub unsafe fn sym_to_end<T: Pod>(&self, op: &'static str, addr: *const T) -> Result<Sym<T>> {
+        let elem = std::mem::size_of::<T>().max(1);
+        let Some(offset) = self.offset_of(addr as usize, 0) else {
+            return Err(self.not_symmetric(op, addr as usize, 0));
+        };
+        let end = match offset < self.own.alloc_len() {
+            true => self.own.alloc_len(),
+            false => self.own.heap_len(),
+        };
+        Ok(Sym::new(offset, (end - offset) / elem, self.id))
+    }
+
     #[cold]
     fn not_symmetric(&self, op: &'static str, addr: usize, bytes: usize) -> Error {
         Error::NotSymmetric {

@@ -184,8 +184,12 @@ impl World {
         Ok((ptrs, list))
     }
 
-    /// Polls `ready` with the shared back-off until it yields a value.
-    pub(crate) fn poll_until<R>(&self, mut ready: impl FnMut() -> Option<R>) -> Result<R> {
+    /// Polls `ready` with the shared back-off until it yields a value,
+    /// sending this rank's pending batches first and checking its links
+    /// while it waits: the loop under every wait, for conditions the
+    /// typed waits do not cover (bindings' per-element comparisons).
+    /// `ready` should read local memory only.
+    pub fn poll_until<R>(&self, mut ready: impl FnMut() -> Option<R>) -> Result<R> {
         self.send_batches()?;
         let mut backoff = Backoff::new(self.spin_waits);
         loop {

@@ -79,6 +79,30 @@ impl World {
         Ok((row_team, col_team))
     }
 
+    /// Makes the team of the ranks on this rank's node, the ranks whose
+    /// memory is mapped here (OpenSHMEM's `SHMEM_TEAM_SHARED`); collective
+    /// over the world. A node whose ranks are not evenly spaced in the
+    /// world gets one-member teams, since every team is strided.
+    pub fn split_node(&self) -> Result<Team> {
+        const OP: &str = "split_node";
+        let agreed = self.agree(OP, self.team_world(), &[], true)?;
+        let slot = self.pick_slots(OP, agreed.free, 1)?[0];
+        let node: Vec<usize> = (0..self.size).filter(|&r| self.node_of[r] == self.node_of[self.rank]).collect();
+        let stride = match node.len() {
+            1 => 1,
+            _ => node[1] - node[0],
+        };
+        let even = node.windows(2).all(|w| w[1] - w[0] == stride);
+        self.take_slot(slot);
+        Ok(match even {
+            true => {
+                let me = node.iter().position(|&r| r == self.rank).expect("a rank is on its own node");
+                self.make_team(slot, node[0], stride as isize, node.len(), me)
+            }
+            false => self.make_team(slot, self.rank, 1, 1, 0),
+        })
+    }
+
     /// All-reduces the free-slot masks and the argument digest over `parent`.
     fn agree(&self, op: &'static str, parent: &Team, digest: &[u64], valid: bool) -> Result<Agreement> {
         let mut words = vec![self.free_slots.get(), u64::from(valid)];

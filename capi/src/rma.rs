@@ -1,0 +1,241 @@
+//! Remote memory access: put, get, p, g, iput, iget, their `_nbi` forms
+//! and `put_signal`, typed (`shmem_long_put`), sized (`shmem_put64`) and
+//! untyped (`shmem_putmem`), each with its `shmem_ctx_` form. Every family
+//! is one generic function here over the Rust API, instantiated per type.
+
+use crate::convert::{dst, pe, signal_op, src, sym};
+use crate::state::{ok, world};
+use libc::c_int;
+use oneside::Pod;
+
+#[inline(always)]
+pub unsafe fn put<T: Pod>(api: &'static str, dest: *mut T, source: *const T, n: usize, target: c_int) {
+    let w = world(api);
+    // SAFETY: the caller's buffer holds `n` elements (the C API's contract).
+    ok(api, w.put(&sym(api, w, dest, n), pe(target), 0, unsafe { src(source, n) }));
+}
+
+#[inline(always)]
+pub unsafe fn get<T: Pod>(api: &'static str, dest: *mut T, source: *const T, n: usize, target: c_int) {
+    let w = world(api);
+    // SAFETY: as in `put`.
+    ok(api, w.get(&sym(api, w, source, n), pe(target), 0, unsafe { dst(dest, n) }));
+}
+
+#[inline(always)]
+pub unsafe fn put_nbi<T: Pod>(api: &'static str, dest: *mut T, source: *const T, n: usize, target: c_int) {
+    let w = world(api);
+    // SAFETY: as in `put`.
+    ok(api, w.put_nbi(&sym(api, w, dest, n), pe(target), 0, unsafe { src(source, n) }));
+}
+
+#[inline(always)]
+pub unsafe fn get_nbi<T: Pod>(api: &'static str, dest: *mut T, source: *const T, n: usize, target: c_int) {
+    let w = world(api);
+    // SAFETY: the C API's contract: `dest` stays valid and untouched until
+    // the next quiet.
+    ok(api, unsafe { w.get_nbi(&sym(api, w, source, n), pe(target), 0, dest, n) });
+}
+
+#[inline(always)]
+pub unsafe fn p<T: Pod>(api: &'static str, dest: *mut T, value: T, target: c_int) {
+    let w = world(api);
+    ok(api, w.put_value(&sym(api, w, dest, 1), pe(target), 0, value));
+}
+
+#[inline(always)]
+pub unsafe fn g<T: Pod>(api: &'static str, source: *const T, target: c_int) -> T {
+    let w = world(api);
+    ok(api, w.get_value(&sym(api, w, source, 1), pe(target), 0))
+}
+
+/// Strided put: element `i` of `source` (stride `sst`) to element `i` of
+/// `dest` (stride `tst`), strides in elements.
+#[inline(always)]
+pub unsafe fn iput<T: Pod>(
+    api: &'static str,
+    dest: *mut T,
+    source: *const T,
+    tst: isize,
+    sst: isize,
+    n: usize,
+    target: c_int,
+) {
+    let w = world(api);
+    for i in 0..n as isize {
+        let to = dest.wrapping_offset(i * tst);
+        // SAFETY: the caller's buffer holds element i at stride sst.
+        let value = unsafe { source.offset(i * sst).read_unaligned() };
+        ok(api, w.put_value(&sym(api, w, to, 1), pe(target), 0, value));
+    }
+}
+
+/// Strided get, the mirror of `iput`.
+#[inline(always)]
+pub unsafe fn iget<T: Pod>(
+    api: &'static str,
+    dest: *mut T,
+    source: *const T,
+    tst: isize,
+    sst: isize,
+    n: usize,
+    target: c_int,
+) {
+    let w = world(api);
+    for i in 0..n as isize {
+        let from = source.wrapping_offset(i * sst);
+        let value = ok(api, w.get_value(&sym(api, w, from, 1), pe(target), 0));
+        // SAFETY: the caller's buffer holds element i at stride tst.
+        unsafe { dest.offset(i * tst).write_unaligned(value) };
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn put_signal<T: Pod>(
+    api: &'static str,
+    dest: *mut T,
+    source: *const T,
+    n: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    target: c_int,
+    nbi: bool,
+) {
+    let w = world(api);
+    let (data, sig) = (sym(api, w, dest, n), sym(api, w, sig_addr, 1));
+    // SAFETY: as in `put`.
+    let from = unsafe { src(source, n) };
+    let op = signal_op(api, sig_op);
+    let done = match nbi {
+        false => w.put_signal(&data, pe(target), 0, from, &sig, 0, op, signal),
+        true => w.put_signal_nbi(&data, pe(target), 0, from, &sig, 0, op, signal),
+    };
+    ok(api, done);
+}
+
+/// The calls that move arrays of one element type `$t`, named by `$n`.
+macro_rules! array_rma {
+    ($n:tt, $t:ty, $c:literal) => {
+        paste::paste! {
+            with_ctx!([<shmem_ $n _put>], [<shmem_ctx_ $n _put>],
+                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), {
+                put(stringify!([<shmem_ $n _put>]), dest, source, nelems, pe)
+            });
+            with_ctx!([<shmem_ $n _get>], [<shmem_ctx_ $n _get>],
+                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), {
+                get(stringify!([<shmem_ $n _get>]), dest, source, nelems, pe)
+            });
+            with_ctx!([<shmem_ $n _put_nbi>], [<shmem_ctx_ $n _put_nbi>],
+                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), {
+                put_nbi(stringify!([<shmem_ $n _put_nbi>]), dest, source, nelems, pe)
+            });
+            with_ctx!([<shmem_ $n _get_nbi>], [<shmem_ctx_ $n _get_nbi>],
+                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), {
+                get_nbi(stringify!([<shmem_ $n _get_nbi>]), dest, source, nelems, pe)
+            });
+            with_ctx!([<shmem_ $n _put_signal>], [<shmem_ctx_ $n _put_signal>],
+                (dest: *mut $t, source: *const $t, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int), {
+                put_signal(stringify!([<shmem_ $n _put_signal>]), dest, source, nelems, sig_addr, signal, sig_op, pe, false)
+            });
+            with_ctx!([<shmem_ $n _put_signal_nbi>], [<shmem_ctx_ $n _put_signal_nbi>],
+                (dest: *mut $t, source: *const $t, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int), {
+                put_signal(stringify!([<shmem_ $n _put_signal_nbi>]), dest, source, nelems, sig_addr, signal, sig_op, pe, true)
+            });
+        }
+    };
+}
+
+/// Strided calls (`iput`, `iget`), which have no `mem` form.
+macro_rules! strided_rma {
+    (mem, $t:ty, $c:literal) => {};
+    ($n:tt, $t:ty, $c:literal) => {
+        paste::paste! {
+            with_ctx!([<shmem_ $n _iput>], [<shmem_ctx_ $n _iput>],
+                (dest: *mut $t, source: *const $t, tst: isize, sst: isize, nelems: usize, pe: c_int), {
+                iput(stringify!([<shmem_ $n _iput>]), dest, source, tst, sst, nelems, pe)
+            });
+            with_ctx!([<shmem_ $n _iget>], [<shmem_ctx_ $n _iget>],
+                (dest: *mut $t, source: *const $t, tst: isize, sst: isize, nelems: usize, pe: c_int), {
+                iget(stringify!([<shmem_ $n _iget>]), dest, source, tst, sst, nelems, pe)
+            });
+        }
+    };
+}
+
+/// Single elements by value (`p`, `g`).
+macro_rules! scalar_rma {
+    ($n:ident, $t:ty, $c:literal) => {
+        paste::paste! {
+            with_ctx!([<shmem_ $n _p>], [<shmem_ctx_ $n _p>], (dest: *mut $t, value: $t, pe: c_int), {
+                p(stringify!([<shmem_ $n _p>]), dest, value, pe)
+            });
+            with_ctx!([<shmem_ $n _g>], [<shmem_ctx_ $n _g>], (source: *const $t, pe: c_int) -> $t, {
+                g(stringify!([<shmem_ $n _g>]), source, pe)
+            });
+        }
+    };
+}
+
+/// The typed names (`shmem_long_put`) of the array calls.
+macro_rules! typed_rma {
+    ($n:ident, $t:ty, $c:literal) => {
+        array_rma!($n, $t, $c);
+        strided_rma!($n, $t, $c);
+    };
+}
+
+/// The sized names (`shmem_put64`, `shmem_putmem`): the type name is fused
+/// to the operation, so they get their own spelling here.
+macro_rules! sized_rma {
+    ($bits:tt, $t:ty, $c:literal) => {
+        paste::paste! {
+            with_ctx!([<shmem_put $bits>], [<shmem_ctx_put $bits>],
+                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), {
+                put(stringify!([<shmem_put $bits>]), dest, source, nelems, pe)
+            });
+            with_ctx!([<shmem_get $bits>], [<shmem_ctx_get $bits>],
+                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), {
+                get(stringify!([<shmem_get $bits>]), dest, source, nelems, pe)
+            });
+            with_ctx!([<shmem_put $bits _nbi>], [<shmem_ctx_put $bits _nbi>],
+                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), {
+                put_nbi(stringify!([<shmem_put $bits _nbi>]), dest, source, nelems, pe)
+            });
+            with_ctx!([<shmem_get $bits _nbi>], [<shmem_ctx_get $bits _nbi>],
+                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), {
+                get_nbi(stringify!([<shmem_get $bits _nbi>]), dest, source, nelems, pe)
+            });
+            with_ctx!([<shmem_put $bits _signal>], [<shmem_ctx_put $bits _signal>],
+                (dest: *mut $t, source: *const $t, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int), {
+                put_signal(stringify!([<shmem_put $bits _signal>]), dest, source, nelems, sig_addr, signal, sig_op, pe, false)
+            });
+            with_ctx!([<shmem_put $bits _signal_nbi>], [<shmem_ctx_put $bits _signal_nbi>],
+                (dest: *mut $t, source: *const $t, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int), {
+                put_signal(stringify!([<shmem_put $bits _signal_nbi>]), dest, source, nelems, sig_addr, signal, sig_op, pe, true)
+            });
+        }
+        sized_strided!($bits, $t);
+    };
+}
+
+macro_rules! sized_strided {
+    (mem, $t:ty) => {};
+    ($bits:tt, $t:ty) => {
+        paste::paste! {
+            with_ctx!([<shmem_iput $bits>], [<shmem_ctx_iput $bits>],
+                (dest: *mut $t, source: *const $t, tst: isize, sst: isize, nelems: usize, pe: c_int), {
+                iput(stringify!([<shmem_iput $bits>]), dest, source, tst, sst, nelems, pe)
+            });
+            with_ctx!([<shmem_iget $bits>], [<shmem_ctx_iget $bits>],
+                (dest: *mut $t, source: *const $t, tst: isize, sst: isize, nelems: usize, pe: c_int), {
+                iget(stringify!([<shmem_iget $bits>]), dest, source, tst, sst, nelems, pe)
+            });
+        }
+    };
+}
+
+for_rma_types!(typed_rma);
+for_scalar_rma_types!(scalar_rma);
+for_sizes!(sized_rma);

@@ -1,0 +1,294 @@
+//! Library setup, exit and query (`shmem_init` ... `shmem_info_get_name`),
+//! symmetric memory management (`shmem_malloc` ...), ordering and the
+//! world barriers, locks, and the deprecated names of the same calls.
+
+use crate::convert::sym;
+use crate::state::{self, fail, ok, world, State};
+use libc::{c_char, c_int, c_long, c_void};
+use oneside::{Lock, Options};
+
+/// `SHMEM_THREAD_SERIALIZED`: the highest level this library grants.
+const THREAD_SERIALIZED: c_int = 2;
+const VENDOR: &[u8] = b"oneside\0";
+
+fn init(api: &'static str, requested: c_int) {
+    if state::initialized() {
+        return;
+    }
+    // OpenSHMEM's variable for the heap size, unless ours is set.
+    if std::env::var_os("ONESIDE_HEAP_SIZE").is_none() {
+        if let Some(size) = std::env::var_os("SHMEM_SYMMETRIC_SIZE") {
+            std::env::set_var("ONESIDE_HEAP_SIZE", size);
+        }
+    }
+    let world = ok(api, oneside::init_with(Options::new().symmetric_globals(true)));
+    let shared = ok(api, world.split_node());
+    state::install(State {
+        world,
+        shared,
+        thread_level: requested.clamp(0, THREAD_SERIALIZED),
+    });
+    // A program that returns from main without shmem_finalize still says
+    // goodbye to its peers, as in Sandia OpenSHMEM.
+    // SAFETY: registering a plain extern "C" function.
+    unsafe { libc::atexit(finalize_at_exit) };
+}
+
+extern "C" fn finalize_at_exit() {
+    if !state::exiting() {
+        finalize();
+    }
+}
+
+fn finalize() {
+    let Some(state) = state::take() else {
+        return;
+    };
+    let State { world, shared, .. } = state;
+    ok("shmem_finalize", world.team_destroy(shared));
+    ok("shmem_finalize", world.finalize());
+}
+
+#[no_mangle]
+pub extern "C" fn shmem_init() {
+    init("shmem_init", 0);
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn shmem_init_thread(requested: c_int, provided: *mut c_int) -> c_int {
+    init("shmem_init_thread", requested);
+    if !provided.is_null() {
+        // SAFETY: the caller passes a writable int.
+        unsafe { provided.write(state::state("shmem_init_thread").thread_level) };
+    }
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn shmem_query_thread(provided: *mut c_int) {
+    // SAFETY: the caller passes a writable int.
+    unsafe { provided.write(state::state("shmem_query_thread").thread_level) };
+}
+
+#[no_mangle]
+pub extern "C" fn shmem_finalize() {
+    finalize();
+}
+
+#[no_mangle]
+pub extern "C" fn shmem_my_pe() -> c_int {
+    world("shmem_my_pe").rank() as c_int
+}
+
+#[no_mangle]
+pub extern "C" fn shmem_n_pes() -> c_int {
+    world("shmem_n_pes").size() as c_int
+}
+
+#[no_mangle]
+pub extern "C" fn shmem_global_exit(status: c_int) -> ! {
+    state::exit_job(status)
+}
+
+#[no_mangle]
+pub extern "C" fn shmem_pe_accessible(pe: c_int) -> c_int {
+    c_int::from((0..shmem_n_pes()).contains(&pe))
+}
+
+#[no_mangle]
+pub extern "C" fn shmem_addr_accessible(addr: *const c_void, pe: c_int) -> c_int {
+    let symmetric = world("shmem_addr_accessible").offset_of(addr as usize, 1).is_some();
+    c_int::from(symmetric && shmem_pe_accessible(pe) == 1)
+}
+
+#[no_mangle]
+pub extern "C" fn shmem_ptr(dest: *const c_void, pe: c_int) -> *mut c_void {
+    let target = crate::convert::pe(pe);
+    world("shmem_ptr")
+        .peer_address(dest as usize, target)
+        .map_or(std::ptr::null_mut(), |p| p.cast())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn shmem_info_get_version(major: *mut c_int, minor: *mut c_int) {
+    // SAFETY: the caller passes writable ints.
+    unsafe {
+        major.write(1);
+        minor.write(5);
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn shmem_info_get_name(name: *mut c_char) {
+    // SAFETY: the caller passes SHMEM_MAX_NAME_LEN writable bytes.
+    unsafe { std::ptr::copy_nonoverlapping(VENDOR.as_ptr().cast(), name, VENDOR.len()) };
+}
+
+/// Collective allocation of `size` bytes aligned to `align`; NULL for 0.
+fn allocate(api: &'static str, size: usize, align: usize) -> *mut c_void {
+    if size == 0 {
+        return std::ptr::null_mut();
+    }
+    if !align.is_power_of_two() {
+        fail(api, &format!("alignment {align} is not a power of two"));
+    }
+    let w = world(api);
+    let object = ok(api, w.alloc_aligned::<u8>(size, align));
+    w.address_of(&object).cast()
+}
+
+#[no_mangle]
+pub extern "C" fn shmem_malloc(size: usize) -> *mut c_void {
+    allocate("shmem_malloc", size, 64)
+}
+
+#[no_mangle]
+pub extern "C" fn shmem_malloc_with_hints(size: usize, _hints: c_long) -> *mut c_void {
+    allocate("shmem_malloc_with_hints", size, 64)
+}
+
+#[no_mangle]
+pub extern "C" fn shmem_calloc(count: usize, size: usize) -> *mut c_void {
+    match count.checked_mul(size) {
+        Some(bytes) => allocate("shmem_calloc", bytes, 64),
+        None => fail("shmem_calloc", &format!("{count} x {size} bytes overflows")),
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn shmem_align(alignment: usize, size: usize) -> *mut c_void {
+    allocate("shmem_align", size, alignment)
+}
+
+fn release(api: &'static str, ptr: *mut c_void) {
+    if ptr.is_null() {
+        return;
+    }
+    let w = world(api);
+    ok(api, w.free(sym(api, w, ptr.cast::<u8>(), 0)));
+}
+
+#[no_mangle]
+pub extern "C" fn shmem_free(ptr: *mut c_void) {
+    release("shmem_free", ptr);
+}
+
+#[no_mangle]
+pub extern "C" fn shmem_realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
+    const API: &str = "shmem_realloc";
+    if ptr.is_null() {
+        return allocate(API, size, 64);
+    }
+    if size == 0 {
+        release(API, ptr);
+        return std::ptr::null_mut();
+    }
+    let w = world(API);
+    let offset = w.offset_of(ptr as usize, 0);
+    let Some(old) = offset.and_then(|o| w.allocation_bytes(o)) else {
+        fail(API, &format!("{ptr:?} is not memory from shmem_malloc"));
+    };
+    let new = allocate(API, size, 64);
+    // SAFETY: both blocks are live in this rank's heap and disjoint.
+    unsafe { std::ptr::copy_nonoverlapping(ptr.cast::<u8>(), new.cast::<u8>(), old.min(size)) };
+    release(API, ptr);
+    new
+}
+
+#[no_mangle]
+pub extern "C" fn shmem_quiet() {
+    ok("shmem_quiet", world("shmem_quiet").quiet());
+}
+
+#[no_mangle]
+pub extern "C" fn shmem_fence() {
+    ok("shmem_fence", world("shmem_fence").fence());
+}
+
+#[no_mangle]
+pub extern "C" fn shmem_barrier_all() {
+    ok("shmem_barrier_all", world("shmem_barrier_all").barrier());
+}
+
+#[no_mangle]
+pub extern "C" fn shmem_sync_all() {
+    ok("shmem_sync_all", world("shmem_sync_all").sync_all());
+}
+
+fn lock_at(api: &'static str, lock: *mut c_long) -> Lock {
+    Lock::from_word(sym(api, world(api), lock.cast::<u64>().cast_const(), 1))
+}
+
+#[no_mangle]
+pub extern "C" fn shmem_set_lock(lock: *mut c_long) {
+    const API: &str = "shmem_set_lock";
+    ok(API, world(API).set_lock(&lock_at(API, lock)));
+}
+
+#[no_mangle]
+pub extern "C" fn shmem_test_lock(lock: *mut c_long) -> c_int {
+    const API: &str = "shmem_test_lock";
+    // OpenSHMEM returns 0 when the lock was taken.
+    c_int::from(!ok(API, world(API).test_lock(&lock_at(API, lock))))
+}
+
+#[no_mangle]
+pub extern "C" fn shmem_clear_lock(lock: *mut c_long) {
+    const API: &str = "shmem_clear_lock";
+    ok(API, world(API).clear_lock(&lock_at(API, lock)));
+}
+
+#[no_mangle]
+pub extern "C" fn start_pes(_npes: c_int) {
+    init("start_pes", 0);
+}
+
+#[no_mangle]
+pub extern "C" fn _my_pe() -> c_int {
+    shmem_my_pe()
+}
+
+#[no_mangle]
+pub extern "C" fn _num_pes() -> c_int {
+    shmem_n_pes()
+}
+
+#[no_mangle]
+pub extern "C" fn shmalloc(size: usize) -> *mut c_void {
+    allocate("shmalloc", size, 64)
+}
+
+#[no_mangle]
+pub extern "C" fn shmemalign(alignment: usize, size: usize) -> *mut c_void {
+    allocate("shmemalign", size, alignment)
+}
+
+#[no_mangle]
+pub extern "C" fn shrealloc(ptr: *mut c_void, size: usize) -> *mut c_void {
+    shmem_realloc(ptr, size)
+}
+
+#[no_mangle]
+pub extern "C" fn shfree(ptr: *mut c_void) {
+    release("shfree", ptr);
+}
+
+/// The cache-management calls of OpenSHMEM 1.0, deprecated and without
+/// effect on cache-coherent machines.
+macro_rules! no_effect {
+    ($($name:ident($($arg:ident: $ty:ty),*);)*) => {$(
+        #[no_mangle]
+        pub extern "C" fn $name($($arg: $ty),*) {
+            $(let _ = $arg;)*
+        }
+    )*};
+}
+
+no_effect! {
+    shmem_set_cache_inv();
+    shmem_clear_cache_inv();
+    shmem_udcflush();
+    shmem_set_cache_line_inv(target: *mut c_void);
+    shmem_clear_cache_line_inv(target: *mut c_void);
+    shmem_udcflush_line(target: *mut c_void);
+}

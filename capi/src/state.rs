@@ -1,0 +1,103 @@
+//! The process-wide state behind the C API: the `World` that `shmem_init`
+//! creates, the predefined team handles, and the one way a call fails.
+//!
+//! The C API has no handle to pass around, so the world lives in a static.
+//! It is written by `shmem_init` and `shmem_finalize` only, which the
+//! OpenSHMEM rules make single-threaded (no other call may run during
+//! them); the thread level this library provides is at most
+//! `SHMEM_THREAD_SERIALIZED`, so every other call runs on one thread at a
+//! time and reads it as a shared reference.
+
+use oneside::{Error, Team, World};
+use std::cell::UnsafeCell;
+
+/// What `shmem_init` set up.
+pub struct State {
+    pub world: World,
+    /// `SHMEM_TEAM_SHARED`: the ranks on this rank's node.
+    pub shared: Team,
+    /// The thread level granted by `shmem_init_thread`.
+    pub thread_level: i32,
+}
+
+struct Global(UnsafeCell<Option<State>>);
+
+// SAFETY: see the module docs: written only by shmem_init/shmem_finalize,
+// which the OpenSHMEM rules let no other call overlap, and read by one
+// thread at a time (thread level at most SERIALIZED).
+unsafe impl Sync for Global {}
+
+static STATE: Global = Global(UnsafeCell::new(None));
+
+/// The state, or the end of the job if `shmem_init` has not run.
+#[inline(always)]
+pub fn state(api: &'static str) -> &'static State {
+    // SAFETY: see the module docs.
+    match unsafe { &*STATE.0.get() } {
+        Some(state) => state,
+        None => not_initialized(api),
+    }
+}
+
+/// The world, or the end of the job if `shmem_init` has not run.
+#[inline(always)]
+pub fn world(api: &'static str) -> &'static World {
+    &state(api).world
+}
+
+/// Whether `shmem_init` has run and `shmem_finalize` has not.
+pub fn initialized() -> bool {
+    // SAFETY: see the module docs.
+    unsafe { (*STATE.0.get()).is_some() }
+}
+
+/// Installs the state (`shmem_init`).
+pub fn install(state: State) {
+    // SAFETY: see the module docs; called once, before any other call.
+    unsafe { *STATE.0.get() = Some(state) };
+}
+
+/// Takes the state out (`shmem_finalize`).
+pub fn take() -> Option<State> {
+    // SAFETY: see the module docs; no other call runs during finalize.
+    unsafe { (*STATE.0.get()).take() }
+}
+
+/// The value of a call that succeeded; otherwise one line on stderr and the
+/// end of the job (OpenSHMEM calls have no error return).
+#[inline(always)]
+pub fn ok<T>(api: &'static str, result: Result<T, Error>) -> T {
+    match result {
+        Ok(value) => value,
+        Err(e) => fail(api, &e),
+    }
+}
+
+/// Reports `what` and ends the job with status 1: rlaunch sees a rank fail
+/// and stops the others.
+#[cold]
+pub fn fail(api: &'static str, what: &dyn std::fmt::Display) -> ! {
+    eprintln!("oneside: {api}: {what}");
+    exit_job(1)
+}
+
+#[cold]
+fn not_initialized(api: &'static str) -> ! {
+    fail(api, &"called before shmem_init (or after shmem_finalize)")
+}
+
+static EXITING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether the process is ending through `fail` or `shmem_global_exit`,
+/// when the exit handler must not wait for peers in a farewell barrier.
+pub fn exiting() -> bool {
+    EXITING.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Ends this rank with `status`, without a farewell: rlaunch sees the
+/// rank leave and stops the rest of the job (`shmem_global_exit`).
+pub fn exit_job(status: libc::c_int) -> ! {
+    EXITING.store(true, std::sync::atomic::Ordering::Relaxed);
+    // SAFETY: exit flushes C stdio and ends the process.
+    unsafe { libc::exit(status) }
+}

@@ -1,0 +1,224 @@
+//! Point-to-point synchronization: the `wait_until` and `test` families
+//! (single, `_all`, `_any`, `_some` and their `_vector` forms), the
+//! deprecated `shmem_<type>_wait`, and the signal calls.
+//!
+//! Every form is one generic evaluation over the active elements (those
+//! whose `status` entry is 0, or all when `status` is NULL): a wait polls
+//! it through `World::poll_until` (which keeps this rank's own transfers
+//! moving and backs off), a test evaluates it once.
+
+use crate::convert::{cmp, sym};
+use crate::state::{ok, world};
+use libc::c_int;
+use oneside::{Cmp, Pod};
+use std::sync::atomic::{fence, Ordering};
+
+/// Which elements must satisfy their comparison.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    All,
+    Any,
+    Some,
+}
+
+/// Element `i`'s comparison value: one for all, or `values[i]`.
+#[derive(Clone, Copy)]
+pub enum Values<T> {
+    One(T),
+    Each(*const T),
+}
+
+/// The outcome of one evaluation: `None` while not done; otherwise the
+/// return value of the C call (an index, a count, or 1).
+#[allow(clippy::too_many_arguments)]
+unsafe fn evaluate<T: Pod + PartialOrd>(
+    api: &'static str,
+    ivars: *const T,
+    n: usize,
+    status: *const c_int,
+    op: c_int,
+    values: Values<T>,
+    need: Need,
+    indices: *mut usize,
+) -> Option<usize> {
+    let mut found = 0;
+    let mut active = 0;
+    for i in 0..n {
+        // SAFETY: the caller's arrays hold `n` elements.
+        if !status.is_null() && unsafe { *status.add(i) } != 0 {
+            continue;
+        }
+        active += 1;
+        let value = match values {
+            Values::One(v) => v,
+            // SAFETY: as above.
+            Values::Each(vs) => unsafe { *vs.add(i) },
+        };
+        // SAFETY: `ivars` was checked to be symmetric memory of `n`
+        // elements; a volatile read forms no reference.
+        let now = unsafe { ivars.add(i).read_volatile() };
+        if cmp::<T>(api, op, value).holds(now) {
+            match need {
+                Need::Any => return Some(i),
+                Need::Some => {
+                    // SAFETY: the caller's index array holds `n` entries.
+                    unsafe { indices.add(found).write(i) };
+                    found += 1;
+                }
+                Need::All => found += 1,
+            }
+        } else if need == Need::All {
+            return None;
+        }
+    }
+    match need {
+        Need::All => Some(1),
+        Need::Any => (active == 0).then_some(usize::MAX),
+        Need::Some => (found > 0 || active == 0).then_some(found),
+    }
+}
+
+/// Waits (`wait == true`) or tests; returns what the C call returns.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn sync<T: Pod + PartialOrd>(
+    api: &'static str,
+    ivars: *const T,
+    n: usize,
+    status: *const c_int,
+    op: c_int,
+    values: Values<T>,
+    need: Need,
+    indices: *mut usize,
+    wait: bool,
+) -> Option<usize> {
+    let w = world(api);
+    if n > 0 {
+        sym(api, w, ivars, n);
+    }
+    // A bad operator is an error before any wait, not a hang.
+    cmp::<T>(api, op, first(values));
+    let once = || {
+        // SAFETY: forwarded from this function's contract.
+        let outcome = unsafe { evaluate(api, ivars, n, status, op, values, need, indices) };
+        if outcome.is_some() {
+            fence(Ordering::Acquire);
+        }
+        outcome
+    };
+    match wait {
+        true => Some(ok(api, w.poll_until(once))),
+        false => ok(api, w.poll_until(|| Some(once()))),
+    }
+}
+
+/// A value to validate the comparison operator against.
+fn first<T: Pod>(values: Values<T>) -> T {
+    match values {
+        Values::One(v) => v,
+        Values::Each(_) => T::zeroed(),
+    }
+}
+
+macro_rules! sync_family {
+    ($n:ident, $t:ty, $c:literal) => {
+        paste::paste! {
+            #[no_mangle]
+            pub unsafe extern "C" fn [<shmem_ $n _wait_until>](ivar: *mut $t, op: c_int, value: $t) {
+                sync(stringify!([<shmem_ $n _wait_until>]), ivar, 1, std::ptr::null(), op, Values::One(value), Need::All, std::ptr::null_mut(), true);
+            }
+            #[no_mangle]
+            pub unsafe extern "C" fn [<shmem_ $n _test>](ivar: *mut $t, op: c_int, value: $t) -> c_int {
+                sync(stringify!([<shmem_ $n _test>]), ivar, 1, std::ptr::null(), op, Values::One(value), Need::All, std::ptr::null_mut(), false).is_some() as c_int
+            }
+            #[no_mangle]
+            pub unsafe extern "C" fn [<shmem_ $n _wait_until_all>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, value: $t) {
+                sync(stringify!([<shmem_ $n _wait_until_all>]), ivars, n, status, op, Values::One(value), Need::All, std::ptr::null_mut(), true);
+            }
+            #[no_mangle]
+            pub unsafe extern "C" fn [<shmem_ $n _wait_until_any>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, value: $t) -> usize {
+                sync(stringify!([<shmem_ $n _wait_until_any>]), ivars, n, status, op, Values::One(value), Need::Any, std::ptr::null_mut(), true).unwrap_or(usize::MAX)
+            }
+            #[no_mangle]
+            pub unsafe extern "C" fn [<shmem_ $n _wait_until_some>](ivars: *mut $t, n: usize, indices: *mut usize, status: *const c_int, op: c_int, value: $t) -> usize {
+                sync(stringify!([<shmem_ $n _wait_until_some>]), ivars, n, status, op, Values::One(value), Need::Some, indices, true).unwrap_or(0)
+            }
+            #[no_mangle]
+            pub unsafe extern "C" fn [<shmem_ $n _wait_until_all_vector>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, values: *const $t) {
+                sync(stringify!([<shmem_ $n _wait_until_all_vector>]), ivars, n, status, op, Values::Each(values), Need::All, std::ptr::null_mut(), true);
+            }
+            #[no_mangle]
+            pub unsafe extern "C" fn [<shmem_ $n _wait_until_any_vector>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, values: *const $t) -> usize {
+                sync(stringify!([<shmem_ $n _wait_until_any_vector>]), ivars, n, status, op, Values::Each(values), Need::Any, std::ptr::null_mut(), true).unwrap_or(usize::MAX)
+            }
+            #[no_mangle]
+            pub unsafe extern "C" fn [<shmem_ $n _wait_until_some_vector>](ivars: *mut $t, n: usize, indices: *mut usize, status: *const c_int, op: c_int, values: *const $t) -> usize {
+                sync(stringify!([<shmem_ $n _wait_until_some_vector>]), ivars, n, status, op, Values::Each(values), Need::Some, indices, true).unwrap_or(0)
+            }
+            #[no_mangle]
+            pub unsafe extern "C" fn [<shmem_ $n _test_all>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, value: $t) -> c_int {
+                sync(stringify!([<shmem_ $n _test_all>]), ivars, n, status, op, Values::One(value), Need::All, std::ptr::null_mut(), false).is_some() as c_int
+            }
+            #[no_mangle]
+            pub unsafe extern "C" fn [<shmem_ $n _test_any>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, value: $t) -> usize {
+                sync(stringify!([<shmem_ $n _test_any>]), ivars, n, status, op, Values::One(value), Need::Any, std::ptr::null_mut(), false).unwrap_or(usize::MAX)
+            }
+            #[no_mangle]
+            pub unsafe extern "C" fn [<shmem_ $n _test_some>](ivars: *mut $t, n: usize, indices: *mut usize, status: *const c_int, op: c_int, value: $t) -> usize {
+                sync(stringify!([<shmem_ $n _test_some>]), ivars, n, status, op, Values::One(value), Need::Some, indices, false).unwrap_or(0)
+            }
+            #[no_mangle]
+            pub unsafe extern "C" fn [<shmem_ $n _test_all_vector>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, values: *const $t) -> c_int {
+                sync(stringify!([<shmem_ $n _test_all_vector>]), ivars, n, status, op, Values::Each(values), Need::All, std::ptr::null_mut(), false).is_some() as c_int
+            }
+            #[no_mangle]
+            pub unsafe extern "C" fn [<shmem_ $n _test_any_vector>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, values: *const $t) -> usize {
+                sync(stringify!([<shmem_ $n _test_any_vector>]), ivars, n, status, op, Values::Each(values), Need::Any, std::ptr::null_mut(), false).unwrap_or(usize::MAX)
+            }
+            #[no_mangle]
+            pub unsafe extern "C" fn [<shmem_ $n _test_some_vector>](ivars: *mut $t, n: usize, indices: *mut usize, status: *const c_int, op: c_int, values: *const $t) -> usize {
+                sync(stringify!([<shmem_ $n _test_some_vector>]), ivars, n, status, op, Values::Each(values), Need::Some, indices, false).unwrap_or(0)
+            }
+        }
+    };
+}
+
+macro_rules! deprecated_wait {
+    ($n:ident, $t:ty, $c:literal) => {
+        paste::paste! {
+            #[no_mangle]
+            pub unsafe extern "C" fn [<shmem_ $n _wait>](ivar: *mut $t, value: $t) {
+                sync(stringify!([<shmem_ $n _wait>]), ivar, 1, std::ptr::null(), 1, Values::One(value), Need::All, std::ptr::null_mut(), true);
+            }
+        }
+    };
+}
+
+for_sync_types!(sync_family);
+for_deprecated_wait_types!(deprecated_wait);
+
+/// `shmem_wait(long *, long)`: until the value differs.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_wait(ivar: *mut i64, value: i64) {
+    sync("shmem_wait", ivar, 1, std::ptr::null(), 1, Values::One(value), Need::All, std::ptr::null_mut(), true);
+}
+
+/// `shmem_wait_until(long *, int, long)`, the untyped name of OpenSHMEM 1.0.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_wait_until(ivar: *mut i64, op: c_int, value: i64) {
+    sync("shmem_wait_until", ivar, 1, std::ptr::null(), op, Values::One(value), Need::All, std::ptr::null_mut(), true);
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn shmem_signal_fetch(sig_addr: *const u64) -> u64 {
+    const API: &str = "shmem_signal_fetch";
+    let w = world(API);
+    ok(API, w.signal_fetch(&sym(API, w, sig_addr, 1), 0))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn shmem_signal_wait_until(sig_addr: *mut u64, op: c_int, value: u64) -> u64 {
+    const API: &str = "shmem_signal_wait_until";
+    let w = world(API);
+    let condition: Cmp<u64> = cmp(API, op, value);
+    ok(API, w.signal_wait_until(&sym(API, w, sig_addr, 1), 0, condition))
+}
