@@ -1,1 +1,243 @@
-//! placeholder
+//! The OpenSHMEM C API end to end: builds the `oneside-shmem` crate (shmem.h,
+//! liboneside_shmem, oshcc), compiles the C programs in `tests/c/` with
+//! `target/<profile>/oshcc -std=c11 -Wall -Werror`, and runs them under
+//! `target/<profile>/oshrun -np 2` and `-np 4`, over shared memory and TCP
+//! (`ONESIDE_TRANSPORT`). Each program checks itself and prints `<name> ok`
+//! from PE 0; on a mismatch it says what it checked and calls
+//! `shmem_global_exit(1)`.
+
+mod common;
+use common::*;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// `cargo build -p oneside-shmem` into this test's target directory and
+/// profile, once per test binary (the crate is not a dependency of rlaunch,
+/// so Cargo has not built it for us).
+fn build_capi() {
+    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
+    let built = BUILT.get_or_init(|| {
+        let dir = target_dir();
+        let profile = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut command = Command::new(cargo);
+        command
+            .args(["build", "-p", "oneside-shmem", "--manifest-path"])
+            .arg(repo_file("Cargo.toml"))
+            .arg("--target-dir")
+            .arg(dir.parent().unwrap());
+        if profile != "debug" {
+            command.args(["--profile", &profile]);
+        }
+        let out = command
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cargo: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "cargo build -p oneside-shmem failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(())
+    });
+    if let Err(e) = built {
+        panic!("{e}");
+    }
+}
+
+fn tool(name: &str) -> PathBuf {
+    target_dir().join(name)
+}
+
+/// A fresh scratch directory for this test binary's executables.
+fn scratch() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("oneside-capi-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Compiles `tests/c/NAME.c` with oshcc; returns the executable.
+fn compile(name: &str) -> PathBuf {
+    build_capi();
+    let exe = scratch().join(name);
+    let out = Command::new(tool("oshcc"))
+        .args(["-std=c11", "-Wall", "-Werror", "-g", "-o"])
+        .arg(&exe)
+        .arg(repo_file(&format!("tests/c/{name}.c")))
+        .output()
+        .expect("oshcc starts");
+    assert!(
+        out.status.success(),
+        "oshcc {name}.c failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// The transports to run over: shm and tcp (or what ONESIDE_TEST_TRANSPORTS says).
+fn transports_for_c() -> Vec<&'static str> {
+    transports()
+        .into_iter()
+        .map(|(t, _)| if t == "auto" { "shm" } else { t })
+        .collect()
+}
+
+/// Runs `oshrun -np N EXE ARGS` with `ONESIDE_TRANSPORT=transport`.
+fn oshrun(n: usize, transport: &str, exe: &Path, args: &[&str]) -> Outcome {
+    let child = Command::new(tool("oshrun"))
+        .args(["-np", &n.to_string(), "--timeout", "90"])
+        .arg(exe)
+        .args(args)
+        .env("ONESIDE_TRANSPORT", transport)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("oshrun starts");
+    finish(child)
+}
+
+/// Compiles NAME.c and expects `NAME ok` alone at 2 and 4 PEs on every transport.
+fn runs_clean(name: &str) {
+    let exe = compile(name);
+    for transport in transports_for_c() {
+        for n in [2, 4] {
+            let out = oshrun(n, transport, &exe, &[]);
+            assert_eq!(out.code, Some(0), "{name} -np {n} over {transport}: {out:?}");
+            assert_eq!(
+                out.stdout,
+                format!("{name} ok\n"),
+                "{name} -np {n} over {transport}: {out:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn ring_puts_into_symmetric_globals() {
+    runs_clean("ring");
+}
+
+#[test]
+fn heap_allocation_rma_and_addressing() {
+    runs_clean("heap");
+}
+
+#[test]
+fn atomics_and_locks() {
+    runs_clean("atomics");
+}
+
+#[test]
+fn collectives_teams_and_active_sets() {
+    runs_clean("coll");
+}
+
+#[test]
+fn put_signal_and_point_to_point_waits() {
+    runs_clean("signal_wait");
+}
+
+#[test]
+fn an_erroneous_call_ends_the_job_at_once_with_one_line_naming_it() {
+    let exe = compile("error");
+    for transport in transports_for_c() {
+        for (n, mode) in [(2, "pe"), (4, "pe"), (2, "stack"), (4, "stack")] {
+            let start = Instant::now();
+            let out = oshrun(n, transport, &exe, &[mode]);
+            let took = start.elapsed();
+            let what = format!("error {mode} -np {n} over {transport} ({took:?}): {out:?}");
+            assert!(out.code.is_some_and(|c| c != 0), "{what}");
+            assert!(took < Duration::from_secs(10), "{what}");
+            let naming: Vec<&str> = out.stderr.lines().filter(|l| l.contains("shmem_long_p")).collect();
+            assert_eq!(naming.len(), 1, "one line names the call: {what}");
+            assert!(!out.stderr.contains("panicked"), "{what}");
+            assert!(!out.stdout.contains("passed the barrier"), "{what}");
+        }
+    }
+}
+
+#[test]
+fn a_program_run_without_oshrun_is_one_pe() {
+    let exe = compile("singleton");
+    let child = Command::new(&exe)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = finish(child);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(out.stdout, "singleton ok: 0 of 1\n", "{out:?}");
+}
+
+#[test]
+fn oshcc_adds_the_include_dir_and_links_only_when_linking() {
+    build_capi();
+    let show = |args: &[&str]| {
+        let out = Command::new(tool("oshcc")).args(args).output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let include = Path::new(&repo_file("capi")).canonicalize().unwrap().join("include");
+    let libdir = target_dir().canonicalize().unwrap();
+    let link = show(&["-show", "x.c", "-o", "x"]);
+    assert!(link.starts_with("cc x.c -o x "), "{link}");
+    assert!(link.contains(&format!("-I{}", include.display())), "{link}");
+    assert!(link.contains(&format!("-L{}", libdir.display())), "{link}");
+    assert!(link.trim_end().ends_with("-loneside_shmem"), "{link}");
+    let compile_only = show(&["-show", "-c", "x.c"]);
+    assert!(!compile_only.contains("-loneside_shmem"), "{compile_only}");
+    // A compiler's failure is oshcc's exit status; a missing compiler is one line.
+    let missing = Command::new(tool("oshcc"))
+        .arg(scratch().join("missing.c"))
+        .output()
+        .unwrap();
+    assert!(!missing.status.success());
+    let out = Command::new(tool("oshcc"))
+        .arg("x.c")
+        .env("ONESIDE_CC", "/nonexistent/cc")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("/nonexistent/cc"),
+        "{out:?}"
+    );
+}
+
+/// `oshc++` is a symlink to oshcc (Cargo cannot name a binary `oshc++`); the
+/// header compiles as C++ and the program runs.
+#[test]
+fn oshcxx_through_a_symlink_compiles_cxx() {
+    build_capi();
+    let link = scratch().join("oshc++");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(tool("oshcc"), &link).unwrap();
+    let out = Command::new(&link).args(["-show", "x.cc"]).output().unwrap();
+    let line = String::from_utf8_lossy(&out.stdout);
+    assert!(line.starts_with("c++ x.cc "), "{line}");
+    assert!(
+        line.contains(&format!("-L{}", target_dir().canonicalize().unwrap().display())),
+        "{line}"
+    );
+    let exe = scratch().join("ring_cxx");
+    let out = Command::new(&link)
+        .args(["-x", "c++", "-Wall", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(repo_file("tests/c/ring.c"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "oshc++ ring.c: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = oshrun(2, "shm", &exe, &[]);
+    assert_eq!((out.code, out.stdout.as_str()), (Some(0), "ring ok\n"), "{out:?}");
+}
