@@ -108,7 +108,9 @@ int main(void) {
         CHECK(shmem_team_translate_pe(SHMEM_TEAM_WORLD, me, evens) == -1, "translate into no team");
     }
 
-    /* Deprecated active-set forms. */
+    /* Deprecated active-set forms (shmem.h marks them deprecated, as it should). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
     for (int i = 0; i < SHMEM_REDUCE_SYNC_SIZE; i++)
         pSync_red[i] = pSync_odd[i] = SHMEM_SYNC_VALUE;
     for (int i = 0; i < SHMEM_BARRIER_SYNC_SIZE; i++)
@@ -134,6 +136,7 @@ int main(void) {
         shmem_long_sum_to_all(ldst, lsrc, 1, 1, 1, n / 2, pWrk, pSync_odd);
         CHECK(ldst[0] == (long)(n / 2) * (n / 2), "odd sum_to_all %ld", ldst[0]);
     }
+#pragma GCC diagnostic pop
     shmem_sync_all();
 
     shmem_free(all);
