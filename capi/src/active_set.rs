@@ -41,17 +41,30 @@ pub fn members(api: &'static str, start: c_int, log_stride: c_int, size: c_int, 
     let w = world(api);
     let (Ok(start), Ok(log), Ok(size)) = (usize::try_from(start), u32::try_from(log_stride), usize::try_from(size))
     else {
-        fail(api, &format!("bad active set: PE_start {start}, logPE_stride {log_stride}, PE_size {size}"));
+        fail(
+            api,
+            &format!("bad active set: PE_start {start}, logPE_stride {log_stride}, PE_size {size}"),
+        );
     };
     let stride = 1usize.checked_shl(log).unwrap_or(usize::MAX);
     let last = (size.max(1) - 1).checked_mul(stride).and_then(|s| s.checked_add(start));
     if size == 0 || last.is_none_or(|l| l >= w.size()) {
-        fail(api, &format!("the active set (PE_start {start}, logPE_stride {log_stride}, PE_size {size}) does not fit in {} PEs", w.size()));
+        fail(
+            api,
+            &format!(
+                "the active set (PE_start {start}, logPE_stride {log_stride}, PE_size {size}) does not fit in {} PEs",
+                w.size()
+            ),
+        );
     }
     if start == 0 && size == w.size() {
         return Members::World;
     }
-    let me = w.rank().checked_sub(start).filter(|d| d % stride == 0).map(|d| d / stride);
+    let me = w
+        .rank()
+        .checked_sub(start)
+        .filter(|d| d % stride == 0)
+        .map(|d| d / stride);
     let Some(me) = me.filter(|&m| m < size) else {
         fail(api, &format!("PE {} is not in the active set it called with", w.rank()));
     };
@@ -87,7 +100,16 @@ impl Group for ActiveSet {
 
 impl ActiveSet {
     /// Puts `n` elements from `source` to member `to`'s `dest` at element `at`.
-    fn put<T: Pod>(&self, api: &'static str, w: &World, dest: *mut T, at: usize, source: *const T, n: usize, to: usize) {
+    fn put<T: Pod>(
+        &self,
+        api: &'static str,
+        w: &World,
+        dest: *mut T,
+        at: usize,
+        source: *const T,
+        n: usize,
+        to: usize,
+    ) {
         let d = sym(api, w, dest, at + n);
         // SAFETY: the caller's source holds `n` elements.
         let s = unsafe { crate::convert::src(source, n) };
@@ -305,7 +327,15 @@ pub fn to_all<T: oneside::Number, O: oneside::ReduceOp<T>>(
                     }
                 }
             };
-            coll::gather(api, &set, dest.cast(), source.cast(), n, std::mem::size_of::<T>(), &mut combine);
+            coll::gather(
+                api,
+                &set,
+                dest.cast(),
+                source.cast(),
+                n,
+                std::mem::size_of::<T>(),
+                &mut combine,
+            );
         }
     }
 }
@@ -391,5 +421,16 @@ pub unsafe extern "C" fn oneside_to_all_with(
 ) {
     // SAFETY: the header's combiners handle exactly `n` elements.
     let mut c = |acc: *mut u8, x: *const u8, n: usize| unsafe { combine(acc.cast(), x.cast(), n) };
-    to_all_with("shmem_longdouble_to_all", dest.cast(), source.cast(), nreduce, size, start, log_stride, pe_size, psync, &mut c);
+    to_all_with(
+        "shmem_longdouble_to_all",
+        dest.cast(),
+        source.cast(),
+        nreduce,
+        size,
+        start,
+        log_stride,
+        pe_size,
+        psync,
+        &mut c,
+    );
 }

@@ -47,7 +47,10 @@ pub fn collect<T: Pod>(api: &'static str, team: &Team, dest: *mut T, source: *co
 pub fn alltoall<T: Pod>(api: &'static str, team: &Team, dest: *mut T, source: *const T, n: usize) {
     let w = world(api);
     let all = n * team.n_pes();
-    ok(api, w.alltoall(team, &sym(api, w, dest, all), &sym(api, w, source, all), n));
+    ok(
+        api,
+        w.alltoall(team, &sym(api, w, dest, all), &sym(api, w, source, all), n),
+    );
 }
 
 pub fn alltoalls<T: Pod>(
@@ -138,7 +141,10 @@ pub fn reduce<T: oneside::Number, O: ReduceOp<T>>(
     n: usize,
 ) {
     let w = world(api);
-    ok(api, w.reduce(team, op, &sym(api, w, dest, n), &sym(api, w, source, n), n));
+    ok(
+        api,
+        w.reduce(team, op, &sym(api, w, dest, n), &sym(api, w, source, n), n),
+    );
 }
 
 macro_rules! reduce_ops {
@@ -255,7 +261,15 @@ pub unsafe extern "C" fn oneside_reduce_with(
     const API: &str = "shmem_longdouble_reduce";
     // SAFETY: the header's combiners handle exactly `n` elements.
     let mut c = |acc: *mut u8, x: *const u8, n: usize| unsafe { combine(acc.cast(), x.cast(), n) };
-    gather(API, team_handle(API, team), dest.cast(), source.cast(), nreduce, size, &mut c);
+    gather(
+        API,
+        team_handle(API, team),
+        dest.cast(),
+        source.cast(),
+        nreduce,
+        size,
+        &mut c,
+    );
     0
 }
 

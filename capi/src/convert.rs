@@ -57,7 +57,10 @@ pub fn cmp<T>(api: &'static str, op: libc::c_int, value: T) -> oneside::Cmp<T> {
         3 => Cmp::Ge(value),
         4 => Cmp::Lt(value),
         5 => Cmp::Le(value),
-        other => fail(api, &format!("unknown comparison {other} (use SHMEM_CMP_EQ, _NE, _GT, _GE, _LT or _LE)")),
+        other => fail(
+            api,
+            &format!("unknown comparison {other} (use SHMEM_CMP_EQ, _NE, _GT, _GE, _LT or _LE)"),
+        ),
     }
 }
 
@@ -67,7 +70,10 @@ pub fn signal_op(api: &'static str, op: libc::c_int) -> oneside::SignalOp {
     match op {
         0 => oneside::SignalOp::Set,
         1 => oneside::SignalOp::Add,
-        other => fail(api, &format!("unknown signal operator {other} (use SHMEM_SIGNAL_SET or SHMEM_SIGNAL_ADD)")),
+        other => fail(
+            api,
+            &format!("unknown signal operator {other} (use SHMEM_SIGNAL_SET or SHMEM_SIGNAL_ADD)"),
+        ),
     }
 }
 

@@ -12,21 +12,30 @@ use oneside::Pod;
 pub unsafe fn put<T: Pod>(api: &'static str, dest: *mut T, source: *const T, n: usize, target: c_int) {
     let w = world(api);
     // SAFETY: the caller's buffer holds `n` elements (the C API's contract).
-    ok(api, w.put(&sym(api, w, dest, n), pe(target), 0, unsafe { src(source, n) }));
+    ok(
+        api,
+        w.put(&sym(api, w, dest, n), pe(target), 0, unsafe { src(source, n) }),
+    );
 }
 
 #[inline(always)]
 pub unsafe fn get<T: Pod>(api: &'static str, dest: *mut T, source: *const T, n: usize, target: c_int) {
     let w = world(api);
     // SAFETY: as in `put`.
-    ok(api, w.get(&sym(api, w, source, n), pe(target), 0, unsafe { dst(dest, n) }));
+    ok(
+        api,
+        w.get(&sym(api, w, source, n), pe(target), 0, unsafe { dst(dest, n) }),
+    );
 }
 
 #[inline(always)]
 pub unsafe fn put_nbi<T: Pod>(api: &'static str, dest: *mut T, source: *const T, n: usize, target: c_int) {
     let w = world(api);
     // SAFETY: as in `put`.
-    ok(api, w.put_nbi(&sym(api, w, dest, n), pe(target), 0, unsafe { src(source, n) }));
+    ok(
+        api,
+        w.put_nbi(&sym(api, w, dest, n), pe(target), 0, unsafe { src(source, n) }),
+    );
 }
 
 #[inline(always)]
@@ -34,7 +43,9 @@ pub unsafe fn get_nbi<T: Pod>(api: &'static str, dest: *mut T, source: *const T,
     let w = world(api);
     // SAFETY: the C API's contract: `dest` stays valid and untouched until
     // the next quiet.
-    ok(api, unsafe { w.get_nbi(&sym(api, w, source, n), pe(target), 0, dest, n) });
+    ok(api, unsafe {
+        w.get_nbi(&sym(api, w, source, n), pe(target), 0, dest, n)
+    });
 }
 
 #[inline(always)]

@@ -69,7 +69,12 @@ pub fn take() -> Option<State> {
 pub fn ok<T>(api: &'static str, result: Result<T, Error>) -> T {
     match result {
         Ok(value) => value,
-        Err(e) => fail(api, &e),
+        // The error names the rank and, as its operation, `api`.
+        Err(e) => {
+            let _ = api;
+            eprintln!("oneside: {e}");
+            exit_job(1)
+        }
     }
 }
 

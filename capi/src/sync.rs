@@ -199,13 +199,33 @@ for_deprecated_wait_types!(deprecated_wait);
 /// `shmem_wait(long *, long)`: until the value differs.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_wait(ivar: *mut i64, value: i64) {
-    sync("shmem_wait", ivar, 1, std::ptr::null(), 1, Values::One(value), Need::All, std::ptr::null_mut(), true);
+    sync(
+        "shmem_wait",
+        ivar,
+        1,
+        std::ptr::null(),
+        1,
+        Values::One(value),
+        Need::All,
+        std::ptr::null_mut(),
+        true,
+    );
 }
 
 /// `shmem_wait_until(long *, int, long)`, the untyped name of OpenSHMEM 1.0.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_wait_until(ivar: *mut i64, op: c_int, value: i64) {
-    sync("shmem_wait_until", ivar, 1, std::ptr::null(), op, Values::One(value), Need::All, std::ptr::null_mut(), true);
+    sync(
+        "shmem_wait_until",
+        ivar,
+        1,
+        std::ptr::null(),
+        op,
+        Values::One(value),
+        Need::All,
+        std::ptr::null_mut(),
+        true,
+    );
 }
 
 #[no_mangle]

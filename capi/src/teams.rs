@@ -202,7 +202,9 @@ pub unsafe extern "C" fn shmem_team_ptr(team: ShmemTeam, dest: *const c_void, pe
         return std::ptr::null_mut();
     };
     let w = world(API);
-    let rank = usize::try_from(pe).ok().and_then(|pe| team.translate_pe(pe, w.team_world()));
+    let rank = usize::try_from(pe)
+        .ok()
+        .and_then(|pe| team.translate_pe(pe, w.team_world()));
     rank.and_then(|rank| w.peer_address(dest as usize, rank))
         .map_or(std::ptr::null_mut(), |p| p.cast())
 }
