@@ -46,9 +46,11 @@ int main(void) {
         CHECK(idst[i] == (n - 1) * i, "int max [%d] = %d", i, idst[i]);
         CHECK(ddst[i] == 0.25 * n * (n - 1) + (double)n * i, "double sum [%d] = %g", i, ddst[i]);
     }
-    /* In place. */
+    /* In place. A collective may write a PE's dest as soon as any PE enters
+     * it, so every dest is ready (written and read locally) before a barrier. */
     for (int i = 0; i < N; i++)
         lsrc[i] = 1;
+    shmem_barrier_all();
     CHECK(shmem_long_sum_reduce(SHMEM_TEAM_WORLD, lsrc, lsrc, N) == 0, "in-place reduce failed");
     CHECK(lsrc[0] == n && lsrc[N - 1] == n, "in-place sum %ld", lsrc[0]);
 
@@ -60,6 +62,7 @@ int main(void) {
         lsrc[i] = 7 * me + i;
         ldst[i] = -1;
     }
+    shmem_barrier_all();
     CHECK(shmem_broadcastmem(SHMEM_TEAM_WORLD, idst, isrc, sizeof isrc, root) == 0, "broadcastmem failed");
     CHECK(shmem_long_broadcast(SHMEM_TEAM_WORLD, ldst, lsrc, N, 0) == 0, "long_broadcast failed");
     for (int i = 0; i < N; i++) {
@@ -75,6 +78,7 @@ int main(void) {
     for (int p = 0; p < n; p++)
         for (int i = 0; i < N; i++)
             CHECK(all[p * N + i] == 100 * p + i, "fcollect [%d][%d] = %ld", p, i, all[p * N + i]);
+    shmem_barrier_all();
     CHECK(shmem_long_collect(SHMEM_TEAM_WORLD, all, lsrc, me + 1) == 0, "collect failed");
     for (int p = 0, at = 0; p < n; at += ++p)
         for (int i = 0; i <= p; i++)
@@ -89,6 +93,7 @@ int main(void) {
             CHECK(from[2 * p + i] == 1000 * p + 10 * me + i, "alltoall from %d [%d] = %ld", p, i, from[2 * p + i]);
 
     /* The even PEs as a team. */
+    shmem_barrier_all();
     shmem_team_t evens;
     int size = (n + 1) / 2;
     CHECK(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 2, size, NULL, 0, &evens) == 0, "split_strided failed");
@@ -131,6 +136,7 @@ int main(void) {
     for (int i = 0; i < N; i++)
         CHECK(ldst[i] == (me == 0 ? -1 : i), "broadcast64 [%d] = %ld (the root's dest is not written)", i, ldst[i]);
     /* An active set with a stride: the odd PEs (1, 3, ...), log2 stride 1. */
+    shmem_barrier_all();
     if (me % 2 == 1) {
         lsrc[0] = me;
         shmem_long_sum_to_all(ldst, lsrc, 1, 1, 1, n / 2, pWrk, pSync_odd);
