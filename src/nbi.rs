@@ -101,7 +101,14 @@ impl World {
     /// # Safety
     /// `dst` must be valid for `len` elements of writes, and nothing may
     /// read or write it, until this rank's next `quiet` returns.
-    pub unsafe fn get_nbi<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, dst: *mut T, len: usize) -> Result<()> {
+    pub unsafe fn get_nbi<T: Pod>(
+        &self,
+        sym: &Sym<T>,
+        target: usize,
+        index: usize,
+        dst: *mut T,
+        len: usize,
+    ) -> Result<()> {
         let offset = self.checked_offset("get_nbi", sym, target, index, len)?;
         let bytes = len * std::mem::size_of::<T>();
         // SAFETY: forwarded from this function's contract.

@@ -350,6 +350,17 @@ impl World {
         self.finalize_once()
     }
 
+    /// Ends the whole job with `status` (OpenSHMEM's `shmem_global_exit`):
+    /// tells the launcher, which stops every other rank and exits with
+    /// `status`, then exits this process without a farewell barrier.
+    pub fn global_exit(&mut self, status: i32) -> ! {
+        self.finalized = true;
+        if let Some(link) = &mut self.launcher {
+            let _ = link.send_global_exit(status);
+        }
+        std::process::exit(status)
+    }
+
     fn finalize_once(&mut self) -> Result<()> {
         if std::mem::replace(&mut self.finalized, true) {
             return Ok(());

@@ -3120,6 +3120,11 @@ static inline void shmem_c11_generic_selection_failed(void) { }
         double _Complex*: shmem_complexd_prod_reduce \
     )(__VA_ARGS__)
 
+#define shmem_sync(...) \
+    _Generic(SHMEM_C11_TYPE_EVAL_PTR_OR_SCALAR(SHMEM_C11_ARG0(__VA_ARGS__)), \
+        shmem_team_t: shmem_team_sync, \
+        int: shmem_sync \
+    )(__VA_ARGS__)
 #else
 /* Before C11: the untyped names of OpenSHMEM 1.0 */
 long shmem_swap(long *dest, long value, int pe);

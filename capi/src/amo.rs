@@ -60,15 +60,15 @@ macro_rules! rmw_family {
     ($n:ident, $t:ty, $op:ident, $fetching:ident, $plain:ident) => {
         paste::paste! {
             with_ctx!([<shmem_ $n _atomic_fetch_ $op>], [<shmem_ctx_ $n _atomic_fetch_ $op>],
-                (dest: *mut $t, value: $t, pe: c_int) -> $t, {
+                (dest: *mut $t, value: $t, pe: c_int) -> $t, pe, {
                 on(stringify!([<shmem_ $n _atomic_fetch_ $op>]), dest, |w, s| w.$fetching(s, $crate::convert::pe(pe), 0, value))
             });
             with_ctx!([<shmem_ $n _atomic_ $op>], [<shmem_ctx_ $n _atomic_ $op>],
-                (dest: *mut $t, value: $t, pe: c_int), {
+                (dest: *mut $t, value: $t, pe: c_int), pe, {
                 on(stringify!([<shmem_ $n _atomic_ $op>]), dest, |w, s| w.$plain(s, $crate::convert::pe(pe), 0, value))
             });
             with_ctx!([<shmem_ $n _atomic_fetch_ $op _nbi>], [<shmem_ctx_ $n _atomic_fetch_ $op _nbi>],
-                (fetch: *mut $t, dest: *mut $t, value: $t, pe: c_int), {
+                (fetch: *mut $t, dest: *mut $t, value: $t, pe: c_int), pe, {
                 let old = on(stringify!([<shmem_ $n _atomic_fetch_ $op _nbi>]), dest, |w, s| w.$fetching(s, $crate::convert::pe(pe), 0, value));
                 deliver(fetch, old)
             });
@@ -80,21 +80,21 @@ macro_rules! rmw_family {
 macro_rules! extended_amo {
     ($n:ident, $t:ty, $c:literal) => {
         paste::paste! {
-            with_ctx!([<shmem_ $n _atomic_fetch>], [<shmem_ctx_ $n _atomic_fetch>], (source: *const $t, pe: c_int) -> $t, {
+            with_ctx!([<shmem_ $n _atomic_fetch>], [<shmem_ctx_ $n _atomic_fetch>], (source: *const $t, pe: c_int) -> $t, pe, {
                 fetch(stringify!([<shmem_ $n _atomic_fetch>]), source, pe)
             });
-            with_ctx!([<shmem_ $n _atomic_set>], [<shmem_ctx_ $n _atomic_set>], (dest: *mut $t, value: $t, pe: c_int), {
+            with_ctx!([<shmem_ $n _atomic_set>], [<shmem_ctx_ $n _atomic_set>], (dest: *mut $t, value: $t, pe: c_int), pe, {
                 set(stringify!([<shmem_ $n _atomic_set>]), dest, value, pe)
             });
-            with_ctx!([<shmem_ $n _atomic_swap>], [<shmem_ctx_ $n _atomic_swap>], (dest: *mut $t, value: $t, pe: c_int) -> $t, {
+            with_ctx!([<shmem_ $n _atomic_swap>], [<shmem_ctx_ $n _atomic_swap>], (dest: *mut $t, value: $t, pe: c_int) -> $t, pe, {
                 swap(stringify!([<shmem_ $n _atomic_swap>]), dest, value, pe)
             });
             with_ctx!([<shmem_ $n _atomic_fetch_nbi>], [<shmem_ctx_ $n _atomic_fetch_nbi>],
-                (fetch_to: *mut $t, source: *const $t, pe: c_int), {
+                (fetch_to: *mut $t, source: *const $t, pe: c_int), pe, {
                 deliver(fetch_to, fetch(stringify!([<shmem_ $n _atomic_fetch_nbi>]), source, pe))
             });
             with_ctx!([<shmem_ $n _atomic_swap_nbi>], [<shmem_ctx_ $n _atomic_swap_nbi>],
-                (fetch_to: *mut $t, dest: *mut $t, value: $t, pe: c_int), {
+                (fetch_to: *mut $t, dest: *mut $t, value: $t, pe: c_int), pe, {
                 deliver(fetch_to, swap(stringify!([<shmem_ $n _atomic_swap_nbi>]), dest, value, pe))
             });
             #[no_mangle]
@@ -119,22 +119,22 @@ macro_rules! standard_amo {
         rmw_family!($n, $t, add, atomic_fetch_add, atomic_add);
         paste::paste! {
             with_ctx!([<shmem_ $n _atomic_compare_swap>], [<shmem_ctx_ $n _atomic_compare_swap>],
-                (dest: *mut $t, cond: $t, value: $t, pe: c_int) -> $t, {
+                (dest: *mut $t, cond: $t, value: $t, pe: c_int) -> $t, pe, {
                 compare_swap(stringify!([<shmem_ $n _atomic_compare_swap>]), dest, cond, value, pe)
             });
             with_ctx!([<shmem_ $n _atomic_fetch_inc>], [<shmem_ctx_ $n _atomic_fetch_inc>],
-                (dest: *mut $t, pe: c_int) -> $t, {
+                (dest: *mut $t, pe: c_int) -> $t, pe, {
                 fetch_inc(stringify!([<shmem_ $n _atomic_fetch_inc>]), dest, pe)
             });
-            with_ctx!([<shmem_ $n _atomic_inc>], [<shmem_ctx_ $n _atomic_inc>], (dest: *mut $t, pe: c_int), {
+            with_ctx!([<shmem_ $n _atomic_inc>], [<shmem_ctx_ $n _atomic_inc>], (dest: *mut $t, pe: c_int), pe, {
                 inc(stringify!([<shmem_ $n _atomic_inc>]), dest, pe)
             });
             with_ctx!([<shmem_ $n _atomic_compare_swap_nbi>], [<shmem_ctx_ $n _atomic_compare_swap_nbi>],
-                (fetch_to: *mut $t, dest: *mut $t, cond: $t, value: $t, pe: c_int), {
+                (fetch_to: *mut $t, dest: *mut $t, cond: $t, value: $t, pe: c_int), pe, {
                 deliver(fetch_to, compare_swap(stringify!([<shmem_ $n _atomic_compare_swap_nbi>]), dest, cond, value, pe))
             });
             with_ctx!([<shmem_ $n _atomic_fetch_inc_nbi>], [<shmem_ctx_ $n _atomic_fetch_inc_nbi>],
-                (fetch_to: *mut $t, dest: *mut $t, pe: c_int), {
+                (fetch_to: *mut $t, dest: *mut $t, pe: c_int), pe, {
                 deliver(fetch_to, fetch_inc(stringify!([<shmem_ $n _atomic_fetch_inc_nbi>]), dest, pe))
             });
             #[no_mangle]

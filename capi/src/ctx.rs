@@ -25,6 +25,26 @@ pub static mut oneside_ctx_default: Ctx = Ctx {
     team: std::ptr::null_mut(),
 };
 
+/// The world rank of PE `pe` of `ctx`'s team (PEs of a context are
+/// numbered in its team); -1, which every call rejects, if there is none.
+#[inline(always)]
+pub fn world_pe(ctx: ShmemCtx, pe: c_int) -> c_int {
+    if ctx.is_null() {
+        return pe;
+    }
+    // SAFETY: a non-null context is the default or one of ours, alive
+    // until shmem_ctx_destroy.
+    let team = unsafe { (*ctx).team };
+    if team.is_null() || team == crate::teams::world_handle() {
+        return pe;
+    }
+    let team = team_handle("shmem_ctx", team);
+    usize::try_from(pe)
+        .ok()
+        .and_then(|pe| team.world_rank(pe))
+        .map_or(-1, |rank| rank as c_int)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_create(_options: c_long, ctx: *mut ShmemCtx) -> c_int {
     world("shmem_ctx_create");

@@ -617,6 +617,7 @@ pub fn generate() -> String {
             true,
         );
     }
+    h.push_str("#define shmem_sync(...) \\\n    _Generic(SHMEM_C11_TYPE_EVAL_PTR_OR_SCALAR(SHMEM_C11_ARG0(__VA_ARGS__)), \\\n        shmem_team_t: shmem_team_sync, \\\n        int: shmem_sync \\\n    )(__VA_ARGS__)\n");
     h.push_str("#else\n/* Before C11: the untyped names of OpenSHMEM 1.0 */\nlong shmem_swap(long *dest, long value, int pe);\nvoid shmem_wait_until(long *ivar, int cmp, long cmp_value);\n#endif\n");
     h.push_str("\n#ifdef __cplusplus\n}\n#endif\n#endif /* SHMEM_H */\n");
     h

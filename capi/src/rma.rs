@@ -131,27 +131,27 @@ macro_rules! array_rma {
     ($n:tt, $t:ty, $c:literal) => {
         paste::paste! {
             with_ctx!([<shmem_ $n _put>], [<shmem_ctx_ $n _put>],
-                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), {
+                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), pe, {
                 put(stringify!([<shmem_ $n _put>]), dest, source, nelems, pe)
             });
             with_ctx!([<shmem_ $n _get>], [<shmem_ctx_ $n _get>],
-                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), {
+                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), pe, {
                 get(stringify!([<shmem_ $n _get>]), dest, source, nelems, pe)
             });
             with_ctx!([<shmem_ $n _put_nbi>], [<shmem_ctx_ $n _put_nbi>],
-                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), {
+                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), pe, {
                 put_nbi(stringify!([<shmem_ $n _put_nbi>]), dest, source, nelems, pe)
             });
             with_ctx!([<shmem_ $n _get_nbi>], [<shmem_ctx_ $n _get_nbi>],
-                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), {
+                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), pe, {
                 get_nbi(stringify!([<shmem_ $n _get_nbi>]), dest, source, nelems, pe)
             });
             with_ctx!([<shmem_ $n _put_signal>], [<shmem_ctx_ $n _put_signal>],
-                (dest: *mut $t, source: *const $t, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int), {
+                (dest: *mut $t, source: *const $t, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int), pe, {
                 put_signal(stringify!([<shmem_ $n _put_signal>]), dest, source, nelems, sig_addr, signal, sig_op, pe, false)
             });
             with_ctx!([<shmem_ $n _put_signal_nbi>], [<shmem_ctx_ $n _put_signal_nbi>],
-                (dest: *mut $t, source: *const $t, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int), {
+                (dest: *mut $t, source: *const $t, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int), pe, {
                 put_signal(stringify!([<shmem_ $n _put_signal_nbi>]), dest, source, nelems, sig_addr, signal, sig_op, pe, true)
             });
         }
@@ -164,11 +164,11 @@ macro_rules! strided_rma {
     ($n:tt, $t:ty, $c:literal) => {
         paste::paste! {
             with_ctx!([<shmem_ $n _iput>], [<shmem_ctx_ $n _iput>],
-                (dest: *mut $t, source: *const $t, tst: isize, sst: isize, nelems: usize, pe: c_int), {
+                (dest: *mut $t, source: *const $t, tst: isize, sst: isize, nelems: usize, pe: c_int), pe, {
                 iput(stringify!([<shmem_ $n _iput>]), dest, source, tst, sst, nelems, pe)
             });
             with_ctx!([<shmem_ $n _iget>], [<shmem_ctx_ $n _iget>],
-                (dest: *mut $t, source: *const $t, tst: isize, sst: isize, nelems: usize, pe: c_int), {
+                (dest: *mut $t, source: *const $t, tst: isize, sst: isize, nelems: usize, pe: c_int), pe, {
                 iget(stringify!([<shmem_ $n _iget>]), dest, source, tst, sst, nelems, pe)
             });
         }
@@ -179,10 +179,10 @@ macro_rules! strided_rma {
 macro_rules! scalar_rma {
     ($n:ident, $t:ty, $c:literal) => {
         paste::paste! {
-            with_ctx!([<shmem_ $n _p>], [<shmem_ctx_ $n _p>], (dest: *mut $t, value: $t, pe: c_int), {
+            with_ctx!([<shmem_ $n _p>], [<shmem_ctx_ $n _p>], (dest: *mut $t, value: $t, pe: c_int), pe, {
                 p(stringify!([<shmem_ $n _p>]), dest, value, pe)
             });
-            with_ctx!([<shmem_ $n _g>], [<shmem_ctx_ $n _g>], (source: *const $t, pe: c_int) -> $t, {
+            with_ctx!([<shmem_ $n _g>], [<shmem_ctx_ $n _g>], (source: *const $t, pe: c_int) -> $t, pe, {
                 g(stringify!([<shmem_ $n _g>]), source, pe)
             });
         }
@@ -203,27 +203,27 @@ macro_rules! sized_rma {
     ($bits:tt, $t:ty, $c:literal) => {
         paste::paste! {
             with_ctx!([<shmem_put $bits>], [<shmem_ctx_put $bits>],
-                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), {
+                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), pe, {
                 put(stringify!([<shmem_put $bits>]), dest, source, nelems, pe)
             });
             with_ctx!([<shmem_get $bits>], [<shmem_ctx_get $bits>],
-                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), {
+                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), pe, {
                 get(stringify!([<shmem_get $bits>]), dest, source, nelems, pe)
             });
             with_ctx!([<shmem_put $bits _nbi>], [<shmem_ctx_put $bits _nbi>],
-                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), {
+                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), pe, {
                 put_nbi(stringify!([<shmem_put $bits _nbi>]), dest, source, nelems, pe)
             });
             with_ctx!([<shmem_get $bits _nbi>], [<shmem_ctx_get $bits _nbi>],
-                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), {
+                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), pe, {
                 get_nbi(stringify!([<shmem_get $bits _nbi>]), dest, source, nelems, pe)
             });
             with_ctx!([<shmem_put $bits _signal>], [<shmem_ctx_put $bits _signal>],
-                (dest: *mut $t, source: *const $t, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int), {
+                (dest: *mut $t, source: *const $t, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int), pe, {
                 put_signal(stringify!([<shmem_put $bits _signal>]), dest, source, nelems, sig_addr, signal, sig_op, pe, false)
             });
             with_ctx!([<shmem_put $bits _signal_nbi>], [<shmem_ctx_put $bits _signal_nbi>],
-                (dest: *mut $t, source: *const $t, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int), {
+                (dest: *mut $t, source: *const $t, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int), pe, {
                 put_signal(stringify!([<shmem_put $bits _signal_nbi>]), dest, source, nelems, sig_addr, signal, sig_op, pe, true)
             });
         }
@@ -236,11 +236,11 @@ macro_rules! sized_strided {
     ($bits:tt, $t:ty) => {
         paste::paste! {
             with_ctx!([<shmem_iput $bits>], [<shmem_ctx_iput $bits>],
-                (dest: *mut $t, source: *const $t, tst: isize, sst: isize, nelems: usize, pe: c_int), {
+                (dest: *mut $t, source: *const $t, tst: isize, sst: isize, nelems: usize, pe: c_int), pe, {
                 iput(stringify!([<shmem_iput $bits>]), dest, source, tst, sst, nelems, pe)
             });
             with_ctx!([<shmem_iget $bits>], [<shmem_ctx_iget $bits>],
-                (dest: *mut $t, source: *const $t, tst: isize, sst: isize, nelems: usize, pe: c_int), {
+                (dest: *mut $t, source: *const $t, tst: isize, sst: isize, nelems: usize, pe: c_int), pe, {
                 iget(stringify!([<shmem_iget $bits>]), dest, source, tst, sst, nelems, pe)
             });
         }

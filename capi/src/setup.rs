@@ -87,7 +87,7 @@ pub extern "C" fn shmem_n_pes() -> c_int {
 
 #[no_mangle]
 pub extern "C" fn shmem_global_exit(status: c_int) -> ! {
-    state::exit_job(status)
+    state::global_exit(status)
 }
 
 #[no_mangle]

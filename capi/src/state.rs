@@ -106,3 +106,15 @@ pub fn exit_job(status: libc::c_int) -> ! {
     // SAFETY: exit flushes C stdio and ends the process.
     unsafe { libc::exit(status) }
 }
+
+/// `shmem_global_exit`: the launcher stops every rank and exits with
+/// `status`; without a launcher, this process just exits.
+pub fn global_exit(status: libc::c_int) -> ! {
+    EXITING.store(true, std::sync::atomic::Ordering::Relaxed);
+    // SAFETY: see the module docs; the process ends in this call, so no
+    // other reference to the state is used again.
+    match unsafe { (*STATE.0.get()).as_mut() } {
+        Some(state) => state.world.global_exit(status),
+        None => exit_job(status),
+    }
+}

@@ -11,7 +11,9 @@ use crate::convert::{cmp, sym};
 use crate::state::{ok, world};
 use libc::c_int;
 use oneside::{Cmp, Pod};
-use std::sync::atomic::{fence, Ordering};
+use std::sync::atomic::{fence, AtomicUsize, Ordering};
+
+static NEXT_START: AtomicUsize = AtomicUsize::new(0);
 
 /// Which elements must satisfy their comparison.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -40,10 +42,12 @@ unsafe fn evaluate<T: Pod + PartialOrd>(
     values: Values<T>,
     need: Need,
     indices: *mut usize,
+    start: usize,
 ) -> Option<usize> {
     let mut found = 0;
     let mut active = 0;
-    for i in 0..n {
+    for k in 0..n {
+        let i = (start + k) % n;
         // SAFETY: the caller's arrays hold `n` elements.
         if !status.is_null() && unsafe { *status.add(i) } != 0 {
             continue;
@@ -97,9 +101,16 @@ pub unsafe fn sync<T: Pod + PartialOrd>(
     }
     // A bad operator is an error before any wait, not a hang.
     cmp::<T>(api, op, first(values));
+    // The any-forms start one element further each call, so that repeated
+    // calls find every ready element, not only the first; the some-forms
+    // list indices in order.
+    let start = match need {
+        Need::Any => NEXT_START.fetch_add(1, Ordering::Relaxed),
+        Need::All | Need::Some => 0,
+    };
     let once = || {
         // SAFETY: forwarded from this function's contract.
-        let outcome = unsafe { evaluate(api, ivars, n, status, op, values, need, indices) };
+        let outcome = unsafe { evaluate(api, ivars, n, status, op, values, need, indices, start) };
         if outcome.is_some() {
             fence(Ordering::Acquire);
         }

@@ -28,9 +28,22 @@ impl LauncherLink {
     /// Tells the launcher this rank finalized cleanly, and waits until it
     /// has recorded that, so the launcher never mistakes our exit for a crash.
     pub fn send_finalized(&mut self) -> Result<()> {
+        self.farewell(Msg::Finalized { rank: self.rank as u32 })
+    }
+
+    /// Asks the launcher to end the whole job with `status`, and waits
+    /// until it has recorded that.
+    pub fn send_global_exit(&mut self, status: i32) -> Result<()> {
+        self.farewell(Msg::GlobalExit {
+            rank: self.rank as u32,
+            status,
+        })
+    }
+
+    fn farewell(&mut self, msg: Msg) -> Result<()> {
         let rank = self.rank;
         let fail = |source| Error::Finalize { rank, source };
-        send_blocking(&mut self.stream, &Msg::Finalized { rank: rank as u32 }).map_err(fail)?;
+        send_blocking(&mut self.stream, &msg).map_err(fail)?;
         self.stream.set_read_timeout(Some(FAREWELL_TIMEOUT)).map_err(fail)?;
         match recv_blocking(&mut self.stream, MAX_FRAME).map_err(fail)? {
             Msg::Goodbye => Ok(()),

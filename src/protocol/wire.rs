@@ -46,7 +46,10 @@ pub enum Msg {
     Card { origin: u32, blob: Vec<u8> },
     /// Rank → launcher: this rank finished `finalize`.
     Finalized { rank: u32 },
-    /// Launcher → rank: `Finalized` was recorded; the rank may exit.
+    /// Rank → launcher: this rank called global exit (`shmem_global_exit`):
+    /// stop the job and exit with `status`.
+    GlobalExit { rank: u32, status: i32 },
+    /// Launcher → rank: `Finalized` (or `GlobalExit`) was recorded; the rank may exit.
     Goodbye,
     /// Launcher → rank: the job is over, stop waiting.
     Abort { reason: String },
@@ -64,6 +67,7 @@ impl Msg {
             Msg::Hello { .. } => "Hello",
             Msg::Card { .. } => "Card",
             Msg::Finalized { .. } => "Finalized",
+            Msg::GlobalExit { .. } => "GlobalExit",
             Msg::Goodbye => "Goodbye",
             Msg::Abort { .. } => "Abort",
         }

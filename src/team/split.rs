@@ -87,7 +87,9 @@ impl World {
         const OP: &str = "split_node";
         let agreed = self.agree(OP, self.team_world(), &[], true)?;
         let slot = self.pick_slots(OP, agreed.free, 1)?[0];
-        let node: Vec<usize> = (0..self.size).filter(|&r| self.node_of[r] == self.node_of[self.rank]).collect();
+        let node: Vec<usize> = (0..self.size)
+            .filter(|&r| self.node_of[r] == self.node_of[self.rank])
+            .collect();
         let stride = match node.len() {
             1 => 1,
             _ => node[1] - node[0],
@@ -96,7 +98,10 @@ impl World {
         self.take_slot(slot);
         Ok(match even {
             true => {
-                let me = node.iter().position(|&r| r == self.rank).expect("a rank is on its own node");
+                let me = node
+                    .iter()
+                    .position(|&r| r == self.rank)
+                    .expect("a rank is on its own node");
                 self.make_team(slot, node[0], stride as isize, node.len(), me)
             }
             false => self.make_team(slot, self.rank, 1, 1, 0),

@@ -42,6 +42,16 @@ pub fn judge(event: JobEvent, view: &View, states: &mut [RankState], abort: Opti
             states[rank].finalized = true;
             None
         }
+        JobEvent::GlobalExit { rank, status } if !aborting => {
+            // Its own exit is the job's end, not a failure to finalize.
+            states[rank].finalized = true;
+            eprintln!(
+                "rlaunch: {} called global exit with status {status}; stopping the job",
+                view.describe(rank)
+            );
+            Some(status as u8)
+        }
+        JobEvent::GlobalExit { .. } => None,
         JobEvent::BootstrapTimeout { missing, waited } if !aborting => {
             let list: Vec<String> = missing.iter().map(|r| view.describe(*r)).collect();
             eprintln!(

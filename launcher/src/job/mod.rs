@@ -49,6 +49,11 @@ pub enum JobEvent {
     Finalized {
         rank: usize,
     },
+    /// A rank asked to end the job with `status` (`shmem_global_exit`).
+    GlobalExit {
+        rank: usize,
+        status: i32,
+    },
     BootstrapTimeout {
         missing: Vec<usize>,
         waited: Duration,

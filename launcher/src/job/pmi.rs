@@ -207,6 +207,10 @@ fn serve_conn(
                 let _ = events.send(JobEvent::Finalized { rank: *rank });
                 conn.buf.push(&Msg::Goodbye);
             }
+            (State::Registered(rank), Msg::GlobalExit { rank: said, status }) if said as usize == *rank => {
+                let _ = events.send(JobEvent::GlobalExit { rank: *rank, status });
+                conn.buf.push(&Msg::Goodbye);
+            }
             (_, other) => return Err(Drop::Fatal(format!("unexpected bootstrap message {}", other.kind()))),
         }
     }
