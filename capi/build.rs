@@ -20,5 +20,11 @@ fn main() {
         version = std::env::var("CARGO_PKG_VERSION").unwrap_or_default(),
     );
     let _ = std::fs::write(libdir.join("oneside-shmem.pc"), pc);
+    // oshc++ is oshcc under another name (rustc rejects '+' in a binary's
+    // crate name); oshcc compiles C++ when called so.
+    let cxx = libdir.join("oshc++");
+    if std::fs::symlink_metadata(&cxx).is_err() {
+        let _ = std::os::unix::fs::symlink("oshcc", &cxx);
+    }
     println!("cargo:rerun-if-changed=build.rs");
 }

@@ -172,7 +172,7 @@ pub enum Error {
     },
 
     /// The symmetric heap has no free range large enough.
-    #[error("rank {rank}: symmetric heap exhausted: asked for {requested} bytes, largest free block is {largest_free} bytes of a {heap_size}-byte heap (raise ONESIDE_HEAP_SIZE, e.g. ONESIDE_HEAP_SIZE=256M)")]
+    #[error("rank {rank}: symmetric heap exhausted: asked for {requested} bytes, largest free block is {largest_free} bytes of a {heap_size}-byte heap (raise ONESIDE_HEAP_SIZE, or SHMEM_SYMMETRIC_SIZE for C programs, e.g. =256M)")]
     HeapExhausted {
         rank: usize,
         requested: usize,
@@ -191,7 +191,7 @@ pub enum Error {
 
     /// An address that is neither in the symmetric heap nor in the
     /// program's symmetric global data.
-    #[error("rank {rank}: {op}: address {addr:#x} ({bytes} bytes) is not symmetric: use memory from shmem_malloc (World::alloc) or a global or static variable")]
+    #[error("rank {rank}: {op}: address {addr:#x} ({bytes} bytes) is not symmetric: use memory from the symmetric heap (shmem_malloc in C, World::alloc in Rust) or a global or static variable")]
     NotSymmetric {
         rank: usize,
         op: &'static str,

@@ -37,28 +37,15 @@ impl World {
     #[inline]
     pub unsafe fn sym_at<T: Pod>(&self, op: &'static str, addr: *const T, len: usize) -> Result<Sym<T>> {
         let bytes = len.saturating_mul(std::mem::size_of::<T>());
+        if bytes == 0 {
+            // An empty object names no memory: any address will do, as
+            // OpenSHMEM allows NULL for zero-length transfers.
+            return Ok(Sym::new(0, 0, self.id));
+        }
         match self.offset_of(addr as usize, bytes) {
             Some(offset) => Ok(Sym::new(offset, len, self.id)),
             None => Err(self.not_symmetric(op, addr as usize, bytes)),
         }
-    }
-
-    /// The symmetric object from `addr` to the end of its region (heap or
-    /// global data), for calls whose extent is known only later (the
-    /// destination of a `collect`).
-    ///
-    /// # Safety
-    /// As for [`World::sym_at`].
-    pub unsafe fn sym_to_end<T: Pod>(&self, op: &'static str, addr: *const T) -> Result<Sym<T>> {
-        let elem = std::mem::size_of::<T>().max(1);
-        let Some(offset) = self.offset_of(addr as usize, 0) else {
-            return Err(self.not_symmetric(op, addr as usize, 0));
-        };
-        let end = match offset < self.own.alloc_len() {
-            true => self.own.alloc_len(),
-            false => self.own.heap_len(),
-        };
-        Ok(Sym::new(offset, (end - offset) / elem, self.id))
     }
 
     #[cold]

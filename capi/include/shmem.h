@@ -75,12 +75,14 @@ extern "C" {
 #define SHMEM_MALLOC_ATOMICS_REMOTE 1L
 #define SHMEM_MALLOC_SIGNAL_REMOTE 2L
 
-typedef struct oneside_ctx *shmem_ctx_t;
+/* Handles point to objects in the library; the structs are complete only so
+ * that the C11 type-generic names can evaluate a handle argument. */
+typedef struct oneside_ctx { int opaque_; } *shmem_ctx_t;
 extern struct oneside_ctx oneside_ctx_default;
 #define SHMEM_CTX_DEFAULT (&oneside_ctx_default)
 #define SHMEM_CTX_INVALID ((shmem_ctx_t)0)
 
-typedef struct oneside_team *shmem_team_t;
+typedef struct oneside_team { int opaque_; } *shmem_team_t;
 extern struct oneside_team oneside_team_world;
 extern struct oneside_team oneside_team_shared;
 #define SHMEM_TEAM_WORLD (&oneside_team_world)
@@ -3020,28 +3022,43 @@ static inline void shmem_c11_generic_selection_failed(void) { }
 #define shmem_and_reduce(...) \
     _Generic(SHMEM_C11_TYPE_EVAL_PTR(SHMEM_C11_ARG1(__VA_ARGS__)), \
         unsigned char*: shmem_uchar_and_reduce, \
+        short*: shmem_short_and_reduce, \
         unsigned short*: shmem_ushort_and_reduce, \
+        int*: shmem_int_and_reduce, \
         unsigned int*: shmem_uint_and_reduce, \
+        long*: shmem_long_and_reduce, \
         unsigned long*: shmem_ulong_and_reduce, \
-        unsigned long long*: shmem_ulonglong_and_reduce \
+        long long*: shmem_longlong_and_reduce, \
+        unsigned long long*: shmem_ulonglong_and_reduce, \
+        int8_t*: shmem_int8_and_reduce \
     )(__VA_ARGS__)
 
 #define shmem_or_reduce(...) \
     _Generic(SHMEM_C11_TYPE_EVAL_PTR(SHMEM_C11_ARG1(__VA_ARGS__)), \
         unsigned char*: shmem_uchar_or_reduce, \
+        short*: shmem_short_or_reduce, \
         unsigned short*: shmem_ushort_or_reduce, \
+        int*: shmem_int_or_reduce, \
         unsigned int*: shmem_uint_or_reduce, \
+        long*: shmem_long_or_reduce, \
         unsigned long*: shmem_ulong_or_reduce, \
-        unsigned long long*: shmem_ulonglong_or_reduce \
+        long long*: shmem_longlong_or_reduce, \
+        unsigned long long*: shmem_ulonglong_or_reduce, \
+        int8_t*: shmem_int8_or_reduce \
     )(__VA_ARGS__)
 
 #define shmem_xor_reduce(...) \
     _Generic(SHMEM_C11_TYPE_EVAL_PTR(SHMEM_C11_ARG1(__VA_ARGS__)), \
         unsigned char*: shmem_uchar_xor_reduce, \
+        short*: shmem_short_xor_reduce, \
         unsigned short*: shmem_ushort_xor_reduce, \
+        int*: shmem_int_xor_reduce, \
         unsigned int*: shmem_uint_xor_reduce, \
+        long*: shmem_long_xor_reduce, \
         unsigned long*: shmem_ulong_xor_reduce, \
-        unsigned long long*: shmem_ulonglong_xor_reduce \
+        long long*: shmem_longlong_xor_reduce, \
+        unsigned long long*: shmem_ulonglong_xor_reduce, \
+        int8_t*: shmem_int8_xor_reduce \
     )(__VA_ARGS__)
 
 #define shmem_min_reduce(...) \

@@ -31,22 +31,82 @@ pub fn broadcast<T: Pod>(api: &'static str, team: &Team, dest: *mut T, source: *
     ok(api, w.broadcast(team, &d, &s, n, root(api, pe_root)));
 }
 
+/// Whether `[a, a + a_len)` and `[b, b + b_len)` (in elements) overlap.
+fn overlap<T>(a: *const T, a_len: usize, b: *const T, b_len: usize) -> bool {
+    let size = std::mem::size_of::<T>();
+    let (a, b) = (a as usize, b as usize);
+    a_len > 0 && b_len > 0 && a < b + b_len * size && b < a + a_len * size
+}
+
+/// Overlapping objects are outside the specification, yet some programs
+/// pass a destination that runs into the source. Sandia OpenSHMEM writes
+/// on regardless, so this does too, rather than refusing the call: every
+/// member puts `parts(member)` (index in `dest`, elements) to each member,
+/// between a sync and a barrier. The source is read before the sync.
+fn by_puts<T: Pod>(
+    api: &'static str,
+    team: &Team,
+    dest: *mut T,
+    dest_len: usize,
+    parts: impl Fn(usize) -> Vec<(usize, Vec<T>)>,
+) {
+    let w = world(api);
+    let into = sym(api, w, dest, dest_len);
+    let all: Vec<_> = (0..team.n_pes()).map(parts).collect();
+    ok(api, w.team_sync(team));
+    for (member, blocks) in all.iter().enumerate() {
+        let rank = Team::world_rank(team, member).expect("a member index below n_pes");
+        for (at, data) in blocks {
+            ok(api, w.put(&into, rank, *at, data));
+        }
+    }
+    ok(api, w.team_barrier(team));
+}
+
 pub fn fcollect<T: Pod>(api: &'static str, team: &Team, dest: *mut T, source: *const T, n: usize) {
     let w = world(api);
+    let npes = team.n_pes();
+    if overlap(dest, n * npes, source, n) {
+        // SAFETY: the caller's source holds `n` elements.
+        let mine = unsafe { crate::convert::src(source, n) }.to_vec();
+        return by_puts(api, team, dest, n * npes, |_| vec![(team.my_pe() * n, mine.clone())]);
+    }
     let (d, s) = (sym(api, w, dest, n * team.n_pes()), sym(api, w, source, n));
     ok(api, w.fcollect(team, &d, &s, n));
 }
 
 pub fn collect<T: Pod>(api: &'static str, team: &Team, dest: *mut T, source: *const T, n: usize) {
     let w = world(api);
-    // SAFETY: as in `convert::sym`.
-    let d = ok(api, unsafe { w.sym_to_end(api, dest) });
-    ok(api, w.collect(team, &d, &sym(api, w, source, n), n));
+    // The destination's extent is the sum of every member's count.
+    let mut counts = vec![0u64; team.n_pes()];
+    counts[team.my_pe()] = n as u64;
+    ok(api, w.reduce_values(team, oneside::Sum, &mut counts));
+    let total = counts.iter().sum::<u64>() as usize;
+    let size = std::mem::size_of::<T>();
+    let (d, s) = (dest as usize, source as usize);
+    if d < s + n * size && s < d + total * size {
+        let at = counts[..team.my_pe()].iter().sum::<u64>() as usize;
+        // SAFETY: the caller's source holds `n` elements.
+        let mine = unsafe { crate::convert::src(source, n) }.to_vec();
+        return by_puts(api, team, dest, total, |_| vec![(at, mine.clone())]);
+    }
+    ok(
+        api,
+        w.collect(team, &sym(api, w, dest, total), &sym(api, w, source, n), n),
+    );
 }
 
 pub fn alltoall<T: Pod>(api: &'static str, team: &Team, dest: *mut T, source: *const T, n: usize) {
     let w = world(api);
     let all = n * team.n_pes();
+    if overlap(dest, all, source, all) {
+        let me = team.my_pe();
+        // SAFETY: the caller's source holds `all` elements.
+        let mine = unsafe { crate::convert::src(source, all) };
+        return by_puts(api, team, dest, all, |to| {
+            vec![(me * n, mine[to * n..(to + 1) * n].to_vec())]
+        });
+    }
     ok(
         api,
         w.alltoall(team, &sym(api, w, dest, all), &sym(api, w, source, all), n),
@@ -69,6 +129,18 @@ pub fn alltoalls<T: Pod>(
         0 => 0,
         count => (count - 1) * s + 1,
     };
+    if overlap(dest, span(dst), source, span(sst)) {
+        let me = team.my_pe();
+        let element = |i: usize| {
+            // SAFETY: the caller's source holds `span(sst)` elements.
+            unsafe { source.add(i * sst).read_unaligned() }
+        };
+        return by_puts(api, team, dest, span(dst), |to| {
+            (0..n)
+                .map(|k| ((me * n + k) * dst, vec![element(to * n + k)]))
+                .collect()
+        });
+    }
     let (d, s) = (sym(api, w, dest, span(dst)), sym(api, w, source, span(sst)));
     ok(api, w.alltoalls(team, &d, &s, dst, sst, n));
 }

@@ -72,7 +72,18 @@ const C11_SYNC: &[&str] = &[
     "ulong",
     "ulonglong",
 ];
-const C11_BIT_REDUCE: &[&str] = &["uchar", "ushort", "uint", "ulong", "ulonglong"];
+const C11_BIT_REDUCE: &[&str] = &[
+    "uchar",
+    "ushort",
+    "uint",
+    "ulong",
+    "ulonglong",
+    "int8",
+    "short",
+    "int",
+    "long",
+    "longlong",
+];
 const C11_ARITH_REDUCE: &[&str] = &[
     "char",
     "schar",

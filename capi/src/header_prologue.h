@@ -75,12 +75,14 @@ extern "C" {
 #define SHMEM_MALLOC_ATOMICS_REMOTE 1L
 #define SHMEM_MALLOC_SIGNAL_REMOTE 2L
 
-typedef struct oneside_ctx *shmem_ctx_t;
+/* Handles point to objects in the library; the structs are complete only so
+ * that the C11 type-generic names can evaluate a handle argument. */
+typedef struct oneside_ctx { int opaque_; } *shmem_ctx_t;
 extern struct oneside_ctx oneside_ctx_default;
 #define SHMEM_CTX_DEFAULT (&oneside_ctx_default)
 #define SHMEM_CTX_INVALID ((shmem_ctx_t)0)
 
-typedef struct oneside_team *shmem_team_t;
+typedef struct oneside_team { int opaque_; } *shmem_team_t;
 extern struct oneside_team oneside_team_world;
 extern struct oneside_team oneside_team_shared;
 #define SHMEM_TEAM_WORLD (&oneside_team_world)

@@ -69,10 +69,12 @@ pub fn take() -> Option<State> {
 pub fn ok<T>(api: &'static str, result: Result<T, Error>) -> T {
     match result {
         Ok(value) => value,
-        // The error names the rank and, as its operation, `api`.
         Err(e) => {
-            let _ = api;
-            eprintln!("oneside: {e}");
+            let what = e.to_string();
+            match what.contains(api) {
+                true => eprintln!("oneside: {what}"),
+                false => eprintln!("oneside: {api}: {what}"),
+            }
             exit_job(1)
         }
     }
