@@ -170,7 +170,8 @@ fn release(api: &'static str, ptr: *mut c_void) {
         return;
     }
     let w = world(api);
-    ok(api, w.free(sym(api, w, ptr.cast::<u8>(), 0)));
+    // One byte, so that the object is found by its address.
+    ok(api, w.free(sym(api, w, ptr.cast::<u8>().cast_const(), 1)));
 }
 
 #[no_mangle]
