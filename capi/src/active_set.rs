@@ -100,6 +100,7 @@ impl Group for ActiveSet {
 
 impl ActiveSet {
     /// Puts `n` elements from `source` to member `to`'s `dest` at element `at`.
+    #[allow(clippy::too_many_arguments)]
     fn put<T: Pod>(
         &self,
         api: &'static str,
