@@ -82,9 +82,4 @@ impl World {
         let offset = self.alloc_offset(bytes, align)?;
         Ok(Sym::new(offset, len, self.id))
     }
-
-    /// The bytes reserved for the live object at heap offset `offset`.
-    pub fn allocation_bytes(&self, offset: usize) -> Option<usize> {
-        self.allocator_block(offset)
-    }
 }

@@ -327,8 +327,8 @@ impl World {
         Ok(offset)
     }
 
-    /// The bytes reserved for the live block at heap offset `offset`.
-    pub(crate) fn allocator_block(&self, offset: usize) -> Option<usize> {
+    /// The bytes reserved for the live object at heap offset `offset`.
+    pub fn allocation_bytes(&self, offset: usize) -> Option<usize> {
         self.heap.borrow().block(offset)
     }
 

@@ -13,15 +13,7 @@ static long wins;
 static long lock;
 static long total;
 
-#define CHECK(cond, ...)                                                                                     \
-    do {                                                                                                     \
-        if (!(cond)) {                                                                                       \
-            fprintf(stderr, "atomics: PE %d: check failed: %s: ", me, #cond);                                \
-            fprintf(stderr, __VA_ARGS__);                                                                    \
-            fprintf(stderr, "\n");                                                                           \
-            shmem_global_exit(1);                                                                            \
-        }                                                                                                    \
-    } while (0)
+#include "check.h"
 
 int main(void) {
     shmem_init();

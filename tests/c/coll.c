@@ -16,15 +16,7 @@ static long pSync_bc[SHMEM_BCAST_SYNC_SIZE];
 static long pSync_odd[SHMEM_REDUCE_SYNC_SIZE];
 static long pWrk[N / 2 + 1 + SHMEM_REDUCE_MIN_WRKDATA_SIZE];
 
-#define CHECK(cond, ...)                                                                                     \
-    do {                                                                                                     \
-        if (!(cond)) {                                                                                       \
-            fprintf(stderr, "coll: PE %d: check failed: %s: ", me, #cond);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                                    \
-            fprintf(stderr, "\n");                                                                           \
-            shmem_global_exit(1);                                                                            \
-        }                                                                                                    \
-    } while (0)
+#include "check.h"
 
 int main(void) {
     shmem_init();

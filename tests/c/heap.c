@@ -10,15 +10,7 @@
 static int me, n;
 static long global_var;
 
-#define CHECK(cond, ...)                                                                                     \
-    do {                                                                                                     \
-        if (!(cond)) {                                                                                       \
-            fprintf(stderr, "heap: PE %d: check failed: %s: ", me, #cond);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                                    \
-            fprintf(stderr, "\n");                                                                           \
-            shmem_global_exit(1);                                                                            \
-        }                                                                                                    \
-    } while (0)
+#include "check.h"
 
 int main(void) {
     shmem_init();

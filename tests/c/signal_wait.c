@@ -16,15 +16,7 @@ static int flags[MAXPES];
 static int evens[MAXPES];
 static int never;
 
-#define CHECK(cond, ...)                                                                                     \
-    do {                                                                                                     \
-        if (!(cond)) {                                                                                       \
-            fprintf(stderr, "signal_wait: PE %d: check failed: %s: ", me, #cond);                            \
-            fprintf(stderr, __VA_ARGS__);                                                                    \
-            fprintf(stderr, "\n");                                                                           \
-            shmem_global_exit(1);                                                                            \
-        }                                                                                                    \
-    } while (0)
+#include "check.h"
 
 int main(void) {
     shmem_init();
