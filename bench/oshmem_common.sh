@@ -27,13 +27,14 @@ oshm_setup() {
   echo 'void omb_ddt_process_options(char *o) { (void)o; }' > "$OUT/omb_stub.c"
 }
 
-# osu_build NAME [EXTRA-SOURCE...]: builds $OUT/osu_oshm_NAME. OSU_CFLAGS
-# (an array, may be unset) adds compiler flags.
+# osu_build NAME [EXTRA-SOURCE...]: builds $BUILD_DIR/osu_oshm_NAME (default
+# $OUT) with $OSHCC (default Open MPI's oshcc). OSU_CFLAGS (an array, may be
+# unset) adds compiler flags.
 osu_build() {
   local name=$1; shift
-  oshcc -O2 -DOSHM_1_3 -DPACKAGE_VERSION='"6.1"' ${OSU_CFLAGS[@]+"${OSU_CFLAGS[@]}"} -I "$SUITE/c/util" \
+  "${OSHCC:-oshcc}" -O2 -DOSHM_1_3 -DPACKAGE_VERSION='"6.1"' ${OSU_CFLAGS[@]+"${OSU_CFLAGS[@]}"} -I "$SUITE/c/util" \
     "$SUITE/c/openshmem/osu_oshm_$name.c" "$SUITE/c/util/osu_util.c" "$SUITE/c/util/osu_util_pgas.c" \
-    "$OUT/omb_stub.c" "$@" -o "$OUT/osu_oshm_$name" -lm >&2
+    "$OUT/omb_stub.c" "$@" -o "${BUILD_DIR:-$OUT}/osu_oshm_$name" -lm >&2
 }
 
 # oshm_run NAME EXPECTED AWK-PROGRAM ARGS...: runs one program under OSHRUN,

@@ -22,8 +22,9 @@
 # - every oshmem program SIGSEGVs inside shmem_finalize after printing its
 #   table: exit statuses are ignored and the tables are checked instead;
 # - a 32-bit shmem_int_cswap smashes its own stack (open-mpi/ompi#11257, fixed
-#   in 4.1.5) and aborts osu_oshm_atomics before its 64-bit rows: we link in a
-#   shmem_int_cswap built on the 64-bit cswap. The int rows are not reported.
+#   in 4.1.5) and aborts osu_oshm_atomics before its 64-bit rows: we link in
+#   bench/omb_int_cswap.c, a shmem_int_cswap built on the 64-bit cswap. The
+#   int rows are not reported.
 set -euo pipefail
 if [ $# -gt 1 ]; then echo "usage: $0 [FILE]" >&2; exit 2; fi
 if [ $# -eq 1 ]; then exec >"$1"; fi
@@ -38,27 +39,7 @@ oshm_setup
 OSHRUN=(timeout -k 5 "$OSHRUN_TIMEOUT" oshrun -np 2 --oversubscribe --mca spml ucx -x UCX_TLS=sm,self)
 
 log "building into $OUT"
-cat > "$OUT/omb_int_cswap.c" <<'EOF'
-/* Open MPI 4.1.4's atomic/ucx writes 8 bytes into the 4-byte result of a
- * 32-bit cswap (open-mpi/ompi#11257): this definition, linked into the OSU
- * program, replaces the library's with a 64-bit cswap on the aligned word
- * that holds the int (little-endian). */
-#include <shmem.h>
-#include <stdint.h>
-int shmem_int_cswap(int *target, int cond, int value, int pe) {
-    long *word = (long *)((uintptr_t)target & ~(uintptr_t)7);
-    int shift = (int)((uintptr_t)target & 4) * 8;
-    unsigned long mask = 0xffffffffUL << shift;
-    for (;;) {
-        unsigned long old = (unsigned long)shmem_long_atomic_fetch(word, pe);
-        int cur = (int)(uint32_t)(old >> shift);
-        if (cur != cond) return cur;
-        unsigned long upd = (old & ~mask) | ((unsigned long)(uint32_t)value << shift);
-        if ((unsigned long)shmem_long_atomic_compare_swap(word, (long)old, (long)upd, pe) == old) return cond;
-    }
-}
-EOF
-osu_build atomics "$OUT/omb_int_cswap.c"
+osu_build atomics bench/omb_int_cswap.c
 osu_build put_nb
 osu_build put_mr_nb
 oshcc -O2 -Wall -o "$OUT/oshm_signal" bench/oshm_signal.c >&2

@@ -6,6 +6,9 @@
 #
 #   tests/sos/run.sh                      # shm and tcp, debug build
 #   TRANSPORTS="shm" PROFILE=release tests/sos/run.sh
+#   DEPRECATED=1 DIRS=test/unit OUT=target/sos-deprecated tests/sos/run.sh
+#                                         # --enable-deprecated-tests: the
+#                                         # same programs on the pre-1.5 names
 #
 # Exit status: 0 when every test that is not listed in tests/sos/skip.txt
 # passed on every transport.
@@ -15,9 +18,11 @@ root=$PWD
 suite=$(cd ../shared/suites/tests-sos && pwd)
 profile=${PROFILE:-debug}
 transports=${TRANSPORTS:-shm tcp}
-out=${OUT:-$root/target/sos}
+out=$(realpath -m "${OUT:-$root/target/sos}")
 dirs=${DIRS:-test/unit test/spec-example test/apps}
 per_test=${PER_TEST_TIMEOUT:-120}
+configure_extra=()
+[ "${DEPRECATED:-0}" = 1 ] && configure_extra+=(--enable-deprecated-tests)
 
 case $profile in
   release) cargo build --release -p oneside-shmem -p rlaunch ;;
@@ -39,7 +44,7 @@ chmod +x "$out/runner"
 mkdir -p "$out/build"
 cd "$out/build"
 "$out/src/configure" CC="$bin/oshcc" --with-test-runner="$out/runner -np \$(NPROCS)" \
-  --disable-cxx --disable-fortran >"$out/configure.log" 2>&1
+  --disable-cxx --disable-fortran ${configure_extra[@]+"${configure_extra[@]}"} >"$out/configure.log" 2>&1
 for d in $dirs; do
   make -j2 -k -C "$d" check TESTS= >"$out/build-$(basename "$d").log" 2>&1 || true
 done
