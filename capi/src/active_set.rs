@@ -154,18 +154,7 @@ pub unsafe extern "C" fn shmem_sync(start: c_int, log_stride: c_int, size: c_int
 pub fn broadcast<T: Pod>(api: &'static str, members: Members, dest: *mut T, source: *const T, n: usize, root: c_int) {
     let w = world(api);
     match members {
-        Members::World => {
-            let keep = match w.rank() as c_int == root {
-                // SAFETY: `dest` holds `n` elements of this rank's memory.
-                true => Some(unsafe { crate::convert::src(dest.cast_const(), n) }.to_vec()),
-                false => None,
-            };
-            coll::broadcast(api, w.team_world(), dest, source, n, root);
-            if let Some(kept) = keep {
-                // SAFETY: as above.
-                unsafe { std::ptr::copy_nonoverlapping(kept.as_ptr(), dest, n) };
-            }
-        }
+        Members::World => coll::broadcast_to_others(api, w.team_world(), dest, source, n, root),
         Members::Set(set) => {
             let root = usize::try_from(root).ok().filter(|&r| r < set.size);
             let Some(root) = root else {

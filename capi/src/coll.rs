@@ -31,6 +31,13 @@ pub fn broadcast<T: Pod>(api: &'static str, team: &Team, dest: *mut T, source: *
     ok(api, w.broadcast(team, &d, &s, n, root(api, pe_root)));
 }
 
+/// OpenSHMEM 1.4's broadcast: the root's `dest` is not written.
+pub fn broadcast_to_others<T: Pod>(api: &'static str, team: &Team, dest: *mut T, source: *const T, n: usize, pe_root: c_int) {
+    let w = world(api);
+    let (d, s) = (sym(api, w, dest, n), sym(api, w, source, n));
+    ok(api, w.broadcast_to_others(team, &d, &s, n, root(api, pe_root)));
+}
+
 /// Whether `[a, a + a_len)` and `[b, b + b_len)` (in elements) overlap.
 fn overlap<T>(a: *const T, a_len: usize, b: *const T, b_len: usize) -> bool {
     let size = std::mem::size_of::<T>();

@@ -162,6 +162,17 @@ fn broadcast(world: &World, team: Option<&Team>, n: usize) -> Result<Check> {
                 &world.local_to_vec(&src)?,
                 &want,
             ));
+            // OpenSHMEM 1.4's form: the root's destination keeps what it had.
+            let untouched = vec![0xdead_beef_u32; n];
+            world.local_write(&src, 0, &mine)?;
+            world.local_write(&dst, 0, &untouched)?;
+            world.team_sync(team)?;
+            world.broadcast_to_others(team, &dst, &src, n, root)?;
+            check = check.and(expect_eq(
+                &format!("broadcast_to_others from {root}"),
+                &world.local_to_vec(&dst)?,
+                if team.my_pe() == root { &untouched } else { &want },
+            ));
         }
     }
     world.free(dst)?;

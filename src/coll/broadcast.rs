@@ -1,5 +1,7 @@
 //! `broadcast`: the root's source into every member's destination
-//! (OpenSHMEM 1.5 semantics: the root's destination too).
+//! (OpenSHMEM 1.5 semantics: the root's destination too), and
+//! `broadcast_to_others`, 1.4's form, which leaves the root's destination
+//! alone and sends straight from its source.
 //!
 //! Small messages on one node go through one exchange round (the root's
 //! payload to every member's scratch; a single hop). Otherwise one
@@ -37,17 +39,34 @@ impl World {
             // SAFETY: both objects are ours, checked and disjoint.
             unsafe { std::ptr::copy_nonoverlapping(c.own(src_off), c.own(dst_off), bytes) };
         }
-        c.broadcast_bytes(dst_off, bytes, root)
+        c.broadcast_bytes(dst_off, dst_off, bytes, root)
+    }
+
+    /// As [`World::broadcast`], but the root's `dst` is left alone: the
+    /// other members receive straight from the root's `src`. This is
+    /// OpenSHMEM 1.4's `shmem_broadcast32/64`, which saves the root a copy.
+    pub fn broadcast_to_others<T: Pod>(
+        &self,
+        team: &Team,
+        dst: &Sym<T>,
+        src: &Sym<T>,
+        n: usize,
+        root: usize,
+    ) -> Result<()> {
+        let c = Coll::begin(self, team, "broadcast")?;
+        c.check_root(root)?;
+        let (dst_off, src_off) = c.same_or_disjoint(dst, src, n, n)?;
+        c.broadcast_bytes(src_off, dst_off, n * size_of::<T>(), root)
     }
 }
 
 impl Coll<'_> {
-    /// Broadcasts `bytes` at `offset` of the root's heap to the same offset
-    /// on every member.
-    pub(super) fn broadcast_bytes(&self, offset: usize, bytes: usize, root: usize) -> Result<()> {
+    /// Broadcasts `bytes` at `from` of the root's heap to `offset` on every
+    /// other member (and on the root only if `from == offset`).
+    pub(super) fn broadcast_bytes(&self, from: usize, offset: usize, bytes: usize, root: usize) -> Result<()> {
         if plan::broadcast_by_exchange(self, bytes) {
             let data = Bytes {
-                ptr: self.own(offset),
+                ptr: self.own(from),
                 len: bytes,
             };
             let inbox = self.exchange(1, |_| if self.me() == root { data } else { Bytes::EMPTY })?;
@@ -66,7 +85,7 @@ impl Coll<'_> {
             .collect();
         let head = heads[nodes.mine];
         if self.me() == head && heads.len() > 1 {
-            self.binomial(&heads, root, offset, bytes)?;
+            self.binomial(&heads, root, from, offset, bytes)?;
         }
         let local = &nodes.groups[nodes.mine];
         if local.len() == 1 {
@@ -83,15 +102,17 @@ impl Coll<'_> {
         }
         self.wait(head, 2)?;
         let base = self.peer_base(head)?;
-        // SAFETY: the head's destination holds the data from step 2 until
-        // we notify step 3; ours is checked and written only by us.
-        unsafe { std::ptr::copy_nonoverlapping(base.add(offset), self.own(offset), bytes) };
+        let held = if head == root { from } else { offset };
+        // SAFETY: the head's destination (the root's source) holds the data
+        // from step 2 until we notify step 3; ours is checked and written
+        // only by us.
+        unsafe { std::ptr::copy_nonoverlapping(base.add(held), self.own(offset), bytes) };
         self.notify(head, 3)
     }
 
     /// A binomial tree among `heads` rooted at `root`, pushing into
-    /// destinations (step 1).
-    fn binomial(&self, heads: &[usize], root: usize, offset: usize, bytes: usize) -> Result<()> {
+    /// destinations (step 1); the root sends from `from`.
+    fn binomial(&self, heads: &[usize], root: usize, from: usize, offset: usize, bytes: usize) -> Result<()> {
         let h = heads.len();
         let at = heads.iter().position(|&x| x == self.me()).expect("this rank is a head");
         let root_at = heads.iter().position(|&x| x == root).expect("the root is a head");
@@ -110,7 +131,8 @@ impl Coll<'_> {
             if me + mask < h {
                 let child = member(me + mask);
                 if bytes > 0 {
-                    self.forward(child, offset, offset, bytes)?;
+                    let held = if self.me() == root { from } else { offset };
+                    self.forward(child, offset, held, bytes)?;
                 }
                 self.notify(child, 1)?;
             }
