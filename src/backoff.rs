@@ -3,7 +3,10 @@
 //!
 //! * **Spin** for [`SPIN_POLLS`] polls while every rank on this host (and
 //!   its TCP progress thread, if it has one) has a core of its own: enough
-//!   for a peer that is running to answer.
+//!   for a peer that is running to answer. rlaunch pins ranks to disjoint
+//!   CPU shares when they fit (`--bind-to core`, as Open MPI does), so two
+//!   ranks never start out on one core: unpinned, a short benchmark whose
+//!   ranks the kernel happened to place together ran 80x slower.
 //! * **Yield** after that, and at once when ranks outnumber cores, as Open
 //!   MPI's `mpi_yield_when_idle` does: the rank we wait for may need this
 //!   core. Measured here with one CPU-bound process beside a 2-rank job,
@@ -63,10 +66,17 @@ impl Backoff {
     }
 }
 
-/// Whether local waits may spin: only when this host's ranks each have a core.
-pub(crate) fn may_spin(local_ranks: usize) -> bool {
+/// Whether local waits may spin: only when each of this rank's busy
+/// `threads` (itself, and its TCP progress thread if it has one) has a core.
+/// Pinned by rlaunch (`--bind-to core`), the rank's own CPUs count;
+/// otherwise the host's CPUs are shared by its `local_ranks` ranks.
+pub(crate) fn may_spin(local_ranks: usize, threads: usize) -> bool {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    local_ranks <= cores
+    let pinned = std::env::var(crate::protocol::env::BOUND).is_ok_and(|v| v == "1");
+    match pinned {
+        true => threads <= cores,
+        false => local_ranks * threads <= cores,
+    }
 }
 
 #[cfg(test)]

@@ -184,7 +184,7 @@ pub fn init_with(options: Options) -> Result<World> {
     // and a rank spinning in a wait would keep it from this rank's own
     // engine: spin only if every local rank and its engine have a core.
     if engine.is_some() {
-        world.spin_waits = crate::backoff::may_spin(2 * env.local_size);
+        world.spin_waits = crate::backoff::may_spin(env.local_size, 2);
     }
     world.engine = engine;
     world.data = data;
@@ -238,7 +238,7 @@ impl World {
             free_slots: Cell::new(all_but_world),
             id,
             broken: Cell::new(false),
-            spin_waits: crate::backoff::may_spin(local_size),
+            spin_waits: crate::backoff::may_spin(local_size, 1),
             data: None,
             launcher,
             finalized: false,

@@ -51,6 +51,11 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = Transport::Auto, env = "ONESIDE_TRANSPORT")]
     pub transport: Transport,
 
+    /// Pin each rank to its share of the host's CPUs (`core`, when every
+    /// rank of the host gets at least one), or leave placement to the kernel.
+    #[arg(long, value_enum, default_value_t = Bind::Core, value_name = "WHAT")]
+    pub bind_to: Bind,
+
     /// RDMA device for the verbs transport, e.g. mlx5_0 (default: the first).
     #[arg(long, value_name = "NAME")]
     pub device: Option<String>,
@@ -90,6 +95,16 @@ pub struct Args {
     /// Arguments passed to the program.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub args: Vec<String>,
+}
+
+/// `--bind-to`: how ranks are pinned to CPUs (Open MPI's option of that name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Bind {
+    /// Each rank of a host gets an equal, disjoint share of the CPUs the
+    /// launcher (or proxy) may use there, when there is at least one each.
+    Core,
+    /// No pinning.
+    None,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

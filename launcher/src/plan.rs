@@ -2,7 +2,7 @@
 //! environment and limits. Pure, apart from reading the hostfile, resolving
 //! the program and reading forwarded variables.
 
-use crate::cli::{Args, Transport};
+use crate::cli::{Args, Bind, Transport};
 use crate::error::LaunchError;
 use crate::hostfile::{self, HostEntry};
 use std::os::unix::fs::PermissionsExt;
@@ -34,6 +34,7 @@ pub struct LaunchPlan {
     pub timeout: Option<Duration>,
     pub tag_output: bool,
     pub transport: Transport,
+    pub bind: Bind,
     pub heap_size: Option<String>,
     pub bootstrap_timeout: Duration,
     /// The command reaching other hosts, split into words (never empty).
@@ -92,6 +93,7 @@ impl LaunchPlan {
             timeout,
             tag_output: args.tag_output,
             transport: args.transport,
+            bind: args.bind_to,
             heap_size: args.heap_size,
             bootstrap_timeout: Duration::from_secs(args.bootstrap_timeout.max(1)),
             ssh: split_command(&args.ssh)?,
@@ -106,12 +108,16 @@ impl LaunchPlan {
         for p in &self.ranks {
             let host = &self.hosts[p.host];
             out += &format!(
-                "rank {} -> {} (local rank {} of {}, {})\n",
+                "rank {} -> {} (local rank {} of {}, {}, bind to {})\n",
                 p.rank,
                 host.login(),
                 p.local_rank,
                 p.local_size,
-                host.origin
+                host.origin,
+                match self.bind {
+                    Bind::Core => "its share of the host's CPUs",
+                    Bind::None => "none",
+                }
             );
         }
         out

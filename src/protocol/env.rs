@@ -25,8 +25,11 @@ pub const JOB_ID: &str = "ONESIDE_JOB_ID";
 pub const BOOTSTRAP_TIMEOUT: &str = "ONESIDE_BOOTSTRAP_TIMEOUT";
 /// Symmetric heap size per rank, e.g. `64M`, `1G`, `4096`.
 pub const HEAP_SIZE: &str = "ONESIDE_HEAP_SIZE";
-/// Transport choice: `auto` or `shm` (more in later releases).
+/// Transport choice: `auto`, `shm`, `tcp` or `verbs`.
 pub const TRANSPORT: &str = "ONESIDE_TRANSPORT";
+/// Set to `1` when the launcher pinned this rank to CPUs of its own
+/// (`rlaunch --bind-to core`), so its waits may spin on them.
+pub const BOUND: &str = "ONESIDE_BOUND";
 
 /// Prefix of every shared-memory file a job creates in `/dev/shm`.
 pub const SHM_PREFIX: &str = "oneside-";

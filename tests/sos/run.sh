@@ -7,8 +7,10 @@
 #   tests/sos/run.sh                      # shm and tcp, debug build
 #   TRANSPORTS="shm" PROFILE=release tests/sos/run.sh
 #   DEPRECATED=1 DIRS=test/unit OUT=target/sos-deprecated tests/sos/run.sh
-#                                         # --enable-deprecated-tests: the
-#                                         # same programs on the pre-1.5 names
+#       # --enable-deprecated-tests: the same programs on the pre-1.5 names
+#   CARGO_TARGET_DIR=target/verbs FEATURES=oneside-shmem/verbs BUILD_ONLY=1 \
+#     OUT=target/sos-verbs tests/sos/run.sh
+#       # only builds, with the verbs transport (for tests/vm/sos-verbs.sh)
 #
 # Exit status: 0 when every test that is not listed in tests/sos/skip.txt
 # passed on every transport.
@@ -24,11 +26,11 @@ per_test=${PER_TEST_TIMEOUT:-120}
 configure_extra=()
 [ "${DEPRECATED:-0}" = 1 ] && configure_extra+=(--enable-deprecated-tests)
 
-case $profile in
-  release) cargo build --release -p oneside-shmem -p rlaunch ;;
-  *) cargo build -p oneside-shmem -p rlaunch ;;
-esac
-bin=$root/target/$profile
+build=(-p oneside-shmem -p rlaunch)
+[ "$profile" = release ] && build+=(--release)
+[ -n "${FEATURES:-}" ] && build+=(--features "$FEATURES")
+cargo build "${build[@]}"
+bin=$(realpath -m "${CARGO_TARGET_DIR:-$root/target}")/$profile
 
 rm -rf "$out" && mkdir -p "$out"
 cp -r "$suite" "$out/src"
@@ -48,6 +50,7 @@ cd "$out/build"
 for d in $dirs; do
   make -j2 -k -C "$d" check TESTS= >"$out/build-$(basename "$d").log" 2>&1 || true
 done
+[ "${BUILD_ONLY:-0}" = 1 ] && exit 0
 
 table=$out/sos-results.md
 echo "| test | transport | result |" >"$table"

@@ -3,7 +3,7 @@
 
 use super::output::{self, Stream};
 use super::report::Ending;
-use super::spawn::{self, JobContext};
+use super::spawn::{self, CpuShare, JobContext};
 use super::{Control, JobEvent, RankProcess};
 use crate::error::LaunchError;
 use crate::plan::{LaunchPlan, Placement};
@@ -23,13 +23,20 @@ pub fn start_rank(
     let host = plan.hosts[placement.host].host.clone();
     let env = spawn::rank_env(plan, placement, job);
     let stdin = if rank == 0 { Stdio::piped() } else { Stdio::null() };
-    let mut child =
-        spawn::spawn_process(&plan.program, &plan.args, &env, None, stdin).map_err(|source| LaunchError::Spawn {
-            rank,
-            host: host.clone(),
-            program: plan.program.display().to_string(),
-            source,
-        })?;
+    let mut child = spawn::spawn_process(
+        &plan.program,
+        &plan.args,
+        &env,
+        None,
+        stdin,
+        CpuShare::for_rank(plan, placement),
+    )
+    .map_err(|source| LaunchError::Spawn {
+        rank,
+        host: host.clone(),
+        program: plan.program.display().to_string(),
+        source,
+    })?;
     let tag = output::tag(plan.tag_output, rank);
     if let Some(stdout) = child.stdout.take() {
         let tag = tag.clone();

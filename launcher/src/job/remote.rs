@@ -61,7 +61,7 @@ pub fn start_host(
         program: ssh.clone(),
         source,
     };
-    let mut child = spawn::spawn_process(Path::new(&ssh), &args, &[], None, Stdio::piped()).map_err(spawn_err)?;
+    let mut child = spawn::spawn_process(Path::new(&ssh), &args, &[], None, Stdio::piped(), None).map_err(spawn_err)?;
 
     let cwd = std::env::current_dir().map_err(|source| LaunchError::SelfPath { source })?;
     let spec = ProxySpec {
@@ -73,6 +73,7 @@ pub fn start_host(
             .map(|p| ProxyRank {
                 rank: p.rank as u32,
                 env: spawn::rank_env(plan, p, job),
+                share: spawn::CpuShare::for_rank(plan, p),
             })
             .collect(),
     };

@@ -6,8 +6,10 @@
 //! rlaunch) and dies with its parent (`PR_SET_PDEATHSIG`), so not even a
 //! SIGKILLed rlaunch or proxy leaves orphans.
 
+use crate::cli::Bind;
 use crate::plan::{LaunchPlan, Placement};
 use oneside::protocol::env as vars;
+use serde::{Deserialize, Serialize};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -61,15 +63,74 @@ pub fn rank_env(plan: &LaunchPlan, placement: &Placement, job: &JobContext) -> V
     env
 }
 
+/// A rank's place among the ranks of its host, for `--bind-to core`: it
+/// gets the `index`th of `of` equal, disjoint shares of the CPUs the
+/// spawning process (rlaunch, or the proxy on another host) may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuShare {
+    pub index: usize,
+    pub of: usize,
+}
+
+impl CpuShare {
+    /// The share of `placement`'s rank under the plan's `--bind-to`.
+    pub fn for_rank(plan: &LaunchPlan, placement: &Placement) -> Option<CpuShare> {
+        (plan.bind == Bind::Core).then_some(CpuShare {
+            index: placement.local_rank,
+            of: placement.local_size,
+        })
+    }
+
+    /// This share of `allowed`: a block of `allowed.len() / of` CPUs, or
+    /// `None` when the host's ranks outnumber its CPUs (then nobody is
+    /// pinned, and waits yield instead of spinning).
+    pub fn cpus(self, allowed: &[usize]) -> Option<&[usize]> {
+        let each = allowed.len() / self.of.max(1);
+        (each > 0 && self.index < self.of).then(|| &allowed[self.index * each..(self.index + 1) * each])
+    }
+}
+
+/// The CPUs this process may run on, in order.
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity
+    // writes at most size_of::<cpu_set_t>() bytes into it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
+
+/// The CPU set a rank with `share` is pinned to, if any.
+fn pin_set(share: Option<CpuShare>) -> Option<libc::cpu_set_t> {
+    let allowed = allowed_cpus();
+    let cpus = share?.cpus(&allowed)?;
+    // SAFETY: as in `allowed_cpus`; CPU_SET takes indices below CPU_SETSIZE,
+    // which every index from sched_getaffinity is.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            libc::CPU_SET(c, &mut set);
+        }
+        Some(set)
+    }
+}
+
 /// Spawns `program` with piped stdout and stderr, in its own process group,
-/// dying with this process. Call it on the main thread: the parent-death
-/// signal fires when the *thread* that forked exits, not the process.
+/// dying with this process, pinned to its CPU share if it has one. Call it
+/// on the main thread: the parent-death signal fires when the *thread* that
+/// forked exits, not the process.
 pub fn spawn_process(
     program: &Path,
     args: &[String],
     env: &[(String, String)],
     cwd: Option<&Path>,
     stdin: Stdio,
+    share: Option<CpuShare>,
 ) -> std::io::Result<Child> {
     let mut command = Command::new(program);
     command
@@ -81,11 +142,21 @@ pub fn spawn_process(
     if let Some(dir) = cwd {
         command.current_dir(dir);
     }
+    let pin = pin_set(share);
+    if pin.is_some() {
+        command.env(vars::BOUND, "1");
+    }
     // SAFETY: the closure runs between fork and exec and calls only
-    // async-signal-safe functions (setpgid, prctl, getppid, _exit).
+    // async-signal-safe functions (setpgid, prctl, getppid,
+    // sched_setaffinity, _exit).
     unsafe {
         let parent = libc::getpid();
         command.pre_exec(move || {
+            if let Some(set) = &pin {
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
             if libc::setpgid(0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
@@ -119,4 +190,21 @@ pub fn is_local(host: &str) -> bool {
     let own = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let own = own.trim();
     host == own || own.split('.').next() == Some(host)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CpuShare;
+
+    #[test]
+    fn cpu_shares_are_equal_disjoint_blocks() {
+        let allowed = [0, 1, 2, 3, 4, 5, 6, 7];
+        let share = |index, of| CpuShare { index, of }.cpus(&allowed);
+        assert_eq!(share(0, 2), Some(&[0, 1, 2, 3][..]));
+        assert_eq!(share(1, 2), Some(&[4, 5, 6, 7][..]));
+        assert_eq!(share(2, 3), Some(&[4, 5][..]));
+        assert_eq!(share(0, 1), Some(&allowed[..]));
+        assert_eq!(share(0, 9), None, "more ranks than CPUs: nobody is pinned");
+        assert_eq!(CpuShare { index: 1, of: 2 }.cpus(&[3, 9]), Some(&[9][..]));
+    }
 }

@@ -53,7 +53,8 @@ pub fn run() -> u8 {
     for rank in &spec.ranks {
         let program = Path::new(&spec.program);
         let cwd = Path::new(&spec.cwd);
-        let mut child = match spawn::spawn_process(program, &spec.args, &rank.env, Some(cwd), Stdio::null()) {
+        let mut child = match spawn::spawn_process(program, &spec.args, &rank.env, Some(cwd), Stdio::null(), rank.share)
+        {
             Ok(child) => child,
             Err(e) => {
                 send(

@@ -32,6 +32,8 @@ pub struct ProxyRank {
     pub rank: u32,
     /// The complete environment rlaunch sets for this rank.
     pub env: Vec<(String, String)>,
+    /// Its CPU share on the proxy's host (`--bind-to core`).
+    pub share: Option<crate::job::spawn::CpuShare>,
 }
 
 /// Proxy → launcher.
