@@ -108,7 +108,8 @@ fn run(opts: &Options) -> Result<ExitCode, Box<dyn std::error::Error>> {
     };
     let bench = Bench {
         world: &world,
-        buffer: world.alloc::<u8>(opts.max)?,
+        // The message rate spreads its puts over the first 64 bytes.
+        buffer: world.alloc::<u8>(opts.max.max(64))?,
         rates: world.alloc::<f64>(3)?,
         words: world.alloc::<u64>(4)?,
         signals: world.alloc::<u64>(2)?,
