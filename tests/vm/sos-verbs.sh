@@ -18,10 +18,10 @@ CARGO_TARGET_DIR=target/verbs FEATURES=oneside-shmem/verbs BUILD_ONLY=1 OUT=$out
 
 tests=$(grep -v '^#' tests/sos/verbs-subset.txt | tr '\n' ' ')
 script="cd $out/build
-export ONESIDE_TRANSPORT=verbs SHMEM_SYMMETRIC_SIZE=32M
+export ONESIDE_TRANSPORT=verbs
 failed=0
 for t in $tests; do
-  if (cd \${t%/*} && timeout -k 5 ${PER_TEST_TIMEOUT:-300} $bin/oshrun -np 2 ./\${t#*/} > \$TMPDIR/out 2>&1); then
+  if (cd test/\${t%/*} && timeout -k 5 ${PER_TEST_TIMEOUT:-300} $bin/oshrun -np 2 ./\${t#*/} > \$TMPDIR/out 2>&1); then
     echo \"| \$t | verbs | PASS |\"
   else
     echo \"| \$t | verbs | FAIL |\"; sed 's/^/    /' \$TMPDIR/out | tail -8; failed=\$((failed + 1))
