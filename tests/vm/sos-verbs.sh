@@ -11,10 +11,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 out=$root/target/sos-verbs
-bin=$root/target/verbs/debug
+bin=$root/target/verbs/release
 
 echo "== building the suite against the verbs-enabled library (host)"
-CARGO_TARGET_DIR=target/verbs FEATURES=oneside-shmem/verbs BUILD_ONLY=1 OUT=$out tests/sos/run.sh
+CARGO_TARGET_DIR=target/verbs PROFILE=release FEATURES=oneside-shmem/verbs BUILD_ONLY=1 OUT=$out tests/sos/run.sh
 
 tests=$(grep -v '^#' tests/sos/verbs-subset.txt | tr '\n' ' ')
 script="cd $out/build
