@@ -32,7 +32,14 @@ pub fn broadcast<T: Pod>(api: &'static str, team: &Team, dest: *mut T, source: *
 }
 
 /// OpenSHMEM 1.4's broadcast: the root's `dest` is not written.
-pub fn broadcast_to_others<T: Pod>(api: &'static str, team: &Team, dest: *mut T, source: *const T, n: usize, pe_root: c_int) {
+pub fn broadcast_to_others<T: Pod>(
+    api: &'static str,
+    team: &Team,
+    dest: *mut T,
+    source: *const T,
+    n: usize,
+    pe_root: c_int,
+) {
     let w = world(api);
     let (d, s) = (sym(api, w, dest, n), sym(api, w, source, n));
     ok(api, w.broadcast_to_others(team, &d, &s, n, root(api, pe_root)));
