@@ -44,13 +44,14 @@ ALL_PROGS=(put_mr get_mr_nb barrier broadcast reduce fcollect)
 OSU_CFLAGS=(-DFLOAT_PRECISION=4)
 for side in oneside oshmem; do
   mkdir -p "$OUT/$side"
+  if [ "$side" = oneside ]; then OSHCC=target/release/oshcc; else OSHCC=oshcc; fi
   for p in "${PAIR_PROGS[@]}" "${ALL_PROGS[@]}"; do
     extra=()
     [ "$side/$p" = oshmem/atomics ] && extra=(bench/omb_int_cswap.c)
-    if [ "$side" = oneside ]; then OSHCC=target/release/oshcc; else OSHCC=oshcc; fi
-    OSHCC=$OSHCC BUILD_DIR=$OUT/$side osu_build "$p" ${extra[@]+"${extra[@]}"}
+    BUILD_DIR=$OUT/$side osu_build "$p" ${extra[@]+"${extra[@]}"}
   done
 done
+unset OSHCC
 
 # runner SIDE NP: sets OSHRUN for one side at NP PEs.
 runner() {
