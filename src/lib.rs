@@ -225,6 +225,7 @@ pub use coll::ops::{And, Integer, Max, Min, Number, Or, Prod, ReduceOp, Sum, Xor
 pub use error::{Error, Result};
 pub use lock::{Lock, LockGuard};
 pub use nbi::Nbi;
+pub use raw::DirectMap;
 pub use sym::{Pod, Sym};
 pub use team::{Team, MAX_TEAMS};
 pub use transport::primitives::SignalOp;

@@ -9,6 +9,7 @@
 
 use crate::error::{Error, Result};
 use crate::sym::{Pod, Sym};
+use crate::transport::primitives::Route;
 use crate::transport::Path;
 use crate::world::World;
 
@@ -75,6 +76,29 @@ impl World {
         }
     }
 
+    /// The memory this process reaches by loads and stores, for bindings
+    /// that want to skip a call on that path (the C API's inline
+    /// functions in `shmem.h`). The map stays valid until
+    /// [`World::finalize`]; an address outside it, or a rank without a
+    /// base, must take the ordinary call.
+    pub fn direct_map(&self) -> DirectMap {
+        let data = self.data.unwrap_or(crate::globals::DataRange { start: 0, len: 0 });
+        DirectMap {
+            heap: self.own.heap_base() as usize,
+            heap_len: self.own.alloc_len(),
+            data: data.start,
+            data_len: data.len,
+            bases: (0..self.size)
+                .map(|rank| match self.route(rank) {
+                    Route::Mapped(base) => base,
+                    Route::Tcp(_) | Route::Rdma => std::ptr::null_mut(),
+                })
+                .collect(),
+            cpu_atomics: !self.nic_atomics,
+            quiet_is_fence: self.rdma.is_none() && self.tcp_peers.is_empty(),
+        }
+    }
+
     /// Like [`World::alloc`], with the first element aligned to `align`
     /// bytes (a power of two); collective.
     pub fn alloc_aligned<T: Pod>(&self, len: usize, align: usize) -> Result<Sym<T>> {
@@ -82,4 +106,27 @@ impl World {
         let offset = self.alloc_offset(bytes, align)?;
         Ok(Sym::new(offset, len, self.id))
     }
+}
+
+/// See [`World::direct_map`]. Offsets follow [`World::offset_of`]: an
+/// address in `[heap, heap + heap_len)` is at `addr - heap`, one in
+/// `[data, data + data_len)` at `heap_len + (addr - data)`; rank `r`'s copy
+/// of an offset is at `bases[r] + offset` when `bases[r]` is not null.
+#[derive(Debug, Clone)]
+pub struct DirectMap {
+    /// This rank's heap, and its length in bytes.
+    pub heap: usize,
+    pub heap_len: usize,
+    /// The program's symmetric global data (length 0 when there is none).
+    pub data: usize,
+    pub data_len: usize,
+    /// Per rank, the base its offsets are added to, or null when that
+    /// rank's memory is not mapped into this process.
+    pub bases: Vec<*mut u8>,
+    /// Whether atomics on mapped memory are CPU atomics (sequentially
+    /// consistent); false in a job whose atomics all go through a NIC.
+    pub cpu_atomics: bool,
+    /// Whether `quiet` is only a sequentially consistent fence (no rank
+    /// is reached by TCP or RDMA), and `fence` only a release fence.
+    pub quiet_is_fence: bool,
 }

@@ -129,6 +129,11 @@ fn heap_allocation_rma_and_addressing() {
 }
 
 #[test]
+fn inline_direct_paths_agree_with_the_library() {
+    runs_clean("direct");
+}
+
+#[test]
 fn atomics_and_locks() {
     runs_clean("atomics");
 }

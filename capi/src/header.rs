@@ -5,6 +5,9 @@
 
 use std::fmt::Write;
 
+#[path = "header_direct.rs"]
+mod direct;
+
 type Table = Vec<(&'static str, &'static str)>;
 
 macro_rules! table {
@@ -442,6 +445,8 @@ pub fn generate() -> String {
             &format!("SHMEM_DEPRECATED void shmem_{{N}}_{op}_to_all{to_all}"),
         );
     }
+
+    h.push_str(&direct::section(&rma, &sizes, &scalar_rma, &amo));
 
     h.push_str("\n#if !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L\n");
     h.push_str("/* C11 type-generic names */\n");

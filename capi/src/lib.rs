@@ -26,6 +26,7 @@ mod active_set;
 mod amo;
 mod coll;
 mod ctx;
+mod direct;
 #[cfg(test)]
 mod header;
 mod rma;

@@ -23,9 +23,11 @@ fn init(api: &'static str, requested: c_int) {
     }
     let world = ok(api, oneside::init_with(Options::new().symmetric_globals(true)));
     let shared = ok(api, world.split_node());
+    let direct = crate::direct::publish(&world);
     state::install(State {
         world,
         shared,
+        direct,
         thread_level: requested.clamp(0, THREAD_SERIALIZED),
     });
     // A program that returns from main without shmem_finalize still says
@@ -44,7 +46,10 @@ fn finalize() {
     let Some(state) = state::take() else {
         return;
     };
-    let State { world, shared, .. } = state;
+    let State {
+        world, shared, direct, ..
+    } = state;
+    drop(direct);
     ok("shmem_finalize", world.team_destroy(shared));
     ok("shmem_finalize", world.finalize());
 }

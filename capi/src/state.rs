@@ -16,6 +16,8 @@ pub struct State {
     pub world: World,
     /// `SHMEM_TEAM_SHARED`: the ranks on this rank's node.
     pub shared: Team,
+    /// The direct-path table `shmem.h` reads (`direct`).
+    pub direct: crate::direct::Published,
     /// The thread level granted by `shmem_init_thread`.
     pub thread_level: i32,
 }
