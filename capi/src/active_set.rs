@@ -33,34 +33,8 @@ pub struct ActiveSet {
 
 /// The members of a call: the whole world, or another active set.
 pub enum Members {
-    World(*mut i64),
+    World,
     Set(ActiveSet),
-}
-
-impl Members {
-    /// How many PEs take part.
-    fn size(&self, w: &World) -> usize {
-        match self {
-            Members::World(_) => w.size(),
-            Members::Set(set) => set.size,
-        }
-    }
-
-    /// The world rank of member `member`.
-    fn world_rank(&self, member: usize) -> usize {
-        match self {
-            Members::World(_) => member,
-            Members::Set(set) => set.world_rank(member),
-        }
-    }
-
-    /// The call's `pSync` array.
-    fn psync(&self) -> *mut i64 {
-        match self {
-            Members::World(psync) => *psync,
-            Members::Set(set) => set.psync,
-        }
-    }
 }
 
 pub fn members(api: &'static str, start: c_int, log_stride: c_int, size: c_int, psync: *mut c_long) -> Members {
@@ -84,7 +58,7 @@ pub fn members(api: &'static str, start: c_int, log_stride: c_int, size: c_int, 
         );
     }
     if start == 0 && size == w.size() {
-        return Members::World(psync.cast());
+        return Members::World;
     }
     let me = w
         .rank()
@@ -153,8 +127,8 @@ impl ActiveSet {
 pub fn barrier(api: &'static str, members: Members, quiet: bool) {
     let w = world(api);
     match members {
-        Members::World(_) if quiet => ok(api, w.barrier()),
-        Members::World(_) => ok(api, w.sync_all()),
+        Members::World if quiet => ok(api, w.barrier()),
+        Members::World => ok(api, w.sync_all()),
         Members::Set(set) => {
             if quiet {
                 ok(api, w.quiet());
@@ -176,29 +150,16 @@ pub unsafe extern "C" fn shmem_sync(start: c_int, log_stride: c_int, size: c_int
     barrier(API, members(API, start, log_stride, size, psync), false);
 }
 
-/// Broadcasts up to this many bytes by [`push`].
-const PUSH_BYTES: usize = 2048;
-
 /// OpenSHMEM 1.4 broadcast: the root's `dest` is not written.
 pub fn broadcast<T: Pod>(api: &'static str, members: Members, dest: *mut T, source: *const T, n: usize, root: c_int) {
     let w = world(api);
-    let size = members.size(w);
-    let me = match &members {
-        Members::World(_) => w.rank(),
-        Members::Set(set) => set.me,
-    };
-    let Some(root) = usize::try_from(root).ok().filter(|&r| r < size) else {
-        fail(
-            api,
-            &format!("PE_root {root} is not a member index of the active set of {size} PEs"),
-        );
-    };
-    if n * std::mem::size_of::<T>() <= PUSH_BYTES {
-        return push(api, w, &members, me, dest, source, n, root);
-    }
     match members {
-        Members::World(_) => coll::broadcast_to_others(api, w.team_world(), dest, source, n, root as c_int),
+        Members::World => coll::broadcast_to_others(api, w.team_world(), dest, source, n, root),
         Members::Set(set) => {
+            let root = usize::try_from(root).ok().filter(|&r| r < set.size);
+            let Some(root) = root else {
+                fail(api, &"PE_root is not a member index of the active set");
+            };
             set.sync(api, w);
             if set.me == root {
                 for to in (0..set.size).filter(|&m| m != root) {
@@ -210,54 +171,10 @@ pub fn broadcast<T: Pod>(api: &'static str, members: Members, dest: *mut T, sour
     }
 }
 
-/// `pSync` word that a pushed broadcast's data arrives with.
-const ARRIVED: usize = 62;
-
-/// A small broadcast as OpenSHMEM 1.4 lets it be done, and as Open MPI
-/// does it: the root puts the data into every other member's `dest` with a
-/// signal on that member's `pSync`, and returns; a member returns once its
-/// signal is set, and clears it. Nobody waits for the others to arrive:
-/// the caller guarantees, as 1.4 requires, that no member still uses
-/// `dest` from an earlier call. The root does check that a member has
-/// cleared the signal of an earlier push before it pushes again (a load on
-/// shared memory), so calls that reuse one `pSync` back to back, which
-/// Sandia OpenSHMEM's acknowledged broadcast allows, stay correct.
-#[allow(clippy::too_many_arguments)]
-fn push<T: Pod>(
-    api: &'static str,
-    w: &World,
-    members: &Members,
-    me: usize,
-    dest: *mut T,
-    source: *const T,
-    n: usize,
-    root: usize,
-) {
-    let flags = sym(api, w, members.psync().cast_const().cast::<u64>(), ARRIVED + 1);
-    if me != root {
-        ok(api, w.signal_wait_until(&flags, ARRIVED, oneside::Cmp::Ne(0)));
-        ok(api, w.atomic_set(&flags, w.rank(), ARRIVED, 0u64));
-        return;
-    }
-    let d = sym(api, w, dest, n);
-    // SAFETY: the caller's source holds `n` elements.
-    let s = unsafe { crate::convert::src(source, n) };
-    let size = members.size(w);
-    for to in (1..size).map(|i| members.world_rank((root + i) % size)) {
-        while ok(api, w.atomic_fetch(&flags, to, ARRIVED)) != 0 {
-            std::thread::yield_now();
-        }
-        ok(
-            api,
-            w.put_signal(&d, to, 0, s, &flags, ARRIVED, oneside::SignalOp::Set, 1),
-        );
-    }
-}
-
 pub fn fcollect<T: Pod>(api: &'static str, members: Members, dest: *mut T, source: *const T, n: usize) {
     let w = world(api);
     match members {
-        Members::World(_) => coll::fcollect(api, w.team_world(), dest, source, n),
+        Members::World => coll::fcollect(api, w.team_world(), dest, source, n),
         Members::Set(set) => {
             set.sync(api, w);
             for to in 0..set.size {
@@ -271,7 +188,7 @@ pub fn fcollect<T: Pod>(api: &'static str, members: Members, dest: *mut T, sourc
 pub fn collect<T: Pod>(api: &'static str, members: Members, dest: *mut T, source: *const T, n: usize) {
     let w = world(api);
     match members {
-        Members::World(_) => coll::collect(api, w.team_world(), dest, source, n),
+        Members::World => coll::collect(api, w.team_world(), dest, source, n),
         Members::Set(set) => {
             set.sync(api, w);
             // The offsets pass from member to member through MAILBOX, as
@@ -299,7 +216,7 @@ pub fn collect<T: Pod>(api: &'static str, members: Members, dest: *mut T, source
 pub fn alltoall<T: Pod>(api: &'static str, members: Members, dest: *mut T, source: *const T, n: usize) {
     let w = world(api);
     match members {
-        Members::World(_) => coll::alltoall(api, w.team_world(), dest, source, n),
+        Members::World => coll::alltoall(api, w.team_world(), dest, source, n),
         Members::Set(set) => {
             set.sync(api, w);
             for to in 0..set.size {
@@ -322,7 +239,7 @@ pub fn alltoalls<T: Pod>(
 ) {
     let w = world(api);
     match members {
-        Members::World(_) => coll::alltoalls(api, w.team_world(), dest, source, dst, sst, n),
+        Members::World => coll::alltoalls(api, w.team_world(), dest, source, dst, sst, n),
         Members::Set(set) => {
             let (dst, sst) = (dst.max(1) as usize, sst.max(1) as usize);
             set.sync(api, w);
@@ -389,7 +306,7 @@ pub fn to_all<T: oneside::Number, O: oneside::ReduceOp<T>>(
 ) {
     let n = usize::try_from(n).unwrap_or(0);
     match members(api, start, log_stride, size, psync) {
-        Members::World(_) => coll::reduce(api, world(api).team_world(), op, dest, source, n),
+        Members::World => coll::reduce(api, world(api).team_world(), op, dest, source, n),
         Members::Set(set) => {
             let mut combine = |acc: *mut u8, x: *const u8, n: usize| {
                 for i in 0..n {
@@ -429,7 +346,7 @@ pub fn to_all_with(
 ) {
     let n = usize::try_from(n).unwrap_or(0);
     match members(api, start, log_stride, size, psync) {
-        Members::World(_) => coll::gather(api, world(api).team_world(), dest, source, n, elem, combine),
+        Members::World => coll::gather(api, world(api).team_world(), dest, source, n, elem, combine),
         Members::Set(set) => coll::gather(api, &set, dest, source, n, elem, combine),
     }
 }
