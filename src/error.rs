@@ -211,6 +211,10 @@ pub enum Error {
         detail: String,
     },
 
+    /// Two threads of one rank were in collectives at once.
+    #[error("rank {rank}: {op} was called while another thread of this rank is in a collective; a rank runs one collective at a time, on one thread (OpenSHMEM's rule): call collectives from one thread, or serialize them")]
+    ConcurrentCollective { rank: usize, op: &'static str },
+
     /// Reporting to the launcher at finalize failed.
     #[error("rank {rank}: finalize could not notify the launcher")]
     Finalize {

@@ -215,6 +215,7 @@ mod rma;
 mod segment;
 mod signal;
 mod sym;
+mod sync;
 mod team;
 mod transport;
 mod wait;

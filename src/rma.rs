@@ -135,7 +135,7 @@ impl World {
 
     #[cold]
     pub(crate) fn lost(&self, peer: usize, op: &'static str, source: std::io::Error) -> Error {
-        self.broken.set(true);
+        self.broken.store(true, std::sync::atomic::Ordering::Relaxed);
         Error::PeerLost {
             rank: self.rank,
             peer,
@@ -152,7 +152,7 @@ impl World {
 
     #[cold]
     pub(crate) fn rdma_failed(&self, failure: crate::transport::rdma::Failure) -> Error {
-        self.broken.set(true);
+        self.broken.store(true, std::sync::atomic::Ordering::Relaxed);
         if failure.consequence && self.size > 1 {
             std::thread::sleep(crate::transport::rdma::CONSEQUENCE_GRACE);
         }

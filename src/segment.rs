@@ -43,6 +43,16 @@ pub struct Segment {
     data_len: usize,
 }
 
+// SAFETY: a Segment owns a MAP_SHARED mapping that other processes write
+// concurrently anyway; through it this process only copies with raw
+// pointers, uses atomics, or hands out `&mut` to the local copy under the
+// `&mut Sym` borrow of `World::local_slice_mut` (see its docs). No method
+// changes `base`, `map` or `data_len` after construction; unmapping and
+// unlinking happen in `Drop`, which needs the only handle.
+unsafe impl Send for Segment {}
+// SAFETY: as above: shared access is through raw pointers and atomics only.
+unsafe impl Sync for Segment {}
+
 /// The address range of a mapped segment, without ownership: what the TCP
 /// progress thread needs to apply requests to this rank's memory.
 #[derive(Clone, Copy)]

@@ -13,7 +13,8 @@ use crate::team::Team;
 use crate::transport::rdma::{self, RdmaLink};
 use crate::transport::tcp::engine::ProgressEngine;
 use crate::transport::{self, Card, Choice, Path};
-use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Mutex;
 
 /// This rank's handle on the job. See the crate docs for the memory model.
 pub struct World {
@@ -35,7 +36,7 @@ pub struct World {
     /// Ranks reached over TCP, so shared-memory-only quiets skip the scan.
     pub(crate) tcp_peers: Vec<usize>,
     pub(crate) own: Segment,
-    heap: RefCell<Allocator>,
+    heap: Mutex<Allocator>,
     /// The team area at the start of the heap (`team::layout`).
     layout: Layout,
     /// Each world rank's node: the lowest rank whose heap it shares a
@@ -43,10 +44,10 @@ pub struct World {
     pub(crate) node_of: Vec<usize>,
     pub(crate) world_team: Team,
     /// Team slots not used by any team of this rank, one bit each.
-    pub(crate) free_slots: Cell<u64>,
+    pub(crate) free_slots: AtomicU64,
     pub(crate) id: u64,
     /// Set once a peer's link broke: no farewell barrier could complete.
-    pub(crate) broken: Cell<bool>,
+    pub(crate) broken: AtomicBool,
     /// Whether local waits may spin (`backoff`): not when this host runs
     /// more ranks than it has cores.
     pub(crate) spin_waits: bool,
@@ -55,6 +56,8 @@ pub struct World {
     pub(crate) data: Option<crate::globals::DataRange>,
     launcher: Option<LauncherLink>,
     finalized: bool,
+    /// The thread of this rank in a collective, if any.
+    pub(crate) collective: crate::sync::CollectiveOwner,
 }
 
 /// How [`init_with`] sets a rank up.
@@ -214,7 +217,7 @@ impl World {
         let mut allocator = Allocator::new(own.alloc_len());
         let area = allocator.alloc(layout.area_bytes());
         debug_assert_eq!(area, Ok(0), "the team area comes first");
-        let heap = RefCell::new(allocator);
+        let heap = Mutex::new(allocator);
         let id = u64::from_le_bytes(crate::protocol::auth::random_bytes());
         let world_team = World::world_team_of(&node_of, id, rank);
         let all_but_world = ((1u64 << MAX_TEAMS) - 1) & !1;
@@ -235,13 +238,14 @@ impl World {
             layout,
             node_of,
             world_team,
-            free_slots: Cell::new(all_but_world),
+            free_slots: AtomicU64::new(all_but_world),
             id,
-            broken: Cell::new(false),
+            broken: AtomicBool::new(false),
             spin_waits: crate::backoff::may_spin(local_size, 1),
             data: None,
             launcher,
             finalized: false,
+            collective: Default::default(),
         }
     }
 
@@ -289,7 +293,7 @@ impl World {
 
     /// Symmetric heap size per rank, in bytes (what `alloc` can hand out).
     pub fn heap_size(&self) -> usize {
-        self.heap.borrow().size() - self.layout.area_bytes()
+        crate::sync::lock(&self.heap).size() - self.layout.area_bytes()
     }
 
     /// The team area's geometry.
@@ -313,7 +317,7 @@ impl World {
     pub(crate) fn alloc_offset(&self, bytes: usize, align: usize) -> Result<usize> {
         let heap_size = self.heap_size();
         let base = self.own.heap_base() as usize;
-        let reserved = self.heap.borrow_mut().alloc_aligned(bytes, align, base);
+        let reserved = crate::sync::lock(&self.heap).alloc_aligned(bytes, align, base);
         let offset = reserved.map_err(|e| Error::HeapExhausted {
             rank: self.rank,
             requested: e.requested,
@@ -329,7 +333,7 @@ impl World {
 
     /// The bytes reserved for the live object at heap offset `offset`.
     pub fn allocation_bytes(&self, offset: usize) -> Option<usize> {
-        self.heap.borrow().block(offset)
+        crate::sync::lock(&self.heap).block(offset)
     }
 
     /// Collectively frees an object. Starts with a barrier, so no rank is
@@ -337,7 +341,7 @@ impl World {
     pub fn free<T: Pod>(&self, sym: Sym<T>) -> Result<()> {
         self.check_object("free", &sym)?;
         self.barrier()?;
-        if self.heap.borrow_mut().free(sym.offset) {
+        if crate::sync::lock(&self.heap).free(sym.offset) {
             Ok(())
         } else {
             Err(self.unknown("free", &sym))
@@ -435,7 +439,7 @@ impl Drop for World {
         // A panicking rank must not wait in a barrier for peers that may be
         // waiting for it, and a rank that lost a peer cannot finish one: it
         // leaves without a farewell and rlaunch aborts the job.
-        if std::thread::panicking() || self.broken.get() {
+        if std::thread::panicking() || self.broken.load(std::sync::atomic::Ordering::Relaxed) {
             return;
         }
         if let Err(e) = self.finalize_once() {

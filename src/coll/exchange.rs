@@ -77,8 +77,7 @@ impl Coll<'_> {
     ) -> Result<Inbox> {
         let (n, me, m) = (self.n(), self.me(), members.len());
         let region = region_bytes(n);
-        let half = self.t.exchanges.get() % 2;
-        self.t.exchanges.set(self.t.exchanges.get() + 1);
+        let half = self.t.exchanges.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 2;
         let base = self.scratch() + half as usize * n * region;
         for k in 1..m {
             let to = members.get((at + k) % m);
@@ -105,7 +104,7 @@ impl Coll<'_> {
 impl Coll<'_> {
     /// Accounts for `rounds` exchange rounds this rank took no part in.
     pub fn skip_exchanges(&self, rounds: u64) {
-        self.t.exchanges.set(self.t.exchanges.get() + rounds);
+        self.t.exchanges.fetch_add(rounds, std::sync::atomic::Ordering::Relaxed);
     }
 }
 

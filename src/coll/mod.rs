@@ -33,6 +33,7 @@ mod sync;
 
 use crate::error::{Error, Result};
 use crate::sym::{Pod, Sym};
+use crate::sync::InCollective;
 use crate::team::layout::Layout;
 use crate::team::Team;
 use crate::transport::primitives::Route;
@@ -79,20 +80,22 @@ pub(crate) struct Coll<'a> {
     pub op: &'static str,
     call: u64,
     layout: Layout,
+    _entered: InCollective<'a>,
 }
 
 impl<'a> Coll<'a> {
     /// Starts a call of `op` on `team`.
     pub fn begin(w: &'a World, t: &'a Team, op: &'static str) -> Result<Coll<'a>> {
+        let entered = w.collective.enter(w.rank, op)?;
         w.check_team(op, t)?;
-        let call = t.calls.get() + 1;
-        t.calls.set(call);
+        let call = t.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         Ok(Coll {
             w,
             t,
             op,
             call,
             layout: w.team_layout(),
+            _entered: entered,
         })
     }
 

@@ -18,7 +18,7 @@ mod split;
 
 use crate::error::{Error, Result};
 use crate::world::World;
-use std::cell::Cell;
+use std::sync::atomic::AtomicU64;
 
 pub use layout::MAX_TEAMS;
 
@@ -39,9 +39,9 @@ pub struct Team {
     me: usize,
     pub(crate) world_id: u64,
     /// Collectives this rank has run on the team; numbers its step flags.
-    pub(crate) calls: Cell<u64>,
+    pub(crate) calls: AtomicU64,
     /// Exchange rounds run on the team; picks the scratch half (`coll::exchange`).
-    pub(crate) exchanges: Cell<u64>,
+    pub(crate) exchanges: AtomicU64,
     /// Members grouped by the node (same-host ranks whose heaps are mapped
     /// into each other), in member order; for node-aware algorithms.
     pub(crate) nodes: Nodes,
@@ -97,8 +97,8 @@ impl Team {
             size,
             me,
             world_id,
-            calls: Cell::new(0),
-            exchanges: Cell::new(0),
+            calls: AtomicU64::new(0),
+            exchanges: AtomicU64::new(0),
             nodes: Nodes { groups, mine },
         }
     }
@@ -161,7 +161,8 @@ impl World {
 
     /// Marks `slot` as used by a team of this rank.
     pub(crate) fn take_slot(&self, slot: usize) {
-        self.free_slots.set(self.free_slots.get() & !(1 << slot));
+        self.free_slots
+            .fetch_and(!(1 << slot), std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Gives `slot` back, clearing its flags for the next team to use it.
@@ -170,7 +171,8 @@ impl World {
         // SAFETY: the range is this rank's team area (inside the heap), and
         // no member signals into a slot after its last collective on it.
         unsafe { self.own.heap_base().add(range.start).write_bytes(0, range.len()) };
-        self.free_slots.set(self.free_slots.get() | (1 << slot));
+        self.free_slots
+            .fetch_or(1 << slot, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The team of every rank, numbered as the world (`SHMEM_TEAM_WORLD`).

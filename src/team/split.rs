@@ -110,7 +110,10 @@ impl World {
 
     /// All-reduces the free-slot masks and the argument digest over `parent`.
     fn agree(&self, op: &'static str, parent: &Team, digest: &[u64], valid: bool) -> Result<Agreement> {
-        let mut words = vec![self.free_slots.get(), u64::from(valid)];
+        let mut words = vec![
+            self.free_slots.load(std::sync::atomic::Ordering::Relaxed),
+            u64::from(valid),
+        ];
         words.extend(digest.iter().copied());
         words.extend(digest.iter().map(|d| !d));
         self.reduce_values(parent, And, &mut words)?;

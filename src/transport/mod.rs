@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::protocol::env::TRANSPORT;
 use crate::segment::{Segment, ShmCard};
 use serde::{Deserialize, Serialize};
-use std::cell::RefCell;
+use std::sync::Mutex;
 use std::time::Duration;
 use tcp::TcpPeer;
 
@@ -64,7 +64,7 @@ pub enum Path {
     /// A peer on this host, its segment mapped into this process.
     Shm(Segment),
     /// A peer reached over TCP, served by its progress engine.
-    Tcp(RefCell<TcpPeer>),
+    Tcp(Mutex<TcpPeer>),
     /// A peer reached by RDMA through the world's verbs transport.
     Verbs,
 }
@@ -184,5 +184,5 @@ fn connect_tcp(rank: usize, peer: usize, card: &Card, secret: &[u8], timeout: Du
         ))
     })?;
     let peer_link = TcpPeer::connect(rank, socket, secret, timeout).map_err(connect_err)?;
-    Ok(Path::Tcp(RefCell::new(peer_link)))
+    Ok(Path::Tcp(Mutex::new(peer_link)))
 }

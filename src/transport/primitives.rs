@@ -24,12 +24,13 @@
 //! data, because a NIC's atomics are not atomic with a CPU's.
 
 use crate::error::{Error, Result};
+use crate::sync::lock;
 use crate::transport::amo::{self, Amo, AmoOp, Width};
 use crate::transport::tcp::TcpPeer;
 use crate::transport::{shm, Path};
 use crate::world::World;
-use std::cell::RefCell;
 use std::sync::atomic::{fence, Ordering};
+use std::sync::Mutex;
 
 /// Where a heap offset of a target lives.
 pub(crate) enum Route<'w> {
@@ -37,7 +38,7 @@ pub(crate) enum Route<'w> {
     /// pointer is the heap's base.
     Mapped(*mut u8),
     /// Behind a TCP link to the peer's progress engine.
-    Tcp(&'w RefCell<TcpPeer>),
+    Tcp(&'w Mutex<TcpPeer>),
     /// Reached by RDMA.
     Rdma,
 }
@@ -113,8 +114,7 @@ impl World {
                 unsafe { shm::copy(base.add(offset), dst, len) };
                 Ok(())
             }
-            Route::Tcp(link) => link
-                .borrow_mut()
+            Route::Tcp(link) => lock(link)
                 // SAFETY: forwarded from this function's contract.
                 .get_nbi(offset, dst, len)
                 .map_err(|source| self.lost(target, "get_nbi", source)),
@@ -147,8 +147,7 @@ impl World {
             // is aligned (checked above, heap bases are page aligned); every
             // atomic on it in this job is a CPU atomic (the rule above).
             Route::Mapped(base) => Ok(unsafe { amo::apply(base.add(offset), amo) }),
-            Route::Tcp(link) => link
-                .borrow_mut()
+            Route::Tcp(link) => lock(link)
                 .amo(offset, amo)
                 .map_err(|source| self.lost(target, op, source)),
             Route::Rdma => unreachable!("a verbs path makes every atomic a NIC atomic"),
@@ -201,7 +200,7 @@ impl World {
             // collective may end on a notification nobody waits for here.
             Route::Tcp(link) => {
                 self.signal(target, offset, SignalOp::Set, value)?;
-                link.borrow_mut()
+                lock(link)
                     .flush()
                     .map_err(|source| self.lost(target, "collective", source))
             }
@@ -240,8 +239,8 @@ impl World {
 
     /// The TCP branch of `copy_in`, out of line so the shared-memory path stays small.
     #[inline(never)]
-    fn copy_in_tcp(&self, peer: usize, link: &RefCell<TcpPeer>, offset: usize, src: &[u8], nbi: bool) -> Result<()> {
-        let mut link = link.borrow_mut();
+    fn copy_in_tcp(&self, peer: usize, link: &Mutex<TcpPeer>, offset: usize, src: &[u8], nbi: bool) -> Result<()> {
+        let mut link = lock(link);
         let sent = match nbi {
             true => link.put_nbi(offset, src),
             false => link.put(offset, src),
@@ -251,8 +250,8 @@ impl World {
 
     /// The TCP branch of `copy_out`, out of line like `copy_in_tcp`.
     #[inline(never)]
-    fn copy_out_tcp(&self, peer: usize, link: &RefCell<TcpPeer>, offset: usize, dst: &mut [u8]) -> Result<()> {
-        link.borrow_mut()
+    fn copy_out_tcp(&self, peer: usize, link: &Mutex<TcpPeer>, offset: usize, dst: &mut [u8]) -> Result<()> {
+        lock(link)
             .get(offset, dst)
             .map_err(|source| self.lost(peer, "get", source))
     }
@@ -269,29 +268,26 @@ impl World {
         self.rdma_link().get(peer, offset, dst).map_err(|f| self.rdma_failed(f))
     }
 
+    /// Asks every TCP peer written to for an acknowledgement (all at once),
+    /// then waits for each. A peer's lock is held from its request to its
+    /// answer, so that no other thread's request reads the answer; locks are
+    /// taken in rank order, the only place more than one is held.
     #[inline(never)]
     fn quiet_tcp(&self) -> Result<()> {
         let mut owed = Vec::new();
         for &peer in &self.tcp_peers {
-            let link = self.tcp_link(peer);
-            if link
-                .borrow_mut()
-                .start_quiet()
-                .map_err(|source| self.lost(peer, "quiet", source))?
-            {
-                owed.push(peer);
+            let mut link = lock(self.tcp_link(peer));
+            if link.start_quiet().map_err(|source| self.lost(peer, "quiet", source))? {
+                owed.push((peer, link));
             }
         }
-        for peer in owed {
-            self.tcp_link(peer)
-                .borrow_mut()
-                .finish_quiet()
-                .map_err(|source| self.lost(peer, "quiet", source))?;
+        for (peer, mut link) in owed {
+            link.finish_quiet().map_err(|source| self.lost(peer, "quiet", source))?;
         }
         Ok(())
     }
 
-    fn tcp_link(&self, peer: usize) -> &RefCell<TcpPeer> {
+    fn tcp_link(&self, peer: usize) -> &Mutex<TcpPeer> {
         match &self.paths[peer] {
             Path::Tcp(link) => link,
             _ => unreachable!("tcp_peers lists only TCP paths"),
@@ -313,8 +309,7 @@ impl World {
     /// which may depend on one of them).
     pub(crate) fn send_batches(&self) -> Result<()> {
         for &peer in &self.tcp_peers {
-            self.tcp_link(peer)
-                .borrow_mut()
+            lock(self.tcp_link(peer))
                 .flush()
                 .map_err(|source| self.lost(peer, "put", source))?;
         }

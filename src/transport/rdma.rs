@@ -37,7 +37,7 @@ impl Failure {
 }
 
 #[cfg(feature = "verbs")]
-pub struct RdmaLink(std::cell::RefCell<super::verbs::Verbs>);
+pub struct RdmaLink(std::sync::Mutex<super::verbs::Verbs>);
 #[cfg(not(feature = "verbs"))]
 pub enum RdmaLink {}
 
@@ -79,7 +79,7 @@ impl Pending {
         return self
             .0
             .connect(rank, cards, by_rdma)
-            .map(|v| RdmaLink(std::cell::RefCell::new(v)))
+            .map(|v| RdmaLink(std::sync::Mutex::new(v)))
             .map_err(|(peer, detail)| Error::Rdma {
                 rank,
                 peer,
@@ -97,25 +97,25 @@ impl Pending {
 #[cfg(feature = "verbs")]
 impl RdmaLink {
     pub fn put(&self, peer: usize, offset: usize, src: &[u8]) -> std::result::Result<(), Failure> {
-        self.0.borrow_mut().put(peer, offset, src)
+        crate::sync::lock(&self.0).put(peer, offset, src)
     }
     pub fn get(&self, peer: usize, offset: usize, dst: &mut [u8]) -> std::result::Result<(), Failure> {
-        self.0.borrow_mut().get(peer, offset, dst)
+        crate::sync::lock(&self.0).get(peer, offset, dst)
     }
     pub fn flag(&self, peer: usize, offset: usize, value: u64) -> std::result::Result<(), Failure> {
-        self.0.borrow_mut().flag(peer, offset, value)
+        crate::sync::lock(&self.0).flag(peer, offset, value)
     }
     pub fn quiet(&self) -> std::result::Result<(), Failure> {
-        self.0.borrow_mut().quiet()
+        crate::sync::lock(&self.0).quiet()
     }
     pub fn poll(&self) -> std::result::Result<(), Failure> {
-        self.0.borrow_mut().poll()
+        crate::sync::lock(&self.0).poll()
     }
     pub fn device_name(&self) -> String {
-        self.0.borrow().device_name().to_string()
+        crate::sync::lock(&self.0).device_name().to_string()
     }
     pub fn amo(&self, peer: usize, offset: usize, amo: Amo) -> std::result::Result<u64, Failure> {
-        self.0.borrow_mut().amo(peer, offset, amo)
+        crate::sync::lock(&self.0).amo(peer, offset, amo)
     }
     pub fn signal_word(
         &self,
@@ -124,7 +124,7 @@ impl RdmaLink {
         op: SignalOp,
         value: u64,
     ) -> std::result::Result<(), Failure> {
-        self.0.borrow_mut().signal_word(peer, offset, op, value)
+        crate::sync::lock(&self.0).signal_word(peer, offset, op, value)
     }
     /// # Safety
     /// `dst` must stay valid for `len` bytes of writes, untouched, until the
@@ -137,10 +137,10 @@ impl RdmaLink {
         len: usize,
     ) -> std::result::Result<(), Failure> {
         // SAFETY: forwarded from this function's contract.
-        unsafe { self.0.borrow_mut().get_nbi(peer, offset, dst, len) }
+        unsafe { crate::sync::lock(&self.0).get_nbi(peer, offset, dst, len) }
     }
     pub fn fence(&self) -> std::result::Result<(), Failure> {
-        self.0.borrow_mut().fence()
+        crate::sync::lock(&self.0).fence()
     }
 }
 

@@ -46,6 +46,13 @@ pub struct TcpPeer {
     broken: bool,
 }
 
+// SAFETY: the raw pointers are the destinations of non-blocking gets,
+// which their callers keep valid and untouched until a quiet on this link
+// (`get_nbi`'s contract). Another thread may read a reply into one of them,
+// but only while it holds the link's lock, which the issuing thread's quiet
+// takes afterwards: the write happens before that quiet returns.
+unsafe impl Send for TcpPeer {}
+
 impl TcpPeer {
     /// Connects to a peer's progress engine and runs the handshake.
     pub fn connect(rank: usize, addr: SocketAddr, secret: &[u8], timeout: Duration) -> io::Result<TcpPeer> {

@@ -111,6 +111,13 @@ pub struct Verbs {
     completions: Box<[ffi::ibv_wc; 32]>,
 }
 
+// SAFETY: every verbs object here is owned by this value and freed in its
+// `Drop`; libibverbs allows its objects to be used from any thread (its
+// calls are thread-safe, and these are only ever called with `&mut self`,
+// under the world's lock). The landing destinations follow `get_nbi`'s
+// contract, as the TCP link's do.
+unsafe impl Send for Verbs {}
+
 impl Verbs {
     /// The device this transport runs on.
     pub fn device_name(&self) -> &str {
