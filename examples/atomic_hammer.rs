@@ -14,6 +14,7 @@
 //! `atomic_hammer: rank R/N ok: ...` line per rank, or MISMATCH lines and
 //! exits 1.
 
+use oneside::prelude::*;
 use oneside::{Cmp, Lock, SignalOp, Sym, World};
 use std::process::ExitCode;
 

@@ -25,6 +25,7 @@
 //!
 //! `bucket_sort [KEYS_PER_RANK]` (default 16 384).
 
+use oneside::prelude::*;
 use oneside::{Max, Sum, World, Xor};
 use std::process::ExitCode;
 

@@ -29,6 +29,7 @@
 //!
 //! `cg [N]` (default 256 unknowns, at least one per rank).
 
+use oneside::prelude::*;
 use oneside::{Cmp, Max, SignalOp, Sum, Sym, World};
 use std::process::ExitCode;
 

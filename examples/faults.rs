@@ -16,6 +16,7 @@
 //! * `env VAR`            — print VAR as rank 0 sees it
 //! * `echo-stdin`         — rank 0 copies one stdin line to stdout
 
+use oneside::prelude::*;
 use std::process::ExitCode;
 use std::time::Duration;
 

@@ -14,6 +14,7 @@
 //!
 //! `gups [TABLE_PER_RANK [UPDATES_PER_RANK]]` (default 4096, and 4 × the table).
 
+use oneside::prelude::*;
 use std::process::ExitCode;
 use std::time::Instant;
 

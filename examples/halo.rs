@@ -19,6 +19,7 @@
 //!
 //! `halo [CELLS [STEPS]]` (default 256 cells, 200 steps).
 
+use oneside::prelude::*;
 use oneside::{Cmp, SignalOp};
 use std::process::ExitCode;
 

@@ -6,6 +6,7 @@
 //! rlaunch -n 2 target/release/examples/hello_put
 //! ```
 
+use oneside::prelude::*;
 use std::process::ExitCode;
 
 const INBOX_BYTES: usize = 64;

@@ -10,6 +10,7 @@
 //!
 //! `histogram [BINS [VALUES_PER_RANK]]` (default 256 bins, 5000 values).
 
+use oneside::prelude::*;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {

@@ -14,6 +14,7 @@
 //!
 //! `lock_counter [K]` (default 200).
 
+use oneside::prelude::*;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {

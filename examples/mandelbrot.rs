@@ -11,6 +11,7 @@
 //!
 //! `mandelbrot [WIDTH HEIGHT [MAX_ITER]] [--out FILE.pgm]` (default 160 120 200).
 
+use oneside::prelude::*;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {

@@ -6,6 +6,7 @@
 //!
 //! `ring [LAPS]`; rank 0 checks the total LAPS × N(N−1)/2.
 
+use oneside::prelude::*;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {

@@ -11,9 +11,11 @@
 //! are atomic with respect to each other whichever rank issues them and
 //! whichever path it uses (see the crate docs' memory model).
 
+use crate::ctx::Endpoint;
 use crate::error::Result;
 use crate::sym::{Pod, Sym};
 use crate::transport::amo::{Amo, AmoOp, Width};
+use crate::transport::primitives::Stream;
 use crate::world::World;
 
 mod sealed {
@@ -86,17 +88,19 @@ atomic_float! {
 }
 
 impl World {
-    /// Applies one atomic to `target`'s element `index` of `sym`, after the usual checks.
+    /// Applies one atomic to `target`'s element `index` of `sym` on
+    /// `stream`, after the usual checks.
     #[allow(clippy::too_many_arguments)]
-    fn atomic<T: AtomicElem>(
+    #[inline(always)]
+    pub(crate) fn atomic_on<T: AtomicElem>(
         &self,
+        stream: Stream<'_>,
         name: &'static str,
         sym: &Sym<T>,
         target: usize,
         index: usize,
         op: AmoOp,
-        operand: T,
-        compare: T,
+        (operand, compare): (T, T),
         fetch: bool,
     ) -> Result<T> {
         let offset = self.checked_offset(name, sym, target, index, 1)?;
@@ -107,29 +111,80 @@ impl World {
             compare: compare.to_bits(),
             fetch,
         };
-        self.amo(name, target, offset, amo).map(T::from_bits)
+        self.amo(stream, name, target, offset, amo).map(T::from_bits)
     }
+}
 
+/// The fetching and non-fetching forms of one read-modify-write operation.
+macro_rules! rmw {
+    ($($op:ident: $fetching:ident, $plain:ident, $doc:literal;)*) => {$(
+        #[doc = concat!("Atomically ", $doc, " `target`'s element and returns its old value.")]
+        fn $fetching<T: AtomicInt>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<T> {
+            let operands = (value, T::zeroed());
+            self.world().atomic_on(self.stream(), stringify!($fetching), sym, target, index, AmoOp::$op, operands, true)
+        }
+
+        #[doc = concat!("Atomically ", $doc, " `target`'s element; may complete at the next quiet.")]
+        fn $plain<T: AtomicInt>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<()> {
+            let operands = (value, T::zeroed());
+            self.world().atomic_on(self.stream(), stringify!($plain), sym, target, index, AmoOp::$op, operands, false).map(drop)
+        }
+    )*};
+}
+
+/// Remote atomics on an [`Endpoint`]: the [`World`] (its default context)
+/// or a [`Ctx`](crate::Ctx). Written once, for both.
+pub trait Atomics: Endpoint {
     /// Atomically reads `target`'s element.
-    pub fn atomic_fetch<T: AtomicElem>(&self, sym: &Sym<T>, target: usize, index: usize) -> Result<T> {
+    fn atomic_fetch<T: AtomicElem>(&self, sym: &Sym<T>, target: usize, index: usize) -> Result<T> {
         let zero = T::zeroed();
-        self.atomic("atomic_fetch", sym, target, index, AmoOp::Fetch, zero, zero, true)
+        self.world().atomic_on(
+            self.stream(),
+            "atomic_fetch",
+            sym,
+            target,
+            index,
+            AmoOp::Fetch,
+            (zero, zero),
+            true,
+        )
     }
 
     /// Atomically stores `value` into `target`'s element (complete at quiet).
-    pub fn atomic_set<T: AtomicElem>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<()> {
-        self.atomic("atomic_set", sym, target, index, AmoOp::Set, value, T::zeroed(), false)
+    fn atomic_set<T: AtomicElem>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<()> {
+        let operands = (value, T::zeroed());
+        self.world()
+            .atomic_on(
+                self.stream(),
+                "atomic_set",
+                sym,
+                target,
+                index,
+                AmoOp::Set,
+                operands,
+                false,
+            )
             .map(drop)
     }
 
     /// Atomically stores `value` and returns the element's old value.
-    pub fn atomic_swap<T: AtomicElem>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<T> {
-        self.atomic("atomic_swap", sym, target, index, AmoOp::Swap, value, T::zeroed(), true)
+    fn atomic_swap<T: AtomicElem>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<T> {
+        let operands = (value, T::zeroed());
+        self.world().atomic_on(
+            self.stream(),
+            "atomic_swap",
+            sym,
+            target,
+            index,
+            AmoOp::Swap,
+            operands,
+            true,
+        )
     }
 
     /// Stores `value` if the element equals `expected`; returns the old value
     /// (equal to `expected` exactly when the swap happened).
-    pub fn atomic_compare_swap<T: AtomicInt>(
+    fn atomic_compare_swap<T: AtomicInt>(
         &self,
         sym: &Sym<T>,
         target: usize,
@@ -137,64 +192,62 @@ impl World {
         expected: T,
         value: T,
     ) -> Result<T> {
-        self.atomic(
+        let operands = (value, expected);
+        let op = AmoOp::CompareSwap;
+        self.world().atomic_on(
+            self.stream(),
             "atomic_compare_swap",
             sym,
             target,
             index,
-            AmoOp::CompareSwap,
-            value,
-            expected,
+            op,
+            operands,
             true,
         )
     }
-}
 
-/// The fetching and non-fetching forms of one read-modify-write operation.
-macro_rules! rmw {
-    ($($op:ident: $fetching:ident, $plain:ident, $doc:literal;)*) => {
-        impl World {$(
-            #[doc = concat!("Atomically ", $doc, " `target`'s element and returns its old value.")]
-            pub fn $fetching<T: AtomicInt>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<T> {
-                self.atomic(stringify!($fetching), sym, target, index, AmoOp::$op, value, T::zeroed(), true)
-            }
-
-            #[doc = concat!("Atomically ", $doc, " `target`'s element; may complete at the next quiet.")]
-            pub fn $plain<T: AtomicInt>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<()> {
-                self.atomic(stringify!($plain), sym, target, index, AmoOp::$op, value, T::zeroed(), false).map(drop)
-            }
-        )*}
-    };
-}
-
-rmw! {
-    Add: atomic_fetch_add, atomic_add, "adds `value` (wrapping) to";
-    And: atomic_fetch_and, atomic_and, "ANDs `value` into";
-    Or: atomic_fetch_or, atomic_or, "ORs `value` into";
-    Xor: atomic_fetch_xor, atomic_xor, "XORs `value` into";
-}
-
-impl World {
     /// Atomically increments `target`'s element and returns its old value.
-    pub fn atomic_fetch_inc<T: AtomicInt>(&self, sym: &Sym<T>, target: usize, index: usize) -> Result<T> {
-        self.atomic(
+    fn atomic_fetch_inc<T: AtomicInt>(&self, sym: &Sym<T>, target: usize, index: usize) -> Result<T> {
+        let operands = (T::ONE, T::zeroed());
+        self.world().atomic_on(
+            self.stream(),
             "atomic_fetch_inc",
             sym,
             target,
             index,
             AmoOp::Add,
-            T::ONE,
-            T::zeroed(),
+            operands,
             true,
         )
     }
 
     /// Atomically increments `target`'s element; may complete at the next quiet.
-    pub fn atomic_inc<T: AtomicInt>(&self, sym: &Sym<T>, target: usize, index: usize) -> Result<()> {
-        self.atomic("atomic_inc", sym, target, index, AmoOp::Add, T::ONE, T::zeroed(), false)
+    fn atomic_inc<T: AtomicInt>(&self, sym: &Sym<T>, target: usize, index: usize) -> Result<()> {
+        let operands = (T::ONE, T::zeroed());
+        self.world()
+            .atomic_on(
+                self.stream(),
+                "atomic_inc",
+                sym,
+                target,
+                index,
+                AmoOp::Add,
+                operands,
+                false,
+            )
             .map(drop)
     }
+
+    rmw! {
+        Add: atomic_fetch_add, atomic_add, "adds `value` (wrapping) to";
+        And: atomic_fetch_and, atomic_and, "ANDs `value` into";
+        Or: atomic_fetch_or, atomic_or, "ORs `value` into";
+        Xor: atomic_fetch_xor, atomic_xor, "XORs `value` into";
+    }
 }
+
+impl Atomics for World {}
+impl Atomics for crate::Ctx<'_> {}
 
 #[cfg(test)]
 mod tests {

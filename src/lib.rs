@@ -5,6 +5,7 @@
 //! (an MPI "singleton"), so `./hello_put` alone still works.
 //!
 //! ```no_run
+//! use oneside::prelude::*; // the one-sided traits: Rma, Atomics, Signals
 //! let world = oneside::init()?;
 //! let inbox = world.alloc::<u8>(64)?;             // collective, same offset everywhere
 //! let right = (world.rank() + 1) % world.size();
@@ -88,6 +89,7 @@
 //! ## The rest of the model, by example
 //!
 //! ```no_run
+//! use oneside::prelude::*;
 //! use oneside::{Cmp, SignalOp};
 //! let world = oneside::init()?;
 //! let (me, n) = (world.rank(), world.size());
@@ -175,6 +177,56 @@
 //! milliseconds, then yield, then nap; when ranks outnumber cores they
 //! yield at once.
 //!
+//! ## Threads and contexts
+//! A [`World`] is `Send + Sync`: every thread of a rank may use it at once
+//! (OpenSHMEM's `SHMEM_THREAD_MULTIPLE`). The one-sided operations are
+//! traits ([`Rma`], [`Atomics`], [`Signals`]; `use oneside::prelude::*`)
+//! implemented by the world, which is the *default context*, and by a
+//! [`Ctx`], an independent stream of operations from
+//! [`World::ctx_create`]:
+//!
+//! ```no_run
+//! use oneside::prelude::*;
+//! let world = oneside::init()?;
+//! let hits = world.alloc::<u64>(64)?;
+//! let target = (world.rank() + 1) % world.size();
+//! std::thread::scope(|s| {
+//!     for t in 0..2 {
+//!         let (world, hits) = (&world, &hits);
+//!         s.spawn(move || -> oneside::Result<()> {
+//!             let ctx = world.ctx_create()?;       // this thread's own stream
+//!             for i in 0..1000 {
+//!                 ctx.atomic_inc(hits, target, (i * 2 + t) % 64)?;
+//!             }
+//!             ctx.quiet()                          // this context's operations only
+//!         });
+//!     }
+//! });
+//! world.barrier()?;
+//! # Ok::<(), oneside::Error>(())
+//! ```
+//!
+//! What a context orders and completes:
+//!
+//! * [`fence`](Rma::fence) and [`quiet`](Rma::quiet) on a context order and
+//!   complete that context's puts, non-blocking gets, signals and
+//!   non-fetching atomics. Over TCP a context has its own connection to
+//!   each peer, so its `quiet` waits for its own requests and never for
+//!   another context's; over verbs every context shares the queue pairs,
+//!   and a context's `quiet` waits for every request posted so far; on
+//!   shared memory operations complete as they return, so contexts cost
+//!   nothing.
+//! * `quiet` on the world (the default context) completes the default
+//!   context's operations, from every thread; it promises nothing about
+//!   other contexts'. A [`barrier`](World::barrier) quiets the default
+//!   context only: quiet your contexts before it.
+//! * A context's small puts and non-fetching atomics may wait in its batch
+//!   (over TCP) until its next quiet, fence-free get, fetching atomic or
+//!   signal; dropping a context quiets it.
+//! * Collectives, team creation and [`World::alloc`]/[`World::free`] run on
+//!   one thread of a rank at a time (OpenSHMEM's rule); a second thread
+//!   entering one while another runs gets [`Error::ConcurrentCollective`].
+//!
 //! ## Local access and Rust aliasing
 //! Other processes write into this rank's heap at any time, so a Rust
 //! reference into it would be unsound while a remote write can land. The
@@ -204,6 +256,7 @@ mod atomic;
 mod backoff;
 mod bootstrap;
 mod coll;
+mod ctx;
 mod error;
 mod globals;
 mod heap;
@@ -221,17 +274,26 @@ mod transport;
 mod wait;
 mod world;
 
-pub use atomic::{AtomicElem, AtomicInt};
+pub use atomic::{AtomicElem, AtomicInt, Atomics};
 pub use coll::ops::{And, Integer, Max, Min, Number, Or, Prod, ReduceOp, Sum, Xor};
+pub use ctx::{Ctx, Endpoint};
 pub use error::{Error, Result};
 pub use lock::{Lock, LockGuard};
 pub use nbi::Nbi;
 pub use raw::DirectMap;
+pub use rma::Rma;
+pub use signal::Signals;
 pub use sym::{Pod, Sym};
 pub use team::{Team, MAX_TEAMS};
 pub use transport::primitives::SignalOp;
 pub use wait::Cmp;
 pub use world::{init, init_with, Options, World};
+
+/// The one-sided traits, for `use oneside::prelude::*;`: the operations
+/// of [`Rma`], [`Atomics`] and [`Signals`] on a [`World`] or a [`Ctx`].
+pub mod prelude {
+    pub use crate::{Atomics, Endpoint, Rma, Signals};
+}
 
 /// Re-exported so applications can `#[derive(Pod, Zeroable)]` their element types.
 pub use bytemuck;

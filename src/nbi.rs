@@ -60,7 +60,9 @@
 //! ```
 
 use crate::error::Result;
+use crate::rma::Rma;
 use crate::sym::{Pod, Sym};
+use crate::transport::primitives::Stream;
 use crate::world::World;
 use std::marker::PhantomData;
 
@@ -84,37 +86,6 @@ impl Drop for QuietOnExit<'_> {
 }
 
 impl World {
-    /// Writes `src` into `target`'s copy of `sym` from `index`, without
-    /// waiting: `src` is copied or staged before this returns, and the put
-    /// is complete at the target after the next [`quiet`](World::quiet).
-    pub fn put_nbi<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, src: &[T]) -> Result<()> {
-        let offset = self.checked_offset("put_nbi", sym, target, index, src.len())?;
-        self.copy_in_nbi(target, offset, bytemuck::cast_slice(src))
-    }
-
-    /// Starts reading `len` elements of `target`'s copy of `sym` from
-    /// `index` into `dst`, which is filled after the next
-    /// [`quiet`](World::quiet). For bindings whose callers keep the buffer
-    /// alive themselves (the C API's `shmem_get_nbi`); Rust code uses the
-    /// scoped [`World::nbi`].
-    ///
-    /// # Safety
-    /// `dst` must be valid for `len` elements of writes, and nothing may
-    /// read or write it, until this rank's next `quiet` returns.
-    pub unsafe fn get_nbi<T: Pod>(
-        &self,
-        sym: &Sym<T>,
-        target: usize,
-        index: usize,
-        dst: *mut T,
-        len: usize,
-    ) -> Result<()> {
-        let offset = self.checked_offset("get_nbi", sym, target, index, len)?;
-        let bytes = len * std::mem::size_of::<T>();
-        // SAFETY: forwarded from this function's contract.
-        unsafe { self.copy_out_nbi(target, offset, dst.cast(), bytes) }
-    }
-
     /// Runs `body` with a scope for non-blocking gets (and puts), then
     /// quiets: every destination handed to [`Nbi::get`] is filled when this
     /// returns `Ok`.
@@ -145,7 +116,10 @@ impl<'scope, 'env> Nbi<'scope, 'env> {
         // SAFETY: `dst` is mutably borrowed for 'scope, which outlasts the
         // quiet at the end of `World::nbi` (run on unwinding too), so it
         // stays valid and untouched until the transport has written it.
-        unsafe { self.world.copy_out_nbi(target, offset, bytes.as_mut_ptr(), bytes.len()) }
+        unsafe {
+            self.world
+                .copy_out_nbi(Stream::Default, target, offset, bytes.as_mut_ptr(), bytes.len())
+        }
     }
 
     /// [`World::put_nbi`], for symmetry inside a scope.

@@ -10,6 +10,7 @@
 use crate::error::{Error, Result};
 use crate::sym::{Pod, Sym};
 use crate::transport::primitives::Route;
+use crate::transport::primitives::Stream;
 use crate::transport::Path;
 use crate::world::World;
 
@@ -89,7 +90,7 @@ impl World {
             data: data.start,
             data_len: data.len,
             bases: (0..self.size)
-                .map(|rank| match self.route(rank) {
+                .map(|rank| match self.route(Stream::Default, rank) {
                     Route::Mapped(base) => base,
                     Route::Tcp(_) | Route::Rdma => std::ptr::null_mut(),
                 })

@@ -4,45 +4,96 @@
 //! numbers, never a stray write; then it is one transport primitive (see
 //! `transport::primitives`).
 
+use crate::ctx::Endpoint;
 use crate::error::{Error, Result};
 use crate::sym::{Pod, Sym};
 use crate::world::World;
 
-impl World {
+/// Puts and gets, blocking and non-blocking, with the calls that order
+/// and complete them, on an [`Endpoint`]: the [`World`] (its default
+/// context) or a [`Ctx`](crate::Ctx). Written once, for both.
+pub trait Rma: Endpoint {
     /// Writes `src` into `target`'s copy of `sym`, starting at element `index`.
     ///
     /// Returns when `src` may be reused. The data is complete at the target
-    /// after [`quiet`](World::quiet), and visible to it after a
+    /// after [`quiet`](Rma::quiet), and visible to it after a
     /// [`barrier`](World::barrier) (see the crate docs).
     // Always inlined: the shared-memory path is a few checks and a copy, and
     // a call per 8-byte put doubles its cost (measured with examples/bench).
     #[inline(always)]
-    pub fn put<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, src: &[T]) -> Result<()> {
-        let offset = self.checked_offset("put", sym, target, index, src.len())?;
-        self.copy_in(target, offset, bytemuck::cast_slice(src))
+    fn put<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, src: &[T]) -> Result<()> {
+        let w = self.world();
+        let offset = w.checked_offset("put", sym, target, index, src.len())?;
+        w.copy_in(self.stream(), target, offset, bytemuck::cast_slice(src))
     }
 
     /// Reads `dst.len()` elements of `target`'s copy of `sym`, from element `index`.
     ///
     /// Returns with the data in `dst`.
     #[inline(always)]
-    pub fn get<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, dst: &mut [T]) -> Result<()> {
-        let offset = self.checked_offset("get", sym, target, index, dst.len())?;
-        self.copy_out(target, offset, bytemuck::cast_slice_mut(dst))
+    fn get<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, dst: &mut [T]) -> Result<()> {
+        let w = self.world();
+        let offset = w.checked_offset("get", sym, target, index, dst.len())?;
+        w.copy_out(self.stream(), target, offset, bytemuck::cast_slice_mut(dst))
     }
 
     /// Puts one value.
-    pub fn put_value<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<()> {
+    fn put_value<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<()> {
         self.put(sym, target, index, std::slice::from_ref(&value))
     }
 
     /// Gets one value.
-    pub fn get_value<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize) -> Result<T> {
+    fn get_value<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize) -> Result<T> {
         let mut value = T::zeroed();
         self.get(sym, target, index, std::slice::from_mut(&mut value))?;
         Ok(value)
     }
 
+    /// Writes `src` into `target`'s copy of `sym` from `index`, without
+    /// waiting: `src` is copied or staged before this returns, and the put
+    /// is complete at the target after the next [`quiet`](Rma::quiet).
+    fn put_nbi<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, src: &[T]) -> Result<()> {
+        let w = self.world();
+        let offset = w.checked_offset("put_nbi", sym, target, index, src.len())?;
+        w.copy_in_nbi(self.stream(), target, offset, bytemuck::cast_slice(src))
+    }
+
+    /// Starts reading `len` elements of `target`'s copy of `sym` from
+    /// `index` into `dst`, which is filled after the next
+    /// [`quiet`](Rma::quiet) of this endpoint. For bindings whose callers
+    /// keep the buffer alive themselves (the C API's `shmem_get_nbi`); Rust
+    /// code uses the scoped [`World::nbi`].
+    ///
+    /// # Safety
+    /// `dst` must be valid for `len` elements of writes, and nothing may
+    /// read or write it, until this endpoint's next `quiet` returns.
+    unsafe fn get_nbi<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, dst: *mut T, len: usize) -> Result<()> {
+        let w = self.world();
+        let offset = w.checked_offset("get_nbi", sym, target, index, len)?;
+        let bytes = len * std::mem::size_of::<T>();
+        // SAFETY: forwarded from this function's contract.
+        unsafe { w.copy_out_nbi(self.stream(), target, offset, dst.cast(), bytes) }
+    }
+
+    /// Orders this endpoint's earlier puts, signals and non-fetching
+    /// atomics to each target before its later ones to the same target.
+    fn fence(&self) -> Result<()> {
+        self.world().fence_on(self.stream())
+    }
+
+    /// Completes every earlier put, non-blocking get and non-fetching
+    /// atomic of this endpoint at its target (see the crate docs, "Threads
+    /// and contexts", for what it says about other contexts).
+    #[inline]
+    fn quiet(&self) -> Result<()> {
+        self.world().quiet_on(self.stream())
+    }
+}
+
+impl Rma for World {}
+impl Rma for crate::Ctx<'_> {}
+
+impl World {
     /// Copies this rank's own elements `[index, index + dst.len())` of `sym` into `dst`.
     pub fn local_read<T: Pod>(&self, sym: &Sym<T>, index: usize, dst: &mut [T]) -> Result<()> {
         self.get(sym, self.rank, index, dst)

@@ -9,14 +9,18 @@
 //! trip (shared memory: a Release atomic; TCP: one ordered stream; verbs:
 //! RC ordering on the same queue pair).
 
+use crate::ctx::Endpoint;
 use crate::error::Result;
 use crate::sym::{Pod, Sym};
 use crate::transport::primitives::SignalOp;
+use crate::transport::primitives::Stream;
 use crate::wait::Cmp;
 use crate::world::World;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-impl World {
+/// Put-with-signal on an [`Endpoint`]: the [`World`] (its default
+/// context) or a [`Ctx`](crate::Ctx).
+pub trait Signals: Endpoint {
     /// Writes `src` into `target`'s copy of `sym` from `index`, then updates
     /// `target`'s signal word `signal[signal_index]` with `op` and `value`.
     ///
@@ -24,7 +28,7 @@ impl World {
     /// (with [`signal_wait_until`](World::signal_wait_until) or a wait), it
     /// sees the data.
     #[allow(clippy::too_many_arguments)]
-    pub fn put_signal<T: Pod>(
+    fn put_signal<T: Pod>(
         &self,
         sym: &Sym<T>,
         target: usize,
@@ -36,13 +40,14 @@ impl World {
         value: u64,
     ) -> Result<()> {
         let signal_at = (signal, signal_index, op, value);
-        self.put_then_signal("put_signal", sym, target, index, src, signal_at, false)
+        self.world()
+            .put_then_signal(self.stream(), "put_signal", (sym, target, index, src), signal_at, false)
     }
 
-    /// The non-blocking form of [`put_signal`](World::put_signal): returns
+    /// The non-blocking form of [`put_signal`](Signals::put_signal): returns
     /// at once; both the data and the signal are complete at the next quiet.
     #[allow(clippy::too_many_arguments)]
-    pub fn put_signal_nbi<T: Pod>(
+    fn put_signal_nbi<T: Pod>(
         &self,
         sym: &Sym<T>,
         target: usize,
@@ -54,28 +59,41 @@ impl World {
         value: u64,
     ) -> Result<()> {
         let signal_at = (signal, signal_index, op, value);
-        self.put_then_signal("put_signal_nbi", sym, target, index, src, signal_at, true)
+        self.world().put_then_signal(
+            self.stream(),
+            "put_signal_nbi",
+            (sym, target, index, src),
+            signal_at,
+            true,
+        )
     }
+}
 
+impl Signals for World {}
+impl Signals for crate::Ctx<'_> {}
+
+/// A put's object, target, index and data.
+type PutOf<'a, T> = (&'a Sym<T>, usize, usize, &'a [T]);
+/// A signal's word, index, operation and value.
+type SignalAt<'a> = (&'a Sym<u64>, usize, SignalOp, u64);
+
+impl World {
     /// Both forms: check every argument, then the data, then the signal.
-    #[allow(clippy::too_many_arguments)]
     fn put_then_signal<T: Pod>(
         &self,
+        stream: Stream<'_>,
         name: &'static str,
-        sym: &Sym<T>,
-        target: usize,
-        index: usize,
-        src: &[T],
-        (signal, signal_index, op, value): (&Sym<u64>, usize, SignalOp, u64),
+        (sym, target, index, src): PutOf<'_, T>,
+        (signal, signal_index, op, value): SignalAt<'_>,
         nbi: bool,
     ) -> Result<()> {
         let offset = self.checked_offset(name, sym, target, index, src.len())?;
         let signal_offset = self.checked_offset(name, signal, target, signal_index, 1)?;
         match nbi {
-            true => self.copy_in_nbi(target, offset, bytemuck::cast_slice(src))?,
-            false => self.copy_in(target, offset, bytemuck::cast_slice(src))?,
+            true => self.copy_in_nbi(stream, target, offset, bytemuck::cast_slice(src))?,
+            false => self.copy_in(stream, target, offset, bytemuck::cast_slice(src))?,
         }
-        self.signal(target, signal_offset, op, value)
+        self.signal(stream, target, signal_offset, op, value)
     }
 
     /// Atomically reads this rank's own signal word `signal[index]`.

@@ -56,6 +56,8 @@ pub struct World {
     pub(crate) data: Option<crate::globals::DataRange>,
     launcher: Option<LauncherLink>,
     finalized: bool,
+    /// Where contexts connect their own TCP links (when there are TCP peers).
+    pub(crate) ctx_connect: Option<crate::ctx::CtxConnect>,
     /// The thread of this rank in a collective, if any.
     pub(crate) collective: crate::sync::CollectiveOwner,
 }
@@ -189,6 +191,16 @@ pub fn init_with(options: Options) -> Result<World> {
     if engine.is_some() {
         world.spin_waits = crate::backoff::may_spin(env.local_size, 2);
     }
+    if !world.tcp_peers.is_empty() {
+        world.ctx_connect = Some(crate::ctx::CtxConnect {
+            addrs: cards
+                .iter()
+                .map(|card| card.tcp.as_deref().and_then(|a| a.parse().ok()))
+                .collect(),
+            secret: env.secret.clone(),
+            timeout,
+        });
+    }
     world.engine = engine;
     world.data = data;
     world.nic_atomics = rdma.is_some();
@@ -245,6 +257,7 @@ impl World {
             data: None,
             launcher,
             finalized: false,
+            ctx_connect: None,
             collective: Default::default(),
         }
     }

@@ -17,6 +17,7 @@ use crate::coll::{self, Group};
 use crate::convert::sym;
 use crate::state::{fail, ok, world};
 use libc::{c_int, c_long, c_void};
+use oneside::prelude::*;
 use oneside::{Pod, World};
 
 /// `pSync` word that carries a `collect` offset from member to member.

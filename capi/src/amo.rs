@@ -8,6 +8,7 @@
 use crate::convert::{pe, sym};
 use crate::state::{ok, world};
 use libc::c_int;
+use oneside::prelude::*;
 use oneside::{AtomicElem, AtomicInt, Sym, World};
 
 #[inline(always)]

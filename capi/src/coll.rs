@@ -12,6 +12,7 @@ use crate::state::{fail, ok, world};
 use crate::teams::{team_handle, ShmemTeam};
 use crate::types::{ComplexD, ComplexF};
 use libc::{c_int, c_void};
+use oneside::prelude::*;
 use oneside::{Pod, ReduceOp, Team, World};
 
 #[no_mangle]

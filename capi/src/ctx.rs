@@ -9,6 +9,7 @@
 use crate::state::{ok, world};
 use crate::teams::{team_handle, ShmemTeam};
 use libc::{c_int, c_long};
+use oneside::prelude::*;
 
 /// What a `shmem_ctx_t` points to: the team it was created on.
 pub struct Ctx {

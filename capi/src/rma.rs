@@ -6,6 +6,7 @@
 use crate::convert::{dst, pe, signal_op, src, sym};
 use crate::state::{ok, world};
 use libc::c_int;
+use oneside::prelude::*;
 use oneside::Pod;
 
 #[inline(always)]

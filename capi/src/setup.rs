@@ -5,6 +5,7 @@
 use crate::convert::sym;
 use crate::state::{self, fail, ok, world, State};
 use libc::{c_char, c_int, c_long, c_void};
+use oneside::prelude::*;
 use oneside::{Lock, Options};
 
 /// `SHMEM_THREAD_SERIALIZED`: the highest level this library grants.

@@ -14,6 +14,7 @@
 //! a batch lasts [`BATCH_TARGET`] (up to a cap). Each figure is then the
 //! median of [`BATCHES`] timed batches, after a warm-up batch.
 
+use oneside::prelude::*;
 use oneside::{Sym, World};
 use std::time::{Duration, Instant};
 

@@ -14,6 +14,7 @@
 //!   the floor for an atomic on a line another core last wrote
 
 use crate::measure::{measure, Bench};
+use oneside::prelude::*;
 use oneside::{Cmp, SignalOp};
 
 /// Puts in one non-blocking window.

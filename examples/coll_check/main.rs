@@ -14,6 +14,7 @@
 
 mod reductions;
 
+use oneside::prelude::*;
 use oneside::{Pod, Result, Team, World};
 use std::process::ExitCode;
 

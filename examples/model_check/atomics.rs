@@ -16,6 +16,7 @@
 //!   chain other than the one it expected. That is a valid linearization.
 
 use crate::Rng;
+use oneside::{Atomics as _, Rma as _};
 use oneside::{Sym, World};
 
 /// Atomic words per rank.

@@ -16,6 +16,7 @@
 
 mod atomics;
 
+use oneside::prelude::*;
 use std::process::ExitCode;
 
 const SLOTS_PER_RANK: usize = 24;

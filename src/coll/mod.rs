@@ -37,6 +37,7 @@ use crate::sync::InCollective;
 use crate::team::layout::Layout;
 use crate::team::Team;
 use crate::transport::primitives::Route;
+use crate::transport::primitives::Stream;
 use crate::world::World;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -137,7 +138,7 @@ impl<'a> Coll<'a> {
 
     /// Puts `src` at heap offset `offset` of member `to`.
     pub fn put(&self, to: usize, offset: usize, src: &[u8]) -> Result<()> {
-        self.w.copy_in(self.rank(to), offset, src)
+        self.w.copy_in(Stream::Default, self.rank(to), offset, src)
     }
 
     /// Puts `len` bytes from this rank's heap offset `from` to heap offset
@@ -172,7 +173,7 @@ impl<'a> Coll<'a> {
     /// here. Node grouping comes from host names, so a host that aliases
     /// another's name without sharing its memory is an error, not a crash.
     pub fn peer_base(&self, i: usize) -> Result<*mut u8> {
-        match self.w.route(self.rank(i)) {
+        match self.w.route(Stream::Default, self.rank(i)) {
             Route::Mapped(base) => Ok(base),
             _ => Err(self.bad(format!(
                 "rank {} shares this rank's host name, but its memory is not mapped here",

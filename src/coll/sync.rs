@@ -10,6 +10,7 @@
 
 use super::{Coll, Members};
 use crate::error::Result;
+use crate::rma::Rma;
 use crate::team::Team;
 use crate::world::World;
 

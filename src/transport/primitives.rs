@@ -43,6 +43,15 @@ pub(crate) enum Route<'w> {
     Rdma,
 }
 
+/// The links an operation travels on: the world's own (the default
+/// context), or a context's (see `ctx`). Only TCP differs: shared memory
+/// needs no links, and every context shares the verbs transport.
+#[derive(Clone, Copy)]
+pub enum Stream<'a> {
+    Default,
+    Ctx(&'a crate::ctx::CtxLinks),
+}
+
 /// How a signal word is updated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SignalOp {
@@ -54,19 +63,22 @@ pub enum SignalOp {
 
 impl World {
     #[inline(always)]
-    pub(crate) fn route(&self, target: usize) -> Route<'_> {
+    pub(crate) fn route<'a>(&'a self, stream: Stream<'a>, target: usize) -> Route<'a> {
         match &self.paths[target] {
             Path::Local => Route::Mapped(self.own.heap_base()),
             Path::Shm(segment) => Route::Mapped(segment.heap_base()),
-            Path::Tcp(link) => Route::Tcp(link),
+            Path::Tcp(link) => Route::Tcp(match stream {
+                Stream::Default => link,
+                Stream::Ctx(links) => links.link(target),
+            }),
             Path::Verbs => Route::Rdma,
         }
     }
 
     /// Writes `src` at heap offset `offset` of `target`; returns when `src` may be reused.
     #[inline(always)]
-    pub(crate) fn copy_in(&self, target: usize, offset: usize, src: &[u8]) -> Result<()> {
-        match self.route(target) {
+    pub(crate) fn copy_in(&self, stream: Stream<'_>, target: usize, offset: usize, src: &[u8]) -> Result<()> {
+        match self.route(stream, target) {
             // SAFETY: the caller checked that [offset, offset+len) lies in
             // the heap; `src` is private memory, so the ranges cannot overlap.
             Route::Mapped(base) => unsafe { shm::copy(src.as_ptr(), base.add(offset), src.len()) },
@@ -78,17 +90,17 @@ impl World {
 
     /// Like `copy_in`, but a TCP put of any size only joins the batch: it
     /// leaves at the next quiet, get or wait, so this returns at once.
-    pub(crate) fn copy_in_nbi(&self, target: usize, offset: usize, src: &[u8]) -> Result<()> {
-        match self.route(target) {
+    pub(crate) fn copy_in_nbi(&self, stream: Stream<'_>, target: usize, offset: usize, src: &[u8]) -> Result<()> {
+        match self.route(stream, target) {
             Route::Tcp(link) => self.copy_in_tcp(target, link, offset, src, true),
-            _ => self.copy_in(target, offset, src),
+            _ => self.copy_in(stream, target, offset, src),
         }
     }
 
     /// Reads heap offset `offset` of `target` into `dst`; returns with the data.
     #[inline(always)]
-    pub(crate) fn copy_out(&self, target: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
-        match self.route(target) {
+    pub(crate) fn copy_out(&self, stream: Stream<'_>, target: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
+        match self.route(stream, target) {
             Route::Mapped(base) => {
                 // SAFETY: as in `copy_in`, with the roles of the two ranges swapped.
                 unsafe { shm::copy(base.add(offset), dst.as_mut_ptr(), dst.len()) };
@@ -106,8 +118,15 @@ impl World {
     /// # Safety
     /// `dst` must stay valid for `len` bytes of writes, and nothing may read
     /// or write it, until this rank's next `quiet` returns.
-    pub(crate) unsafe fn copy_out_nbi(&self, target: usize, offset: usize, dst: *mut u8, len: usize) -> Result<()> {
-        match self.route(target) {
+    pub(crate) unsafe fn copy_out_nbi(
+        &self,
+        stream: Stream<'_>,
+        target: usize,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
+        match self.route(stream, target) {
             Route::Mapped(base) => {
                 // SAFETY: the source range was checked by the caller; `dst` is
                 // the caller's, valid for `len` bytes.
@@ -127,7 +146,14 @@ impl World {
 
     /// Applies an atomic to the word at `offset` of `target`; returns the
     /// old value when `amo.fetch` (otherwise 0, and it may complete at quiet).
-    pub(crate) fn amo(&self, op: &'static str, target: usize, offset: usize, amo: Amo) -> Result<u64> {
+    pub(crate) fn amo(
+        &self,
+        stream: Stream<'_>,
+        op: &'static str,
+        target: usize,
+        offset: usize,
+        amo: Amo,
+    ) -> Result<u64> {
         if offset % amo.width.bytes() != 0 {
             return Err(Error::MisalignedAtomic {
                 rank: self.rank,
@@ -142,7 +168,7 @@ impl World {
                 .amo(target, offset, amo)
                 .map_err(|f| self.rdma_failed(f));
         }
-        match self.route(target) {
+        match self.route(stream, target) {
             // SAFETY: the caller checked the word lies in the heap, and it
             // is aligned (checked above, heap bases are page aligned); every
             // atomic on it in this job is a CPU atomic (the rule above).
@@ -157,7 +183,14 @@ impl World {
     /// Updates the 64-bit signal word at `offset` of `target`, ordered after
     /// every earlier `copy_in` to `target`: a rank that sees the signal sees
     /// that data.
-    pub(crate) fn signal(&self, target: usize, offset: usize, op: SignalOp, value: u64) -> Result<()> {
+    pub(crate) fn signal(
+        &self,
+        stream: Stream<'_>,
+        target: usize,
+        offset: usize,
+        op: SignalOp,
+        value: u64,
+    ) -> Result<()> {
         if self.nic_atomics {
             return self
                 .rdma_link()
@@ -175,8 +208,15 @@ impl World {
             fetch: false,
         };
         // On shared memory the SeqCst store or add releases the data copied
-        // before it; over TCP the engine applies requests in order.
-        self.amo("signal", target, offset, amo).map(drop)
+        // before it; over TCP the engine applies requests in order. A
+        // context's signal leaves at once: nothing else flushes its links.
+        self.amo(stream, "signal", target, offset, amo)?;
+        match (stream, self.route(stream, target)) {
+            (Stream::Ctx(_), Route::Tcp(link)) => {
+                lock(link).flush().map_err(|source| self.lost(target, "signal", source))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Stores `value` into the single-writer flag word at `offset` of
@@ -184,7 +224,7 @@ impl World {
     /// `copy_in` to `target`. A store on mapped memory even in a verbs job:
     /// no NIC atomic ever touches these words.
     pub(crate) fn flag_store(&self, target: usize, offset: usize, value: u64) -> Result<()> {
-        match self.route(target) {
+        match self.route(Stream::Default, target) {
             Route::Mapped(base) => {
                 // SAFETY: the caller passes an 8-byte aligned word of the
                 // team area, inside the heap, only ever accessed atomically.
@@ -199,7 +239,7 @@ impl World {
             // The flag leaves at once, with the data batched before it: a
             // collective may end on a notification nobody waits for here.
             Route::Tcp(link) => {
-                self.signal(target, offset, SignalOp::Set, value)?;
+                self.signal(Stream::Default, target, offset, SignalOp::Set, value)?;
                 lock(link)
                     .flush()
                     .map_err(|source| self.lost(target, "collective", source))
@@ -207,9 +247,10 @@ impl World {
         }
     }
 
-    /// Orders this rank's earlier puts, signals and non-fetching atomics to
-    /// each target before its later ones to the same target.
-    pub fn fence(&self) -> Result<()> {
+    /// Orders the stream's earlier puts, signals and non-fetching atomics
+    /// to each target before its later ones to the same target. Over TCP
+    /// each of the stream's links is one ordered connection already.
+    pub(crate) fn fence_on(&self, _stream: Stream<'_>) -> Result<()> {
         fence(Ordering::Release);
         if let Some(rdma) = &self.rdma {
             rdma.fence().map_err(|f| self.rdma_failed(f))?;
@@ -217,24 +258,29 @@ impl World {
         Ok(())
     }
 
-    /// Completes every earlier put, non-blocking get and non-fetching
-    /// atomic of this rank at its target.
+    /// Completes the stream's earlier puts, non-blocking gets and
+    /// non-fetching atomics at their targets.
     ///
-    /// On shared memory a put is complete when its copy returns, and `quiet`
+    /// On shared memory a put is complete when its copy returns, and this
     /// orders those stores before anything this rank does next. Over RDMA it
-    /// waits until every posted work request has completed. Over TCP it asks
-    /// every peer written to since the last quiet for an acknowledgement
-    /// (all at once), then waits for each.
+    /// waits until every posted work request has completed (every
+    /// context's: they share the transport). Over TCP it asks every peer the
+    /// stream wrote to since its last quiet for an acknowledgement (all at
+    /// once), then waits for each.
     #[inline]
-    pub fn quiet(&self) -> Result<()> {
+    pub(crate) fn quiet_on(&self, stream: Stream<'_>) -> Result<()> {
         fence(Ordering::SeqCst);
         if let Some(rdma) = &self.rdma {
             rdma.quiet().map_err(|f| self.rdma_failed(f))?;
         }
-        if self.tcp_peers.is_empty() {
+        let peers = match stream {
+            Stream::Default => &self.tcp_peers,
+            Stream::Ctx(links) => links.peers(),
+        };
+        if peers.is_empty() {
             return Ok(());
         }
-        self.quiet_tcp()
+        self.quiet_tcp(stream, peers)
     }
 
     /// The TCP branch of `copy_in`, out of line so the shared-memory path stays small.
@@ -273,10 +319,13 @@ impl World {
     /// answer, so that no other thread's request reads the answer; locks are
     /// taken in rank order, the only place more than one is held.
     #[inline(never)]
-    fn quiet_tcp(&self) -> Result<()> {
+    fn quiet_tcp(&self, stream: Stream<'_>, peers: &[usize]) -> Result<()> {
         let mut owed = Vec::new();
-        for &peer in &self.tcp_peers {
-            let mut link = lock(self.tcp_link(peer));
+        for &peer in peers {
+            let Route::Tcp(link) = self.route(stream, peer) else {
+                unreachable!("the TCP peer lists hold only TCP paths")
+            };
+            let mut link = lock(link);
             if link.start_quiet().map_err(|source| self.lost(peer, "quiet", source))? {
                 owed.push((peer, link));
             }
@@ -319,6 +368,7 @@ impl World {
 
 #[cfg(test)]
 mod tests {
+    use super::Stream;
     use crate::transport::amo::{Amo, AmoOp, Width};
     use crate::Error;
 
@@ -333,7 +383,7 @@ mod tests {
             compare: 0,
             fetch: true,
         };
-        let err = world.amo("atomic_fetch_add", 0, 12, amo).unwrap_err();
+        let err = world.amo(Stream::Default, "atomic_fetch_add", 0, 12, amo).unwrap_err();
         assert!(
             matches!(
                 err,
@@ -350,7 +400,7 @@ mod tests {
             width: Width::W32,
             ..amo
         };
-        assert_eq!(world.amo("atomic_fetch_add", 0, 12, amo32).unwrap(), 0);
-        assert_eq!(world.amo("atomic_fetch_add", 0, 12, amo32).unwrap(), 1);
+        assert_eq!(world.amo(Stream::Default, "atomic_fetch_add", 0, 12, amo32).unwrap(), 0);
+        assert_eq!(world.amo(Stream::Default, "atomic_fetch_add", 0, 12, amo32).unwrap(), 1);
     }
 }

@@ -1,0 +1,149 @@
+//! Communication contexts (OpenSHMEM's `shmem_ctx_t`): independent streams
+//! of one-sided operations, each with its own ordering and completion.
+//!
+//! The one-sided operations ([`Rma`](crate::Rma),
+//! [`Atomics`](crate::Atomics), [`Signals`](crate::Signals)) are written
+//! once, on an [`Endpoint`]: the [`World`] itself (the default context) or a
+//! [`Ctx`]. What a context owns depends on the path to a peer:
+//!
+//! * shared memory and the rank itself: nothing. Operations are loads,
+//!   stores and CPU atomics, complete when they return; a context is free.
+//! * TCP: its own connection to each TCP peer's progress engine, with its
+//!   own batch and acknowledgements. `quiet` on a context waits for that
+//!   context's requests only; another thread's context is never locked.
+//! * verbs: the world's queue pairs and completion queue, shared. A
+//!   context's `quiet` waits for every request posted so far, so over
+//!   verbs one context's quiet may wait for another's operations.
+//!
+//! A `Ctx` is `Send` and `Sync`. Each of its links has a lock, which is
+//! never contended when one thread uses the context (OpenSHMEM's
+//! `SHMEM_CTX_PRIVATE`, and what scales: one context per thread); threads
+//! that share one context are serialized per link by it
+//! (`SHMEM_CTX_SERIALIZED`).
+
+use crate::error::{Error, Result};
+use crate::transport::primitives::Stream;
+use crate::transport::tcp::TcpPeer;
+use crate::world::World;
+use std::net::SocketAddr;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Where a context's TCP links connect: each TCP peer's progress engine,
+/// and the job secret that admits them (kept by the world when it has TCP
+/// peers).
+pub(crate) struct CtxConnect {
+    pub addrs: Vec<Option<SocketAddr>>,
+    pub secret: Vec<u8>,
+    pub timeout: Duration,
+}
+
+/// A context's TCP links, one per TCP peer, indexed by rank.
+pub struct CtxLinks {
+    links: Vec<Option<Mutex<TcpPeer>>>,
+    peers: Vec<usize>,
+}
+
+impl CtxLinks {
+    /// The link to TCP peer `rank`.
+    #[inline]
+    pub(crate) fn link(&self, rank: usize) -> &Mutex<TcpPeer> {
+        self.links[rank]
+            .as_ref()
+            .expect("a context has a link to every TCP peer")
+    }
+
+    /// The ranks this context reaches over TCP.
+    pub(crate) fn peers(&self) -> &[usize] {
+        &self.peers
+    }
+}
+
+/// An independent stream of one-sided operations on a [`World`]; see the
+/// module docs. Created by [`World::ctx_create`]; quiets when dropped.
+pub struct Ctx<'w> {
+    world: &'w World,
+    links: CtxLinks,
+}
+
+/// What the one-sided operations run on: the world's default context or a
+/// [`Ctx`]. Sealed: only this crate implements it.
+pub trait Endpoint: sealed::Sealed {
+    /// The world the operations act on.
+    fn world(&self) -> &World;
+    #[doc(hidden)]
+    fn stream(&self) -> Stream<'_>;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for crate::World {}
+    impl Sealed for super::Ctx<'_> {}
+}
+
+impl Endpoint for World {
+    #[inline(always)]
+    fn world(&self) -> &World {
+        self
+    }
+    #[inline(always)]
+    fn stream(&self) -> Stream<'_> {
+        Stream::Default
+    }
+}
+
+impl Endpoint for Ctx<'_> {
+    #[inline(always)]
+    fn world(&self) -> &World {
+        self.world
+    }
+    #[inline(always)]
+    fn stream(&self) -> Stream<'_> {
+        Stream::Ctx(&self.links)
+    }
+}
+
+impl World {
+    /// Creates a communication context: a stream of one-sided operations
+    /// whose `quiet` and `fence` cover its own operations (see the module
+    /// docs for what each path gives it). Not collective; any thread may
+    /// create one. Over TCP it opens a connection to each TCP peer, so a
+    /// peer that cannot accept one more is an `Err`.
+    pub fn ctx_create(&self) -> Result<Ctx<'_>> {
+        let mut links: Vec<Option<Mutex<TcpPeer>>> = (0..self.size).map(|_| None).collect();
+        if let Some(connect) = &self.ctx_connect {
+            for &peer in &self.tcp_peers {
+                let addr = connect.addrs[peer].ok_or_else(|| Error::Unreachable {
+                    rank: self.rank,
+                    peer,
+                    host: String::new(),
+                    detail: "no progress engine address for a context's connection".into(),
+                })?;
+                let link = TcpPeer::connect(self.rank, addr, &connect.secret, connect.timeout)
+                    .map_err(|source| self.lost(peer, "ctx_create", source))?;
+                links[peer] = Some(Mutex::new(link));
+            }
+        }
+        let peers = self.tcp_peers.clone();
+        Ok(Ctx {
+            world: self,
+            links: CtxLinks { links, peers },
+        })
+    }
+}
+
+impl Ctx<'_> {
+    /// Completes this context's operations, then closes it.
+    pub fn destroy(self) -> Result<()> {
+        self.world.quiet_on(self.stream())
+    }
+}
+
+impl Drop for Ctx<'_> {
+    /// Completes the context's operations, as `destroy` does, so a dropped
+    /// context never leaves a put half-delivered; an error here (a lost
+    /// peer) is reported by the world's next operation.
+    fn drop(&mut self) {
+        let _ = self.world.quiet_on(self.stream());
+    }
+}
