@@ -1,6 +1,8 @@
 //! Randomized check of put/get/quiet/barrier and of remote atomics against
 //! a model of what memory must hold. `model_check [SEED] [PHASES]`, or
-//! `model_check --self-test` to check the atomic checkers themselves.
+//! `model_check SEED PHASES THREADS` for the check with threads and
+//! contexts (`threads.rs`), or `model_check --self-test` to check the
+//! atomic checkers themselves.
 //!
 //! Every rank draws every rank's operations from the same seeded generator,
 //! so each can run the same model. Rank r only ever writes slots
@@ -15,6 +17,7 @@
 //! results are checked for exact totals and a valid linearization).
 
 mod atomics;
+mod threads;
 
 use oneside::prelude::*;
 use std::process::ExitCode;
@@ -74,6 +77,9 @@ fn run() -> oneside::Result<bool> {
     let mut args = std::env::args().skip(1).map(|a| a.parse::<u64>().ok());
     let seed = args.next().flatten().unwrap_or(1);
     let phases = args.next().flatten().unwrap_or(40) as usize;
+    if let Some(threads) = args.next().flatten() {
+        return threads::run(seed, phases, threads.max(1) as usize);
+    }
     let world = oneside::init()?;
     let (me, n) = (world.rank(), world.size());
     let slots = n * SLOTS_PER_RANK;
