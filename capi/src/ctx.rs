@@ -2,9 +2,10 @@
 //! default context's implementation, as OpenSHMEM allows: operations on
 //! any context are ordered and completed by that context's `fence` and
 //! `quiet`, which here order and complete everything the PE issued (a
-//! stronger promise than the specification's). With at most
-//! `SHMEM_THREAD_SERIALIZED` (see `state`), one thread uses them at a
-//! time. Separate per-context streams come with threads (issue 11).
+//! stronger promise than the specification's). The default context is
+//! safe to share between threads (`SHMEM_THREAD_MULTIPLE`), so every
+//! context is, whatever its options. A C context does not yet map onto a
+//! Rust `oneside::Ctx` with links of its own.
 
 use crate::state::{ok, world};
 use crate::teams::{team_handle, ShmemTeam};

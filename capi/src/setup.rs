@@ -8,8 +8,9 @@ use libc::{c_char, c_int, c_long, c_void};
 use oneside::prelude::*;
 use oneside::{Lock, Options};
 
-/// `SHMEM_THREAD_SERIALIZED`: the highest level this library grants.
-const THREAD_SERIALIZED: c_int = 2;
+/// `SHMEM_THREAD_MULTIPLE`: the highest level this library grants (the
+/// world is shared by threads; see `state`).
+const THREAD_MULTIPLE: c_int = 3;
 const VENDOR: &[u8] = b"oneside\0";
 
 fn init(api: &'static str, requested: c_int) {
@@ -29,7 +30,7 @@ fn init(api: &'static str, requested: c_int) {
         world,
         shared,
         direct,
-        thread_level: requested.clamp(0, THREAD_SERIALIZED),
+        thread_level: requested.clamp(0, THREAD_MULTIPLE),
     });
     // A program that returns from main without shmem_finalize still says
     // goodbye to its peers, as in Sandia OpenSHMEM.

@@ -4,9 +4,8 @@
 //! The C API has no handle to pass around, so the world lives in a static.
 //! It is written by `shmem_init` and `shmem_finalize` only, which the
 //! OpenSHMEM rules make single-threaded (no other call may run during
-//! them); the thread level this library provides is at most
-//! `SHMEM_THREAD_SERIALIZED`, so every other call runs on one thread at a
-//! time and reads it as a shared reference.
+//! them). Every other call only reads it, through a shared reference, from
+//! any number of threads (`SHMEM_THREAD_MULTIPLE`): the `World` is `Sync`.
 
 use oneside::{Error, Team, World};
 use std::cell::UnsafeCell;
@@ -25,8 +24,8 @@ pub struct State {
 struct Global(UnsafeCell<Option<State>>);
 
 // SAFETY: see the module docs: written only by shmem_init/shmem_finalize,
-// which the OpenSHMEM rules let no other call overlap, and read by one
-// thread at a time (thread level at most SERIALIZED).
+// which the OpenSHMEM rules let no other call overlap, and otherwise only
+// read, as shared references to Sync data.
 unsafe impl Sync for Global {}
 
 static STATE: Global = Global(UnsafeCell::new(None));
