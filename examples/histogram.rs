@@ -8,7 +8,13 @@
 //! bins and compares each bin with a serial recount of all ranks' values
 //! (it regenerates them from the same seeds).
 //!
-//! `histogram [BINS [VALUES_PER_RANK]]` (default 256 bins, 5000 values).
+//! With THREADS > 1, every rank counts its values from THREADS threads,
+//! each with a communication context of its own (`ctx_create`): value `i`
+//! is counted by thread `i % THREADS`, and each thread quiets its context
+//! before the barrier. The counts must come out the same.
+//!
+//! `histogram [BINS [VALUES_PER_RANK [THREADS]]]` (default 256 bins, 5000
+//! values, 1 thread). Run threaded ranks with `rlaunch --bind-to none`.
 
 use oneside::prelude::*;
 use std::process::ExitCode;
@@ -54,12 +60,34 @@ fn run() -> oneside::Result<bool> {
     let arg = |i: usize| std::env::args().nth(i).and_then(|a| a.parse::<usize>().ok());
     let bins = arg(1).unwrap_or(256).max(1);
     let per_rank_values = arg(2).unwrap_or(5000);
+    let threads = arg(3).unwrap_or(1).max(1);
     // Block distribution: bin b lives on rank b / block, at b % block.
     let block = bins.div_ceil(size);
     let counts = world.alloc::<u64>(block)?;
 
-    for bin in values(rank, per_rank_values, bins) {
-        world.atomic_inc(&counts, bin / block, bin % block)?;
+    if threads == 1 {
+        for bin in values(rank, per_rank_values, bins) {
+            world.atomic_inc(&counts, bin / block, bin % block)?;
+        }
+    } else {
+        std::thread::scope(|s| {
+            let counters: Vec<_> = (0..threads)
+                .map(|t| {
+                    let (world, counts) = (&world, &counts);
+                    s.spawn(move || -> oneside::Result<()> {
+                        let ctx = world.ctx_create()?;
+                        let mine = values(rank, per_rank_values, bins).skip(t).step_by(threads);
+                        for bin in mine {
+                            ctx.atomic_inc(counts, bin / block, bin % block)?;
+                        }
+                        ctx.quiet()
+                    })
+                })
+                .collect();
+            counters
+                .into_iter()
+                .try_for_each(|c| c.join().expect("a counting thread panicked"))
+        })?;
     }
     world.barrier()?;
 
@@ -84,7 +112,11 @@ fn run() -> oneside::Result<bool> {
         let all = per_rank_values * size;
         ok = wrong.is_empty() && total == all as u64;
         let verdict = if ok { "exact: ok" } else { "WRONG" };
-        println!("histogram: {bins} bins, {all} values from {size} ranks: {verdict}");
+        let by = match threads {
+            1 => String::new(),
+            t => format!(" x {t} threads"),
+        };
+        println!("histogram: {bins} bins, {all} values from {size} ranks{by}: {verdict}");
     }
     world.finalize()?;
     Ok(ok)

@@ -33,35 +33,6 @@ fn random_puts_and_gets_match_the_model() {
 }
 
 #[test]
-fn threads_with_their_own_contexts_and_the_shared_world_match_the_model() {
-    let runs = [
-        ("shm", 2, 2, 21),
-        ("shm", 3, 4, 22),
-        ("tcp", 2, 2, 23),
-        ("tcp", 2, 4, 24),
-        ("tcp", 3, 3, 25),
-    ];
-    for (transport, n, threads, seed) in runs {
-        let out = rlaunch(&[
-            "-n",
-            &n.to_string(),
-            "--bind-to",
-            "none",
-            "--transport",
-            transport,
-            &example("model_check"),
-            &seed.to_string(),
-            "20",
-            &threads.to_string(),
-        ]);
-        let what = format!("{transport} n={n} threads={threads} seed={seed}");
-        assert_eq!(out.code, Some(0), "{what}: {out:?}");
-        let ok = out.lines().iter().filter(|l| l.contains(" ok: 20 phases")).count();
-        assert_eq!(ok, n, "{what}: every rank must report success: {out:?}");
-    }
-}
-
-#[test]
 fn every_atomic_from_every_rank_at_once_is_exact() {
     for (transport, _) in transports() {
         for n in sizes() {

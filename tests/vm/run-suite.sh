@@ -10,7 +10,7 @@ repo=$(pwd)
 echo "== building (host)"
 cargo build --workspace --bins --examples --quiet
 CARGO_TARGET_DIR=target/verbs cargo build -p oneside --features verbs --examples --quiet
-tests=$(cargo test -p rlaunch --features verbs-tests --test examples --test course --test coll --test model --test verbs --no-run \
+tests=$(cargo test -p rlaunch --features verbs-tests --test examples --test course --test coll --test model --test threads --test verbs --no-run \
           --message-format=json 2>/dev/null | grep -o '"executable":"[^"]*/deps/[^"]*"' | cut -d'"' -f4)
 [ -n "$tests" ] || { echo "run-suite: no test executables were built"; exit 1; }
 
