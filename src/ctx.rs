@@ -38,10 +38,10 @@ pub(crate) struct CtxConnect {
     pub timeout: Duration,
 }
 
-/// A context's TCP links, one per TCP peer, indexed by rank.
+/// A context's TCP links, one per TCP peer (the world's `tcp_peers`),
+/// indexed by rank.
 pub struct CtxLinks {
     links: Vec<Option<Mutex<TcpPeer>>>,
-    peers: Vec<usize>,
 }
 
 impl CtxLinks {
@@ -51,11 +51,6 @@ impl CtxLinks {
         self.links[rank]
             .as_ref()
             .expect("a context has a link to every TCP peer")
-    }
-
-    /// The ranks this context reaches over TCP.
-    pub(crate) fn peers(&self) -> &[usize] {
-        &self.peers
     }
 }
 
@@ -124,10 +119,9 @@ impl World {
                 links[peer] = Some(Mutex::new(link));
             }
         }
-        let peers = self.tcp_peers.clone();
         Ok(Ctx {
             world: self,
-            links: CtxLinks { links, peers },
+            links: CtxLinks { links },
         })
     }
 }

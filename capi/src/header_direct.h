@@ -48,58 +48,59 @@ static inline void oneside_direct_copy(char *to, const void *from, size_t bytes)
     }
 }
 
-/* put, get, put_nbi and get_nbi of elements of `size` bytes: `call` is the
- * library's function, called when the memory is not mapped. */
-#define ONESIDE_DIRECT_RMA(name, T, size)                                                        \
-    static inline void oneside_direct_##name##put(T *dest, const T *source, size_t n, int pe) {  \
-        char *at = oneside_direct_at(dest, n * (size), pe);                                      \
-        if (at) oneside_direct_copy(at, source, n * (size));                                     \
-        else (shmem_##name##put)(dest, source, n, pe);                                           \
-    }                                                                                            \
-    static inline void oneside_direct_##name##get(T *dest, const T *source, size_t n, int pe) {  \
-        const char *at = oneside_direct_at(source, n * (size), pe);                              \
-        if (at) { memcpy(dest, at, n * (size)); __atomic_thread_fence(__ATOMIC_ACQUIRE); }       \
-        else (shmem_##name##get)(dest, source, n, pe);                                           \
-    }                                                                                            \
+/* A put of `bytes` into PE `pe`'s mapped copy of `dest`; 0 when that
+ * memory is not mapped (the caller then calls the library). */
+static inline int oneside_direct_put_bytes(void *dest, const void *source, size_t bytes, int pe) {
+    char *at = oneside_direct_at(dest, bytes, pe);
+    if (at) oneside_direct_copy(at, source, bytes);
+    return at != NULL;
+}
+
+/* A get of `bytes` from PE `pe`'s mapped copy of `source`, with an Acquire
+ * fence after it when `acquire` (a blocking get); 0 when not mapped. */
+static inline int oneside_direct_get_bytes(void *dest, const void *source, size_t bytes, int pe, int acquire) {
+    const char *at = oneside_direct_at(source, bytes, pe);
+    if (!at) return 0;
+    memcpy(dest, at, bytes);
+    if (acquire) __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return 1;
+}
+
+/* put, get, put_nbi and get_nbi of elements of `size` bytes, calling the
+ * library's function when the memory is not mapped. */
+#define ONESIDE_DIRECT_RMA(name, T, size)                                                           \
+    static inline void oneside_direct_##name##put(T *dest, const T *source, size_t n, int pe) {     \
+        if (!oneside_direct_put_bytes(dest, source, n * (size), pe)) (shmem_##name##put)(dest, source, n, pe); \
+    }                                                                                               \
+    static inline void oneside_direct_##name##get(T *dest, const T *source, size_t n, int pe) {     \
+        if (!oneside_direct_get_bytes(dest, source, n * (size), pe, 1)) (shmem_##name##get)(dest, source, n, pe); \
+    }                                                                                               \
     static inline void oneside_direct_##name##put_nbi(T *dest, const T *source, size_t n, int pe) { \
-        char *at = oneside_direct_at(dest, n * (size), pe);                                      \
-        if (at) oneside_direct_copy(at, source, n * (size));                                     \
-        else (shmem_##name##put_nbi)(dest, source, n, pe);                                       \
-    }                                                                                            \
+        if (!oneside_direct_put_bytes(dest, source, n * (size), pe)) (shmem_##name##put_nbi)(dest, source, n, pe); \
+    }                                                                                               \
     static inline void oneside_direct_##name##get_nbi(T *dest, const T *source, size_t n, int pe) { \
-        const char *at = oneside_direct_at(source, n * (size), pe);                              \
-        if (at) memcpy(dest, at, n * (size));                                                    \
-        else (shmem_##name##get_nbi)(dest, source, n, pe);                                       \
+        if (!oneside_direct_get_bytes(dest, source, n * (size), pe, 0)) (shmem_##name##get_nbi)(dest, source, n, pe); \
     }
 
-/* The sized names put the size before the verb's suffix (shmem_put64_nbi),
- * so they get their own wrappers on the same bodies. */
-#define ONESIDE_DIRECT_SIZED(bits, size)                                                          \
-    static inline void oneside_direct_put##bits(void *dest, const void *source, size_t n, int pe) { \
-        char *at = oneside_direct_at(dest, n * (size), pe);                                      \
-        if (at) oneside_direct_copy(at, source, n * (size));                                     \
-        else (shmem_put##bits)(dest, source, n, pe);                                             \
-    }                                                                                            \
-    static inline void oneside_direct_get##bits(void *dest, const void *source, size_t n, int pe) { \
-        const char *at = oneside_direct_at(source, n * (size), pe);                              \
-        if (at) { memcpy(dest, at, n * (size)); __atomic_thread_fence(__ATOMIC_ACQUIRE); }       \
-        else (shmem_get##bits)(dest, source, n, pe);                                             \
+/* The sized names put the size before the verb's suffix (shmem_put64), so
+ * they get their own wrappers on the same helpers. */
+#define ONESIDE_DIRECT_SIZED(bits, size)                                                            \
+    static inline void oneside_direct_put##bits(void *dest, const void *source, size_t n, int pe) {  \
+        if (!oneside_direct_put_bytes(dest, source, n * (size), pe)) (shmem_put##bits)(dest, source, n, pe); \
+    }                                                                                               \
+    static inline void oneside_direct_get##bits(void *dest, const void *source, size_t n, int pe) {  \
+        if (!oneside_direct_get_bytes(dest, source, n * (size), pe, 1)) (shmem_get##bits)(dest, source, n, pe); \
     }
 
 /* p and g. */
-#define ONESIDE_DIRECT_SCALAR(name, T)                                                           \
-    static inline void oneside_direct_##name##_p(T *dest, T value, int pe) {                     \
-        char *at = oneside_direct_at(dest, sizeof(T), pe);                                       \
-        if (at) oneside_direct_copy(at, &value, sizeof(T));                                      \
-        else (shmem_##name##_p)(dest, value, pe);                                                \
-    }                                                                                            \
-    static inline T oneside_direct_##name##_g(const T *source, int pe) {                         \
-        const char *at = oneside_direct_at(source, sizeof(T), pe);                               \
-        T value;                                                                                 \
-        if (!at) return (shmem_##name##_g)(source, pe);                                          \
-        memcpy(&value, at, sizeof(T));                                                           \
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);                                                 \
-        return value;                                                                            \
+#define ONESIDE_DIRECT_SCALAR(name, T)                                                              \
+    static inline void oneside_direct_##name##_p(T *dest, T value, int pe) {                        \
+        if (!oneside_direct_put_bytes(dest, &value, sizeof(T), pe)) (shmem_##name##_p)(dest, value, pe); \
+    }                                                                                               \
+    static inline T oneside_direct_##name##_g(const T *source, int pe) {                            \
+        T value;                                                                                    \
+        if (!oneside_direct_get_bytes(&value, source, sizeof(T), pe, 1)) return (shmem_##name##_g)(source, pe); \
+        return value;                                                                               \
     }
 
 /* The word of an atomic on `pe`, or NULL: mapped, CPU atomics, aligned. */

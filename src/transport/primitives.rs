@@ -273,14 +273,10 @@ impl World {
         if let Some(rdma) = &self.rdma {
             rdma.quiet().map_err(|f| self.rdma_failed(f))?;
         }
-        let peers = match stream {
-            Stream::Default => &self.tcp_peers,
-            Stream::Ctx(links) => links.peers(),
-        };
-        if peers.is_empty() {
+        if self.tcp_peers.is_empty() {
             return Ok(());
         }
-        self.quiet_tcp(stream, peers)
+        self.quiet_tcp(stream)
     }
 
     /// The TCP branch of `copy_in`, out of line so the shared-memory path stays small.
@@ -319,11 +315,11 @@ impl World {
     /// answer, so that no other thread's request reads the answer; locks are
     /// taken in rank order, the only place more than one is held.
     #[inline(never)]
-    fn quiet_tcp(&self, stream: Stream<'_>, peers: &[usize]) -> Result<()> {
+    fn quiet_tcp(&self, stream: Stream<'_>) -> Result<()> {
         let mut owed = Vec::new();
-        for &peer in peers {
+        for &peer in &self.tcp_peers {
             let Route::Tcp(link) = self.route(stream, peer) else {
-                unreachable!("the TCP peer lists hold only TCP paths")
+                unreachable!("tcp_peers lists only TCP paths")
             };
             let mut link = lock(link);
             if link.start_quiet().map_err(|source| self.lost(peer, "quiet", source))? {
