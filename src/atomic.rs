@@ -248,6 +248,7 @@ pub trait Atomics: Endpoint {
 
 impl Atomics for World {}
 impl Atomics for crate::Ctx<'_> {}
+impl Atomics for crate::ctx::AnyEndpoint<'_> {}
 
 #[cfg(test)]
 mod tests {

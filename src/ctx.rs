@@ -26,16 +26,35 @@ use crate::transport::primitives::Stream;
 use crate::transport::tcp::TcpPeer;
 use crate::world::World;
 use std::net::SocketAddr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 /// Where a context's TCP links connect: each TCP peer's progress engine,
 /// and the job secret that admits them (kept by the world when it has TCP
-/// peers).
+/// peers); and the contexts alive, whose batches a local wait pushes out.
 pub(crate) struct CtxConnect {
     pub addrs: Vec<Option<SocketAddr>>,
     pub secret: Vec<u8>,
     pub timeout: Duration,
+    pub live: Mutex<Vec<Weak<CtxLinks>>>,
+}
+
+impl CtxConnect {
+    /// Pushes out every live context's batch of small puts, so a put on a
+    /// context reaches its target while this rank waits, as one on the
+    /// default context does; forgets the contexts that are gone.
+    pub(crate) fn send_batches(&self, world: &World) -> Result<()> {
+        let mut live = crate::sync::lock(&self.live);
+        live.retain(|links| links.strong_count() > 0);
+        for links in live.iter().filter_map(Weak::upgrade) {
+            for &peer in &world.tcp_peers {
+                crate::sync::lock(links.link(peer))
+                    .flush()
+                    .map_err(|source| world.lost(peer, "put", source))?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A context's TCP links, one per TCP peer (the world's `tcp_peers`),
@@ -58,7 +77,7 @@ impl CtxLinks {
 /// module docs. Created by [`World::ctx_create`]; quiets when dropped.
 pub struct Ctx<'w> {
     world: &'w World,
-    links: CtxLinks,
+    links: Arc<CtxLinks>,
 }
 
 /// What the one-sided operations run on: the world's default context or a
@@ -98,6 +117,35 @@ impl Endpoint for Ctx<'_> {
     }
 }
 
+/// The default context or a [`Ctx`], chosen at run time: what a C
+/// `shmem_ctx_t` names. Its operations are the chosen endpoint's.
+#[derive(Clone, Copy)]
+pub enum AnyEndpoint<'a> {
+    /// The world's default context.
+    Default(&'a World),
+    /// A created context.
+    Ctx(&'a Ctx<'a>),
+}
+
+impl sealed::Sealed for AnyEndpoint<'_> {}
+
+impl Endpoint for AnyEndpoint<'_> {
+    #[inline(always)]
+    fn world(&self) -> &World {
+        match self {
+            AnyEndpoint::Default(world) => world,
+            AnyEndpoint::Ctx(ctx) => ctx.world,
+        }
+    }
+    #[inline(always)]
+    fn stream(&self) -> Stream<'_> {
+        match self {
+            AnyEndpoint::Default(_) => Stream::Default,
+            AnyEndpoint::Ctx(ctx) => Stream::Ctx(&ctx.links),
+        }
+    }
+}
+
 impl World {
     /// Creates a communication context: a stream of one-sided operations
     /// whose `quiet` and `fence` cover its own operations (see the module
@@ -119,10 +167,11 @@ impl World {
                 links[peer] = Some(Mutex::new(link));
             }
         }
-        Ok(Ctx {
-            world: self,
-            links: CtxLinks { links },
-        })
+        let links = Arc::new(CtxLinks { links });
+        if let Some(connect) = &self.ctx_connect {
+            crate::sync::lock(&connect.live).push(Arc::downgrade(&links));
+        }
+        Ok(Ctx { world: self, links })
     }
 }
 

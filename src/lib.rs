@@ -276,7 +276,7 @@ mod world;
 
 pub use atomic::{AtomicElem, AtomicInt, Atomics};
 pub use coll::ops::{And, Integer, Max, Min, Number, Or, Prod, ReduceOp, Sum, Xor};
-pub use ctx::{Ctx, Endpoint};
+pub use ctx::{AnyEndpoint, Ctx, Endpoint};
 pub use error::{Error, Result};
 pub use lock::{Lock, LockGuard};
 pub use nbi::Nbi;

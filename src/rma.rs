@@ -92,6 +92,7 @@ pub trait Rma: Endpoint {
 
 impl Rma for World {}
 impl Rma for crate::Ctx<'_> {}
+impl Rma for crate::ctx::AnyEndpoint<'_> {}
 
 impl World {
     /// Copies this rank's own elements `[index, index + dst.len())` of `sym` into `dst`.

@@ -71,6 +71,7 @@ pub trait Signals: Endpoint {
 
 impl Signals for World {}
 impl Signals for crate::Ctx<'_> {}
+impl Signals for crate::ctx::AnyEndpoint<'_> {}
 
 /// A put's object, target, index and data.
 type PutOf<'a, T> = (&'a Sym<T>, usize, usize, &'a [T]);

@@ -199,6 +199,7 @@ pub fn init_with(options: Options) -> Result<World> {
                 .collect(),
             secret: env.secret.clone(),
             timeout,
+            live: Default::default(),
         });
     }
     world.engine = engine;

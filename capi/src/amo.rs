@@ -6,43 +6,54 @@
 //! which completes it earlier than the next quiet, as the spec allows.
 
 use crate::convert::{pe, sym};
-use crate::state::{ok, world};
+use crate::ctx::{endpoint, ShmemCtx};
+use crate::state::ok;
 use libc::c_int;
 use oneside::prelude::*;
-use oneside::{AtomicElem, AtomicInt, Sym, World};
+use oneside::{AnyEndpoint, AtomicElem, AtomicInt, Sym};
 
 #[inline(always)]
 fn on<T: oneside::Pod, R>(
+    ctx: ShmemCtx,
     api: &'static str,
     dest: *const T,
-    op: impl FnOnce(&World, &Sym<T>) -> Result<R, oneside::Error>,
+    op: impl FnOnce(&AnyEndpoint<'static>, &Sym<T>) -> Result<R, oneside::Error>,
 ) -> R {
-    let w = world(api);
-    ok(api, op(w, &sym(api, w, dest, 1)))
+    let e = endpoint(api, ctx);
+    ok(api, op(&e, &sym(api, e.world(), dest, 1)))
 }
 
-pub fn fetch<T: AtomicElem>(api: &'static str, dest: *const T, target: c_int) -> T {
-    on(api, dest, |w, s| w.atomic_fetch(s, pe(target), 0))
+pub fn fetch<T: AtomicElem>(ctx: ShmemCtx, api: &'static str, dest: *const T, target: c_int) -> T {
+    on(ctx, api, dest, |w, s| w.atomic_fetch(s, pe(target), 0))
 }
 
-pub fn set<T: AtomicElem>(api: &'static str, dest: *mut T, value: T, target: c_int) {
-    on(api, dest, |w, s| w.atomic_set(s, pe(target), 0, value))
+pub fn set<T: AtomicElem>(ctx: ShmemCtx, api: &'static str, dest: *mut T, value: T, target: c_int) {
+    on(ctx, api, dest, |w, s| w.atomic_set(s, pe(target), 0, value))
 }
 
-pub fn swap<T: AtomicElem>(api: &'static str, dest: *mut T, value: T, target: c_int) -> T {
-    on(api, dest, |w, s| w.atomic_swap(s, pe(target), 0, value))
+pub fn swap<T: AtomicElem>(ctx: ShmemCtx, api: &'static str, dest: *mut T, value: T, target: c_int) -> T {
+    on(ctx, api, dest, |w, s| w.atomic_swap(s, pe(target), 0, value))
 }
 
-pub fn compare_swap<T: AtomicInt>(api: &'static str, dest: *mut T, cond: T, value: T, target: c_int) -> T {
-    on(api, dest, |w, s| w.atomic_compare_swap(s, pe(target), 0, cond, value))
+pub fn compare_swap<T: AtomicInt>(
+    ctx: ShmemCtx,
+    api: &'static str,
+    dest: *mut T,
+    cond: T,
+    value: T,
+    target: c_int,
+) -> T {
+    on(ctx, api, dest, |w, s| {
+        w.atomic_compare_swap(s, pe(target), 0, cond, value)
+    })
 }
 
-pub fn fetch_inc<T: AtomicInt>(api: &'static str, dest: *mut T, target: c_int) -> T {
-    on(api, dest, |w, s| w.atomic_fetch_inc(s, pe(target), 0))
+pub fn fetch_inc<T: AtomicInt>(ctx: ShmemCtx, api: &'static str, dest: *mut T, target: c_int) -> T {
+    on(ctx, api, dest, |w, s| w.atomic_fetch_inc(s, pe(target), 0))
 }
 
-pub fn inc<T: AtomicInt>(api: &'static str, dest: *mut T, target: c_int) {
-    on(api, dest, |w, s| w.atomic_inc(s, pe(target), 0))
+pub fn inc<T: AtomicInt>(ctx: ShmemCtx, api: &'static str, dest: *mut T, target: c_int) {
+    on(ctx, api, dest, |w, s| w.atomic_inc(s, pe(target), 0))
 }
 
 /// Stores a fetched value for an `_nbi` form.
@@ -61,16 +72,16 @@ macro_rules! rmw_family {
     ($n:ident, $t:ty, $op:ident, $fetching:ident, $plain:ident) => {
         paste::paste! {
             with_ctx!([<shmem_ $n _atomic_fetch_ $op>], [<shmem_ctx_ $n _atomic_fetch_ $op>],
-                (dest: *mut $t, value: $t, pe: c_int) -> $t, pe, {
-                on(stringify!([<shmem_ $n _atomic_fetch_ $op>]), dest, |w, s| w.$fetching(s, $crate::convert::pe(pe), 0, value))
+                (dest: *mut $t, value: $t, pe: c_int) -> $t, pe, ctx, {
+                on(ctx, stringify!([<shmem_ $n _atomic_fetch_ $op>]), dest, |w, s| w.$fetching(s, $crate::convert::pe(pe), 0, value))
             });
             with_ctx!([<shmem_ $n _atomic_ $op>], [<shmem_ctx_ $n _atomic_ $op>],
-                (dest: *mut $t, value: $t, pe: c_int), pe, {
-                on(stringify!([<shmem_ $n _atomic_ $op>]), dest, |w, s| w.$plain(s, $crate::convert::pe(pe), 0, value))
+                (dest: *mut $t, value: $t, pe: c_int), pe, ctx, {
+                on(ctx, stringify!([<shmem_ $n _atomic_ $op>]), dest, |w, s| w.$plain(s, $crate::convert::pe(pe), 0, value))
             });
             with_ctx!([<shmem_ $n _atomic_fetch_ $op _nbi>], [<shmem_ctx_ $n _atomic_fetch_ $op _nbi>],
-                (fetch: *mut $t, dest: *mut $t, value: $t, pe: c_int), pe, {
-                let old = on(stringify!([<shmem_ $n _atomic_fetch_ $op _nbi>]), dest, |w, s| w.$fetching(s, $crate::convert::pe(pe), 0, value));
+                (fetch: *mut $t, dest: *mut $t, value: $t, pe: c_int), pe, ctx, {
+                let old = on(ctx, stringify!([<shmem_ $n _atomic_fetch_ $op _nbi>]), dest, |w, s| w.$fetching(s, $crate::convert::pe(pe), 0, value));
                 deliver(fetch, old)
             });
         }
@@ -81,34 +92,34 @@ macro_rules! rmw_family {
 macro_rules! extended_amo {
     ($n:ident, $t:ty, $c:literal) => {
         paste::paste! {
-            with_ctx!([<shmem_ $n _atomic_fetch>], [<shmem_ctx_ $n _atomic_fetch>], (source: *const $t, pe: c_int) -> $t, pe, {
-                fetch(stringify!([<shmem_ $n _atomic_fetch>]), source, pe)
+            with_ctx!([<shmem_ $n _atomic_fetch>], [<shmem_ctx_ $n _atomic_fetch>], (source: *const $t, pe: c_int) -> $t, pe, ctx, {
+                fetch(ctx, stringify!([<shmem_ $n _atomic_fetch>]), source, pe)
             });
-            with_ctx!([<shmem_ $n _atomic_set>], [<shmem_ctx_ $n _atomic_set>], (dest: *mut $t, value: $t, pe: c_int), pe, {
-                set(stringify!([<shmem_ $n _atomic_set>]), dest, value, pe)
+            with_ctx!([<shmem_ $n _atomic_set>], [<shmem_ctx_ $n _atomic_set>], (dest: *mut $t, value: $t, pe: c_int), pe, ctx, {
+                set(ctx, stringify!([<shmem_ $n _atomic_set>]), dest, value, pe)
             });
-            with_ctx!([<shmem_ $n _atomic_swap>], [<shmem_ctx_ $n _atomic_swap>], (dest: *mut $t, value: $t, pe: c_int) -> $t, pe, {
-                swap(stringify!([<shmem_ $n _atomic_swap>]), dest, value, pe)
+            with_ctx!([<shmem_ $n _atomic_swap>], [<shmem_ctx_ $n _atomic_swap>], (dest: *mut $t, value: $t, pe: c_int) -> $t, pe, ctx, {
+                swap(ctx, stringify!([<shmem_ $n _atomic_swap>]), dest, value, pe)
             });
             with_ctx!([<shmem_ $n _atomic_fetch_nbi>], [<shmem_ctx_ $n _atomic_fetch_nbi>],
-                (fetch_to: *mut $t, source: *const $t, pe: c_int), pe, {
-                deliver(fetch_to, fetch(stringify!([<shmem_ $n _atomic_fetch_nbi>]), source, pe))
+                (fetch_to: *mut $t, source: *const $t, pe: c_int), pe, ctx, {
+                deliver(fetch_to, fetch(ctx, stringify!([<shmem_ $n _atomic_fetch_nbi>]), source, pe))
             });
             with_ctx!([<shmem_ $n _atomic_swap_nbi>], [<shmem_ctx_ $n _atomic_swap_nbi>],
-                (fetch_to: *mut $t, dest: *mut $t, value: $t, pe: c_int), pe, {
-                deliver(fetch_to, swap(stringify!([<shmem_ $n _atomic_swap_nbi>]), dest, value, pe))
+                (fetch_to: *mut $t, dest: *mut $t, value: $t, pe: c_int), pe, ctx, {
+                deliver(fetch_to, swap(ctx, stringify!([<shmem_ $n _atomic_swap_nbi>]), dest, value, pe))
             });
             #[no_mangle]
             pub unsafe extern "C" fn [<shmem_ $n _fetch>](source: *const $t, pe: c_int) -> $t {
-                fetch(stringify!([<shmem_ $n _fetch>]), source, pe)
+                fetch(std::ptr::null_mut(), stringify!([<shmem_ $n _fetch>]), source, pe)
             }
             #[no_mangle]
             pub unsafe extern "C" fn [<shmem_ $n _set>](dest: *mut $t, value: $t, pe: c_int) {
-                set(stringify!([<shmem_ $n _set>]), dest, value, pe)
+                set(std::ptr::null_mut(), stringify!([<shmem_ $n _set>]), dest, value, pe)
             }
             #[no_mangle]
             pub unsafe extern "C" fn [<shmem_ $n _swap>](dest: *mut $t, value: $t, pe: c_int) -> $t {
-                swap(stringify!([<shmem_ $n _swap>]), dest, value, pe)
+                swap(std::ptr::null_mut(), stringify!([<shmem_ $n _swap>]), dest, value, pe)
             }
         }
     };
@@ -120,43 +131,43 @@ macro_rules! standard_amo {
         rmw_family!($n, $t, add, atomic_fetch_add, atomic_add);
         paste::paste! {
             with_ctx!([<shmem_ $n _atomic_compare_swap>], [<shmem_ctx_ $n _atomic_compare_swap>],
-                (dest: *mut $t, cond: $t, value: $t, pe: c_int) -> $t, pe, {
-                compare_swap(stringify!([<shmem_ $n _atomic_compare_swap>]), dest, cond, value, pe)
+                (dest: *mut $t, cond: $t, value: $t, pe: c_int) -> $t, pe, ctx, {
+                compare_swap(ctx, stringify!([<shmem_ $n _atomic_compare_swap>]), dest, cond, value, pe)
             });
             with_ctx!([<shmem_ $n _atomic_fetch_inc>], [<shmem_ctx_ $n _atomic_fetch_inc>],
-                (dest: *mut $t, pe: c_int) -> $t, pe, {
-                fetch_inc(stringify!([<shmem_ $n _atomic_fetch_inc>]), dest, pe)
+                (dest: *mut $t, pe: c_int) -> $t, pe, ctx, {
+                fetch_inc(ctx, stringify!([<shmem_ $n _atomic_fetch_inc>]), dest, pe)
             });
-            with_ctx!([<shmem_ $n _atomic_inc>], [<shmem_ctx_ $n _atomic_inc>], (dest: *mut $t, pe: c_int), pe, {
-                inc(stringify!([<shmem_ $n _atomic_inc>]), dest, pe)
+            with_ctx!([<shmem_ $n _atomic_inc>], [<shmem_ctx_ $n _atomic_inc>], (dest: *mut $t, pe: c_int), pe, ctx, {
+                inc(ctx, stringify!([<shmem_ $n _atomic_inc>]), dest, pe)
             });
             with_ctx!([<shmem_ $n _atomic_compare_swap_nbi>], [<shmem_ctx_ $n _atomic_compare_swap_nbi>],
-                (fetch_to: *mut $t, dest: *mut $t, cond: $t, value: $t, pe: c_int), pe, {
-                deliver(fetch_to, compare_swap(stringify!([<shmem_ $n _atomic_compare_swap_nbi>]), dest, cond, value, pe))
+                (fetch_to: *mut $t, dest: *mut $t, cond: $t, value: $t, pe: c_int), pe, ctx, {
+                deliver(fetch_to, compare_swap(ctx, stringify!([<shmem_ $n _atomic_compare_swap_nbi>]), dest, cond, value, pe))
             });
             with_ctx!([<shmem_ $n _atomic_fetch_inc_nbi>], [<shmem_ctx_ $n _atomic_fetch_inc_nbi>],
-                (fetch_to: *mut $t, dest: *mut $t, pe: c_int), pe, {
-                deliver(fetch_to, fetch_inc(stringify!([<shmem_ $n _atomic_fetch_inc_nbi>]), dest, pe))
+                (fetch_to: *mut $t, dest: *mut $t, pe: c_int), pe, ctx, {
+                deliver(fetch_to, fetch_inc(ctx, stringify!([<shmem_ $n _atomic_fetch_inc_nbi>]), dest, pe))
             });
             #[no_mangle]
             pub unsafe extern "C" fn [<shmem_ $n _cswap>](dest: *mut $t, cond: $t, value: $t, pe: c_int) -> $t {
-                compare_swap(stringify!([<shmem_ $n _cswap>]), dest, cond, value, pe)
+                compare_swap(std::ptr::null_mut(), stringify!([<shmem_ $n _cswap>]), dest, cond, value, pe)
             }
             #[no_mangle]
             pub unsafe extern "C" fn [<shmem_ $n _finc>](dest: *mut $t, pe: c_int) -> $t {
-                fetch_inc(stringify!([<shmem_ $n _finc>]), dest, pe)
+                fetch_inc(std::ptr::null_mut(), stringify!([<shmem_ $n _finc>]), dest, pe)
             }
             #[no_mangle]
             pub unsafe extern "C" fn [<shmem_ $n _inc>](dest: *mut $t, pe: c_int) {
-                inc(stringify!([<shmem_ $n _inc>]), dest, pe)
+                inc(std::ptr::null_mut(), stringify!([<shmem_ $n _inc>]), dest, pe)
             }
             #[no_mangle]
             pub unsafe extern "C" fn [<shmem_ $n _fadd>](dest: *mut $t, value: $t, pe: c_int) -> $t {
-                on(stringify!([<shmem_ $n _fadd>]), dest, |w, s| w.atomic_fetch_add(s, $crate::convert::pe(pe), 0, value))
+                on(std::ptr::null_mut(), stringify!([<shmem_ $n _fadd>]), dest, |w, s| w.atomic_fetch_add(s, $crate::convert::pe(pe), 0, value))
             }
             #[no_mangle]
             pub unsafe extern "C" fn [<shmem_ $n _add>](dest: *mut $t, value: $t, pe: c_int) {
-                on(stringify!([<shmem_ $n _add>]), dest, |w, s| w.atomic_add(s, $crate::convert::pe(pe), 0, value))
+                on(std::ptr::null_mut(), stringify!([<shmem_ $n _add>]), dest, |w, s| w.atomic_add(s, $crate::convert::pe(pe), 0, value))
             }
         }
     };
@@ -178,5 +189,5 @@ for_bitwise_amo_types!(bitwise_amo);
 /// `shmem_swap(long *, long, int)`, the untyped name of OpenSHMEM 1.0.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_swap(dest: *mut i64, value: i64, pe: c_int) -> i64 {
-    swap("shmem_swap", dest, value, pe)
+    swap(std::ptr::null_mut(), "shmem_swap", dest, value, pe)
 }

@@ -78,17 +78,21 @@ pub fn signal_op(api: &'static str, op: libc::c_int) -> oneside::SignalOp {
 }
 
 /// Defines an exported call and its `shmem_ctx_` form, which takes a
-/// context first. Every context shares the default one's implementation
-/// (`ctx`), so both have the same body; the context form first turns the
-/// PE argument `$pe`, numbered in the context's team, into a world rank.
+/// context first; both have the same body, which names the context `$ctx`
+/// (a null one, the default context, in the plain form). The context form
+/// first turns the PE argument `$pe`, numbered in the context's team, into
+/// a world rank.
 macro_rules! with_ctx {
-    ($name:ident, $ctx_name:ident, ($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?, $pe:ident, $body:block) => {
+    ($name:ident, $ctx_name:ident, ($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?, $pe:ident, $ctx:ident, $body:block) => {
         #[no_mangle]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) $(-> $ret)? $body
+        pub unsafe extern "C" fn $name($($arg: $ty),*) $(-> $ret)? {
+            let $ctx: $crate::ctx::ShmemCtx = std::ptr::null_mut();
+            $body
+        }
 
         #[no_mangle]
-        pub unsafe extern "C" fn $ctx_name(ctx: $crate::ctx::ShmemCtx, $($arg: $ty),*) $(-> $ret)? {
-            let $pe = $crate::ctx::world_pe(ctx, $pe);
+        pub unsafe extern "C" fn $ctx_name($ctx: $crate::ctx::ShmemCtx, $($arg: $ty),*) $(-> $ret)? {
+            let $pe = $crate::ctx::world_pe($ctx, $pe);
             $body
         }
     };

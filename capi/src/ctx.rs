@@ -1,20 +1,28 @@
-//! Communication contexts (`shmem_ctx_t`). Every context shares the
-//! default context's implementation, as OpenSHMEM allows: operations on
-//! any context are ordered and completed by that context's `fence` and
-//! `quiet`, which here order and complete everything the PE issued (a
-//! stronger promise than the specification's). The default context is
-//! safe to share between threads (`SHMEM_THREAD_MULTIPLE`), so every
-//! context is, whatever its options. A C context does not yet map onto a
-//! Rust `oneside::Ctx` with links of its own.
+//! Communication contexts (`shmem_ctx_t`). A context made by
+//! `shmem_ctx_create` or `shmem_team_create_ctx` is a Rust
+//! [`oneside::Ctx`]: over TCP it has its own connections, batches and
+//! acknowledgements, so `shmem_ctx_quiet` completes its operations only,
+//! and threads that each use their own context never contend. On shared
+//! memory a context costs nothing. `SHMEM_CTX_DEFAULT` is the world's
+//! default context. Every context is safe to share between threads, so the
+//! options (`SHMEM_CTX_PRIVATE`, `_SERIALIZED`, `_NOSTORE`) are accepted
+//! and need nothing more: a private context's locks are never contended.
+//!
+//! Contexts still alive at `shmem_finalize` are destroyed by it (quieted
+//! first), before the world they point into goes away.
 
 use crate::state::{ok, world};
 use crate::teams::{team_handle, ShmemTeam};
 use libc::{c_int, c_long};
 use oneside::prelude::*;
+use oneside::AnyEndpoint;
+use std::sync::Mutex;
 
-/// What a `shmem_ctx_t` points to: the team it was created on.
+/// What a `shmem_ctx_t` points to: the team it was created on, and the
+/// Rust context (none for `SHMEM_CTX_DEFAULT`).
 pub struct Ctx {
     team: ShmemTeam,
+    inner: Option<oneside::Ctx<'static>>,
 }
 
 /// A C `shmem_ctx_t`.
@@ -25,7 +33,31 @@ pub type ShmemCtx = *mut Ctx;
 #[allow(non_upper_case_globals)]
 pub static mut oneside_ctx_default: Ctx = Ctx {
     team: std::ptr::null_mut(),
+    inner: None,
 };
+
+/// Every context created and not yet destroyed, as addresses.
+static LIVE: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+fn live() -> std::sync::MutexGuard<'static, Vec<usize>> {
+    LIVE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The endpoint a call on `ctx` runs on (`SHMEM_CTX_DEFAULT`, or a null
+/// context, is the world's default context).
+#[inline(always)]
+pub fn endpoint(api: &'static str, ctx: ShmemCtx) -> AnyEndpoint<'static> {
+    let w = world(api);
+    if ctx.is_null() {
+        return AnyEndpoint::Default(w);
+    }
+    // SAFETY: a non-null context is the default or one of ours, alive
+    // until shmem_ctx_destroy (the C API's contract).
+    match unsafe { &(*ctx).inner } {
+        Some(inner) => AnyEndpoint::Ctx(inner),
+        None => AnyEndpoint::Default(w),
+    }
+}
 
 /// The world rank of PE `pe` of `ctx`'s team (PEs of a context are
 /// numbered in its team); -1, which every call rejects, if there is none.
@@ -34,8 +66,7 @@ pub fn world_pe(ctx: ShmemCtx, pe: c_int) -> c_int {
     if ctx.is_null() {
         return pe;
     }
-    // SAFETY: a non-null context is the default or one of ours, alive
-    // until shmem_ctx_destroy.
+    // SAFETY: as in `endpoint`.
     let team = unsafe { (*ctx).team };
     if team.is_null() || team == crate::teams::world_handle() {
         return pe;
@@ -47,26 +78,44 @@ pub fn world_pe(ctx: ShmemCtx, pe: c_int) -> c_int {
         .map_or(-1, |rank| rank as c_int)
 }
 
+/// Makes a context on `team`; 0, or -1 with `SHMEM_CTX_INVALID` written
+/// when the Rust context cannot be made (a TCP peer refused a connection).
+unsafe fn create(api: &'static str, team: ShmemTeam, ctx: *mut ShmemCtx) -> c_int {
+    let made = match world(api).ctx_create() {
+        Ok(inner) => Box::into_raw(Box::new(Ctx {
+            team,
+            inner: Some(inner),
+        })),
+        Err(e) => {
+            eprintln!("oneside: {api}: {e} (the context was not created)");
+            std::ptr::null_mut()
+        }
+    };
+    // SAFETY: the caller passes a writable `shmem_ctx_t`.
+    unsafe { ctx.write(made) };
+    if made.is_null() {
+        return -1;
+    }
+    live().push(made as usize);
+    0
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_create(_options: c_long, ctx: *mut ShmemCtx) -> c_int {
-    world("shmem_ctx_create");
-    let team = crate::teams::world_handle();
-    // SAFETY: the caller passes a writable `shmem_ctx_t`.
-    unsafe { ctx.write(Box::into_raw(Box::new(Ctx { team }))) };
-    0
+    // SAFETY: forwarded from the caller.
+    unsafe { create("shmem_ctx_create", crate::teams::world_handle(), ctx) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn shmem_team_create_ctx(team: ShmemTeam, _options: c_long, ctx: *mut ShmemCtx) -> c_int {
     if team.is_null() {
-        // SAFETY: as in shmem_ctx_create.
+        // SAFETY: the caller passes a writable `shmem_ctx_t`.
         unsafe { ctx.write(std::ptr::null_mut()) };
         return -1;
     }
     team_handle("shmem_team_create_ctx", team);
-    // SAFETY: as in shmem_ctx_create.
-    unsafe { ctx.write(Box::into_raw(Box::new(Ctx { team }))) };
-    0
+    // SAFETY: forwarded from the caller.
+    unsafe { create("shmem_team_create_ctx", team, ctx) }
 }
 
 #[no_mangle]
@@ -74,11 +123,32 @@ pub unsafe extern "C" fn shmem_ctx_destroy(ctx: ShmemCtx) {
     if ctx.is_null() || ctx == &raw mut oneside_ctx_default {
         return;
     }
-    // The spec: destroying a context quiets it first.
-    ok("shmem_ctx_destroy", world("shmem_ctx_destroy").quiet());
-    // SAFETY: every other context came from Box::into_raw above, and the
-    // C API's contract is that it is destroyed once.
-    drop(unsafe { Box::from_raw(ctx) });
+    {
+        let mut live = live();
+        let Some(at) = live.iter().position(|&c| c == ctx as usize) else {
+            return;
+        };
+        live.swap_remove(at);
+    }
+    // SAFETY: every other context came from Box::into_raw in `create`, and
+    // it was live until just now.
+    let ctx = unsafe { Box::from_raw(ctx) };
+    if let Some(inner) = ctx.inner {
+        // The spec: destroying a context quiets it first.
+        ok("shmem_ctx_destroy", inner.destroy());
+    }
+}
+
+/// Destroys every context still alive (`shmem_finalize`).
+pub fn destroy_all() {
+    let all = std::mem::take(&mut *live());
+    for ctx in all {
+        // SAFETY: each address was a live context made in `create`.
+        let ctx = unsafe { Box::from_raw(ctx as ShmemCtx) };
+        if let Some(inner) = ctx.inner {
+            ok("shmem_finalize", inner.destroy());
+        }
+    }
 }
 
 #[no_mangle]
@@ -98,11 +168,11 @@ pub unsafe extern "C" fn shmem_ctx_get_team(ctx: ShmemCtx, team: *mut ShmemTeam)
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_quiet(_ctx: ShmemCtx) {
-    ok("shmem_ctx_quiet", world("shmem_ctx_quiet").quiet());
+pub unsafe extern "C" fn shmem_ctx_quiet(ctx: ShmemCtx) {
+    ok("shmem_ctx_quiet", endpoint("shmem_ctx_quiet", ctx).quiet());
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_fence(_ctx: ShmemCtx) {
-    ok("shmem_ctx_fence", world("shmem_ctx_fence").fence());
+pub unsafe extern "C" fn shmem_ctx_fence(ctx: ShmemCtx) {
+    ok("shmem_ctx_fence", endpoint("shmem_ctx_fence", ctx).fence());
 }

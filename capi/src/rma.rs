@@ -4,67 +4,89 @@
 //! is one generic function here over the Rust API, instantiated per type.
 
 use crate::convert::{dst, pe, signal_op, src, sym};
-use crate::state::{ok, world};
+use crate::ctx::{endpoint, ShmemCtx};
+use crate::state::ok;
 use libc::c_int;
 use oneside::prelude::*;
 use oneside::Pod;
 
 #[inline(always)]
-pub unsafe fn put<T: Pod>(api: &'static str, dest: *mut T, source: *const T, n: usize, target: c_int) {
-    let w = world(api);
+pub unsafe fn put<T: Pod>(ctx: ShmemCtx, api: &'static str, dest: *mut T, source: *const T, n: usize, target: c_int) {
+    let e = endpoint(api, ctx);
+    let w = e.world();
     // SAFETY: the caller's buffer holds `n` elements (the C API's contract).
     ok(
         api,
-        w.put(&sym(api, w, dest, n), pe(target), 0, unsafe { src(source, n) }),
+        e.put(&sym(api, w, dest, n), pe(target), 0, unsafe { src(source, n) }),
     );
 }
 
 #[inline(always)]
-pub unsafe fn get<T: Pod>(api: &'static str, dest: *mut T, source: *const T, n: usize, target: c_int) {
-    let w = world(api);
+pub unsafe fn get<T: Pod>(ctx: ShmemCtx, api: &'static str, dest: *mut T, source: *const T, n: usize, target: c_int) {
+    let e = endpoint(api, ctx);
+    let w = e.world();
     // SAFETY: as in `put`.
     ok(
         api,
-        w.get(&sym(api, w, source, n), pe(target), 0, unsafe { dst(dest, n) }),
+        e.get(&sym(api, w, source, n), pe(target), 0, unsafe { dst(dest, n) }),
     );
 }
 
 #[inline(always)]
-pub unsafe fn put_nbi<T: Pod>(api: &'static str, dest: *mut T, source: *const T, n: usize, target: c_int) {
-    let w = world(api);
+pub unsafe fn put_nbi<T: Pod>(
+    ctx: ShmemCtx,
+    api: &'static str,
+    dest: *mut T,
+    source: *const T,
+    n: usize,
+    target: c_int,
+) {
+    let e = endpoint(api, ctx);
+    let w = e.world();
     // SAFETY: as in `put`.
     ok(
         api,
-        w.put_nbi(&sym(api, w, dest, n), pe(target), 0, unsafe { src(source, n) }),
+        e.put_nbi(&sym(api, w, dest, n), pe(target), 0, unsafe { src(source, n) }),
     );
 }
 
 #[inline(always)]
-pub unsafe fn get_nbi<T: Pod>(api: &'static str, dest: *mut T, source: *const T, n: usize, target: c_int) {
-    let w = world(api);
+pub unsafe fn get_nbi<T: Pod>(
+    ctx: ShmemCtx,
+    api: &'static str,
+    dest: *mut T,
+    source: *const T,
+    n: usize,
+    target: c_int,
+) {
+    let e = endpoint(api, ctx);
+    let w = e.world();
     // SAFETY: the C API's contract: `dest` stays valid and untouched until
     // the next quiet.
     ok(api, unsafe {
-        w.get_nbi(&sym(api, w, source, n), pe(target), 0, dest, n)
+        e.get_nbi(&sym(api, w, source, n), pe(target), 0, dest, n)
     });
 }
 
 #[inline(always)]
-pub unsafe fn p<T: Pod>(api: &'static str, dest: *mut T, value: T, target: c_int) {
-    let w = world(api);
-    ok(api, w.put_value(&sym(api, w, dest, 1), pe(target), 0, value));
+pub unsafe fn p<T: Pod>(ctx: ShmemCtx, api: &'static str, dest: *mut T, value: T, target: c_int) {
+    let e = endpoint(api, ctx);
+    let w = e.world();
+    ok(api, e.put_value(&sym(api, w, dest, 1), pe(target), 0, value));
 }
 
 #[inline(always)]
-pub unsafe fn g<T: Pod>(api: &'static str, source: *const T, target: c_int) -> T {
-    let w = world(api);
-    ok(api, w.get_value(&sym(api, w, source, 1), pe(target), 0))
+pub unsafe fn g<T: Pod>(ctx: ShmemCtx, api: &'static str, source: *const T, target: c_int) -> T {
+    let e = endpoint(api, ctx);
+    let w = e.world();
+    ok(api, e.get_value(&sym(api, w, source, 1), pe(target), 0))
 }
 
 /// Strided put: element `i` of `source` (stride `sst`) to element `i` of
 /// `dest` (stride `tst`), strides in elements.
 #[inline(always)]
 pub unsafe fn iput<T: Pod>(
+    ctx: ShmemCtx,
     api: &'static str,
     dest: *mut T,
     source: *const T,
@@ -73,18 +95,20 @@ pub unsafe fn iput<T: Pod>(
     n: usize,
     target: c_int,
 ) {
-    let w = world(api);
+    let e = endpoint(api, ctx);
+    let w = e.world();
     for i in 0..n as isize {
         let to = dest.wrapping_offset(i * tst);
         // SAFETY: the caller's buffer holds element i at stride sst.
         let value = unsafe { source.offset(i * sst).read_unaligned() };
-        ok(api, w.put_value(&sym(api, w, to, 1), pe(target), 0, value));
+        ok(api, e.put_value(&sym(api, w, to, 1), pe(target), 0, value));
     }
 }
 
 /// Strided get, the mirror of `iput`.
 #[inline(always)]
 pub unsafe fn iget<T: Pod>(
+    ctx: ShmemCtx,
     api: &'static str,
     dest: *mut T,
     source: *const T,
@@ -93,10 +117,11 @@ pub unsafe fn iget<T: Pod>(
     n: usize,
     target: c_int,
 ) {
-    let w = world(api);
+    let e = endpoint(api, ctx);
+    let w = e.world();
     for i in 0..n as isize {
         let from = source.wrapping_offset(i * sst);
-        let value = ok(api, w.get_value(&sym(api, w, from, 1), pe(target), 0));
+        let value = ok(api, e.get_value(&sym(api, w, from, 1), pe(target), 0));
         // SAFETY: the caller's buffer holds element i at stride tst.
         unsafe { dest.offset(i * tst).write_unaligned(value) };
     }
@@ -105,6 +130,7 @@ pub unsafe fn iget<T: Pod>(
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub unsafe fn put_signal<T: Pod>(
+    ctx: ShmemCtx,
     api: &'static str,
     dest: *mut T,
     source: *const T,
@@ -115,14 +141,15 @@ pub unsafe fn put_signal<T: Pod>(
     target: c_int,
     nbi: bool,
 ) {
-    let w = world(api);
+    let e = endpoint(api, ctx);
+    let w = e.world();
     let (data, sig) = (sym(api, w, dest, n), sym(api, w, sig_addr, 1));
     // SAFETY: as in `put`.
     let from = unsafe { src(source, n) };
     let op = signal_op(api, sig_op);
     let done = match nbi {
-        false => w.put_signal(&data, pe(target), 0, from, &sig, 0, op, signal),
-        true => w.put_signal_nbi(&data, pe(target), 0, from, &sig, 0, op, signal),
+        false => e.put_signal(&data, pe(target), 0, from, &sig, 0, op, signal),
+        true => e.put_signal_nbi(&data, pe(target), 0, from, &sig, 0, op, signal),
     };
     ok(api, done);
 }
@@ -132,28 +159,28 @@ macro_rules! array_rma {
     ($n:tt, $t:ty, $c:literal) => {
         paste::paste! {
             with_ctx!([<shmem_ $n _put>], [<shmem_ctx_ $n _put>],
-                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), pe, {
-                put(stringify!([<shmem_ $n _put>]), dest, source, nelems, pe)
+                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), pe, ctx, {
+                put(ctx, stringify!([<shmem_ $n _put>]), dest, source, nelems, pe)
             });
             with_ctx!([<shmem_ $n _get>], [<shmem_ctx_ $n _get>],
-                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), pe, {
-                get(stringify!([<shmem_ $n _get>]), dest, source, nelems, pe)
+                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), pe, ctx, {
+                get(ctx, stringify!([<shmem_ $n _get>]), dest, source, nelems, pe)
             });
             with_ctx!([<shmem_ $n _put_nbi>], [<shmem_ctx_ $n _put_nbi>],
-                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), pe, {
-                put_nbi(stringify!([<shmem_ $n _put_nbi>]), dest, source, nelems, pe)
+                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), pe, ctx, {
+                put_nbi(ctx, stringify!([<shmem_ $n _put_nbi>]), dest, source, nelems, pe)
             });
             with_ctx!([<shmem_ $n _get_nbi>], [<shmem_ctx_ $n _get_nbi>],
-                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), pe, {
-                get_nbi(stringify!([<shmem_ $n _get_nbi>]), dest, source, nelems, pe)
+                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), pe, ctx, {
+                get_nbi(ctx, stringify!([<shmem_ $n _get_nbi>]), dest, source, nelems, pe)
             });
             with_ctx!([<shmem_ $n _put_signal>], [<shmem_ctx_ $n _put_signal>],
-                (dest: *mut $t, source: *const $t, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int), pe, {
-                put_signal(stringify!([<shmem_ $n _put_signal>]), dest, source, nelems, sig_addr, signal, sig_op, pe, false)
+                (dest: *mut $t, source: *const $t, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int), pe, ctx, {
+                put_signal(ctx, stringify!([<shmem_ $n _put_signal>]), dest, source, nelems, sig_addr, signal, sig_op, pe, false)
             });
             with_ctx!([<shmem_ $n _put_signal_nbi>], [<shmem_ctx_ $n _put_signal_nbi>],
-                (dest: *mut $t, source: *const $t, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int), pe, {
-                put_signal(stringify!([<shmem_ $n _put_signal_nbi>]), dest, source, nelems, sig_addr, signal, sig_op, pe, true)
+                (dest: *mut $t, source: *const $t, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int), pe, ctx, {
+                put_signal(ctx, stringify!([<shmem_ $n _put_signal_nbi>]), dest, source, nelems, sig_addr, signal, sig_op, pe, true)
             });
         }
     };
@@ -165,12 +192,12 @@ macro_rules! strided_rma {
     ($n:tt, $t:ty, $c:literal) => {
         paste::paste! {
             with_ctx!([<shmem_ $n _iput>], [<shmem_ctx_ $n _iput>],
-                (dest: *mut $t, source: *const $t, tst: isize, sst: isize, nelems: usize, pe: c_int), pe, {
-                iput(stringify!([<shmem_ $n _iput>]), dest, source, tst, sst, nelems, pe)
+                (dest: *mut $t, source: *const $t, tst: isize, sst: isize, nelems: usize, pe: c_int), pe, ctx, {
+                iput(ctx, stringify!([<shmem_ $n _iput>]), dest, source, tst, sst, nelems, pe)
             });
             with_ctx!([<shmem_ $n _iget>], [<shmem_ctx_ $n _iget>],
-                (dest: *mut $t, source: *const $t, tst: isize, sst: isize, nelems: usize, pe: c_int), pe, {
-                iget(stringify!([<shmem_ $n _iget>]), dest, source, tst, sst, nelems, pe)
+                (dest: *mut $t, source: *const $t, tst: isize, sst: isize, nelems: usize, pe: c_int), pe, ctx, {
+                iget(ctx, stringify!([<shmem_ $n _iget>]), dest, source, tst, sst, nelems, pe)
             });
         }
     };
@@ -180,11 +207,11 @@ macro_rules! strided_rma {
 macro_rules! scalar_rma {
     ($n:ident, $t:ty, $c:literal) => {
         paste::paste! {
-            with_ctx!([<shmem_ $n _p>], [<shmem_ctx_ $n _p>], (dest: *mut $t, value: $t, pe: c_int), pe, {
-                p(stringify!([<shmem_ $n _p>]), dest, value, pe)
+            with_ctx!([<shmem_ $n _p>], [<shmem_ctx_ $n _p>], (dest: *mut $t, value: $t, pe: c_int), pe, ctx, {
+                p(ctx, stringify!([<shmem_ $n _p>]), dest, value, pe)
             });
-            with_ctx!([<shmem_ $n _g>], [<shmem_ctx_ $n _g>], (source: *const $t, pe: c_int) -> $t, pe, {
-                g(stringify!([<shmem_ $n _g>]), source, pe)
+            with_ctx!([<shmem_ $n _g>], [<shmem_ctx_ $n _g>], (source: *const $t, pe: c_int) -> $t, pe, ctx, {
+                g(ctx, stringify!([<shmem_ $n _g>]), source, pe)
             });
         }
     };
@@ -204,28 +231,28 @@ macro_rules! sized_rma {
     ($bits:tt, $t:ty, $c:literal) => {
         paste::paste! {
             with_ctx!([<shmem_put $bits>], [<shmem_ctx_put $bits>],
-                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), pe, {
-                put(stringify!([<shmem_put $bits>]), dest, source, nelems, pe)
+                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), pe, ctx, {
+                put(ctx, stringify!([<shmem_put $bits>]), dest, source, nelems, pe)
             });
             with_ctx!([<shmem_get $bits>], [<shmem_ctx_get $bits>],
-                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), pe, {
-                get(stringify!([<shmem_get $bits>]), dest, source, nelems, pe)
+                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), pe, ctx, {
+                get(ctx, stringify!([<shmem_get $bits>]), dest, source, nelems, pe)
             });
             with_ctx!([<shmem_put $bits _nbi>], [<shmem_ctx_put $bits _nbi>],
-                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), pe, {
-                put_nbi(stringify!([<shmem_put $bits _nbi>]), dest, source, nelems, pe)
+                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), pe, ctx, {
+                put_nbi(ctx, stringify!([<shmem_put $bits _nbi>]), dest, source, nelems, pe)
             });
             with_ctx!([<shmem_get $bits _nbi>], [<shmem_ctx_get $bits _nbi>],
-                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), pe, {
-                get_nbi(stringify!([<shmem_get $bits _nbi>]), dest, source, nelems, pe)
+                (dest: *mut $t, source: *const $t, nelems: usize, pe: c_int), pe, ctx, {
+                get_nbi(ctx, stringify!([<shmem_get $bits _nbi>]), dest, source, nelems, pe)
             });
             with_ctx!([<shmem_put $bits _signal>], [<shmem_ctx_put $bits _signal>],
-                (dest: *mut $t, source: *const $t, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int), pe, {
-                put_signal(stringify!([<shmem_put $bits _signal>]), dest, source, nelems, sig_addr, signal, sig_op, pe, false)
+                (dest: *mut $t, source: *const $t, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int), pe, ctx, {
+                put_signal(ctx, stringify!([<shmem_put $bits _signal>]), dest, source, nelems, sig_addr, signal, sig_op, pe, false)
             });
             with_ctx!([<shmem_put $bits _signal_nbi>], [<shmem_ctx_put $bits _signal_nbi>],
-                (dest: *mut $t, source: *const $t, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int), pe, {
-                put_signal(stringify!([<shmem_put $bits _signal_nbi>]), dest, source, nelems, sig_addr, signal, sig_op, pe, true)
+                (dest: *mut $t, source: *const $t, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int), pe, ctx, {
+                put_signal(ctx, stringify!([<shmem_put $bits _signal_nbi>]), dest, source, nelems, sig_addr, signal, sig_op, pe, true)
             });
         }
         sized_strided!($bits, $t);
@@ -237,12 +264,12 @@ macro_rules! sized_strided {
     ($bits:tt, $t:ty) => {
         paste::paste! {
             with_ctx!([<shmem_iput $bits>], [<shmem_ctx_iput $bits>],
-                (dest: *mut $t, source: *const $t, tst: isize, sst: isize, nelems: usize, pe: c_int), pe, {
-                iput(stringify!([<shmem_iput $bits>]), dest, source, tst, sst, nelems, pe)
+                (dest: *mut $t, source: *const $t, tst: isize, sst: isize, nelems: usize, pe: c_int), pe, ctx, {
+                iput(ctx, stringify!([<shmem_iput $bits>]), dest, source, tst, sst, nelems, pe)
             });
             with_ctx!([<shmem_iget $bits>], [<shmem_ctx_iget $bits>],
-                (dest: *mut $t, source: *const $t, tst: isize, sst: isize, nelems: usize, pe: c_int), pe, {
-                iget(stringify!([<shmem_iget $bits>]), dest, source, tst, sst, nelems, pe)
+                (dest: *mut $t, source: *const $t, tst: isize, sst: isize, nelems: usize, pe: c_int), pe, ctx, {
+                iget(ctx, stringify!([<shmem_iget $bits>]), dest, source, tst, sst, nelems, pe)
             });
         }
     };

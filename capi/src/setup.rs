@@ -45,6 +45,10 @@ extern "C" fn finalize_at_exit() {
 }
 
 fn finalize() {
+    if !state::initialized() {
+        return;
+    }
+    crate::ctx::destroy_all();
     let Some(state) = state::take() else {
         return;
     };

@@ -350,15 +350,19 @@ impl World {
         }
     }
 
-    /// Pushes out every TCP peer's batch of small puts (before a local wait,
-    /// which may depend on one of them).
+    /// Pushes out every TCP peer's batch of small puts, the default
+    /// context's and every live context's (before a local wait, which may
+    /// depend on one of them).
     pub(crate) fn send_batches(&self) -> Result<()> {
         for &peer in &self.tcp_peers {
             lock(self.tcp_link(peer))
                 .flush()
                 .map_err(|source| self.lost(peer, "put", source))?;
         }
-        Ok(())
+        match &self.ctx_connect {
+            Some(connect) => connect.send_batches(self),
+            None => Ok(()),
+        }
     }
 }
 
