@@ -84,6 +84,7 @@ pub unsafe fn g<T: Pod>(ctx: ShmemCtx, api: &'static str, source: *const T, targ
 
 /// Strided put: element `i` of `source` (stride `sst`) to element `i` of
 /// `dest` (stride `tst`), strides in elements.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub unsafe fn iput<T: Pod>(
     ctx: ShmemCtx,
@@ -106,6 +107,7 @@ pub unsafe fn iput<T: Pod>(
 }
 
 /// Strided get, the mirror of `iput`.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub unsafe fn iget<T: Pod>(
     ctx: ShmemCtx,
