@@ -11,9 +11,12 @@
 //! * TCP: its own connection to each TCP peer's progress engine, with its
 //!   own batch and acknowledgements. `quiet` on a context waits for that
 //!   context's requests only; another thread's context is never locked.
-//! * verbs: the world's queue pairs and completion queue, shared. A
-//!   context's `quiet` waits for every request posted so far, so over
-//!   verbs one context's quiet may wait for another's operations.
+//! * verbs: a lane of its own (a queue pair to every rank, a completion
+//!   queue and staging) while lanes last (`ONESIDE_VERBS_CONTEXTS`, default
+//!   4), so its `quiet` waits for its own work requests only. When every
+//!   lane is taken, a new context shares the default context's lane, as
+//!   OpenSHMEM allows: it stays correct, and its `quiet` then also waits
+//!   for the default context's requests.
 //!
 //! A `Ctx` is `Send` and `Sync`. Each of its links has a lock, which is
 //! never contended when one thread uses the context (OpenSHMEM's
@@ -61,6 +64,8 @@ impl CtxConnect {
 /// indexed by rank.
 pub struct CtxLinks {
     links: Vec<Option<Mutex<TcpPeer>>>,
+    /// The verbs lane (0: the default context's, shared).
+    pub(crate) lane: usize,
 }
 
 impl CtxLinks {
@@ -167,7 +172,8 @@ impl World {
                 links[peer] = Some(Mutex::new(link));
             }
         }
-        let links = Arc::new(CtxLinks { links });
+        let lane = self.rdma.as_ref().map_or(0, |rdma| rdma.take_lane());
+        let links = Arc::new(CtxLinks { links, lane });
         if let Some(connect) = &self.ctx_connect {
             crate::sync::lock(&connect.live).push(Arc::downgrade(&links));
         }
@@ -188,5 +194,8 @@ impl Drop for Ctx<'_> {
     /// peer) is reported by the world's next operation.
     fn drop(&mut self) {
         let _ = self.world.quiet_on(self.stream());
+        if let Some(rdma) = &self.world.rdma {
+            rdma.give_back(self.links.lane);
+        }
     }
 }

@@ -44,12 +44,23 @@ pub(crate) enum Route<'w> {
 }
 
 /// The links an operation travels on: the world's own (the default
-/// context), or a context's (see `ctx`). Only TCP differs: shared memory
-/// needs no links, and every context shares the verbs transport.
+/// context), or a context's (see `ctx`): its TCP links and its verbs lane.
+/// Shared memory needs no links.
 #[derive(Clone, Copy)]
 pub enum Stream<'a> {
     Default,
     Ctx(&'a crate::ctx::CtxLinks),
+}
+
+impl Stream<'_> {
+    /// The verbs lane the stream's work requests take (0: the default's).
+    #[inline(always)]
+    pub(crate) fn lane(self) -> usize {
+        match self {
+            Stream::Default => 0,
+            Stream::Ctx(links) => links.lane,
+        }
+    }
 }
 
 /// How a signal word is updated.
@@ -83,7 +94,7 @@ impl World {
             // the heap; `src` is private memory, so the ranges cannot overlap.
             Route::Mapped(base) => unsafe { shm::copy(src.as_ptr(), base.add(offset), src.len()) },
             Route::Tcp(link) => return self.copy_in_tcp(target, link, offset, src, false),
-            Route::Rdma => return self.copy_in_rdma(target, offset, src),
+            Route::Rdma => return self.copy_in_rdma(stream.lane(), target, offset, src),
         }
         Ok(())
     }
@@ -107,7 +118,7 @@ impl World {
                 fence(Ordering::Acquire);
             }
             Route::Tcp(link) => return self.copy_out_tcp(target, link, offset, dst),
-            Route::Rdma => return self.copy_out_rdma(target, offset, dst),
+            Route::Rdma => return self.copy_out_rdma(stream.lane(), target, offset, dst),
         }
         Ok(())
     }
@@ -138,9 +149,8 @@ impl World {
                 .get_nbi(offset, dst, len)
                 .map_err(|source| self.lost(target, "get_nbi", source)),
             // SAFETY: forwarded from this function's contract.
-            Route::Rdma => {
-                unsafe { self.rdma_link().get_nbi(target, offset, dst, len) }.map_err(|f| self.rdma_failed(f))
-            }
+            Route::Rdma => unsafe { self.rdma_link().get_nbi(stream.lane(), target, offset, dst, len) }
+                .map_err(|f| self.rdma_failed(f)),
         }
     }
 
@@ -165,7 +175,7 @@ impl World {
         if self.nic_atomics {
             return self
                 .rdma_link()
-                .amo(target, offset, amo)
+                .amo(stream.lane(), target, offset, amo)
                 .map_err(|f| self.rdma_failed(f));
         }
         match self.route(stream, target) {
@@ -194,7 +204,7 @@ impl World {
         if self.nic_atomics {
             return self
                 .rdma_link()
-                .signal_word(target, offset, op, value)
+                .signal_word(stream.lane(), target, offset, op, value)
                 .map_err(|f| self.rdma_failed(f));
         }
         let amo = Amo {
@@ -234,7 +244,7 @@ impl World {
             }
             Route::Rdma => self
                 .rdma_link()
-                .flag(target, offset, value)
+                .flag(0, target, offset, value)
                 .map_err(|f| self.rdma_failed(f)),
             // The flag leaves at once, with the data batched before it: a
             // collective may end on a notification nobody waits for here.
@@ -250,10 +260,10 @@ impl World {
     /// Orders the stream's earlier puts, signals and non-fetching atomics
     /// to each target before its later ones to the same target. Over TCP
     /// each of the stream's links is one ordered connection already.
-    pub(crate) fn fence_on(&self, _stream: Stream<'_>) -> Result<()> {
+    pub(crate) fn fence_on(&self, stream: Stream<'_>) -> Result<()> {
         fence(Ordering::Release);
         if let Some(rdma) = &self.rdma {
-            rdma.fence().map_err(|f| self.rdma_failed(f))?;
+            rdma.fence(stream.lane()).map_err(|f| self.rdma_failed(f))?;
         }
         Ok(())
     }
@@ -263,15 +273,16 @@ impl World {
     ///
     /// On shared memory a put is complete when its copy returns, and this
     /// orders those stores before anything this rank does next. Over RDMA it
-    /// waits until every posted work request has completed (every
-    /// context's: they share the transport). Over TCP it asks every peer the
+    /// waits until every work request posted on the stream's lane has
+    /// completed (a context sharing lane 0 waits for the default's too).
+    /// Over TCP it asks every peer the
     /// stream wrote to since its last quiet for an acknowledgement (all at
     /// once), then waits for each.
     #[inline]
     pub(crate) fn quiet_on(&self, stream: Stream<'_>) -> Result<()> {
         fence(Ordering::SeqCst);
         if let Some(rdma) = &self.rdma {
-            rdma.quiet().map_err(|f| self.rdma_failed(f))?;
+            rdma.quiet(stream.lane()).map_err(|f| self.rdma_failed(f))?;
         }
         if self.tcp_peers.is_empty() {
             return Ok(());
@@ -300,14 +311,18 @@ impl World {
 
     /// The RDMA branch of `copy_in`: an RDMA WRITE (inline or from staging).
     #[inline(never)]
-    fn copy_in_rdma(&self, peer: usize, offset: usize, src: &[u8]) -> Result<()> {
-        self.rdma_link().put(peer, offset, src).map_err(|f| self.rdma_failed(f))
+    fn copy_in_rdma(&self, lane: usize, peer: usize, offset: usize, src: &[u8]) -> Result<()> {
+        self.rdma_link()
+            .put(lane, peer, offset, src)
+            .map_err(|f| self.rdma_failed(f))
     }
 
     /// The RDMA branch of `copy_out`: an RDMA READ, waited for.
     #[inline(never)]
-    fn copy_out_rdma(&self, peer: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
-        self.rdma_link().get(peer, offset, dst).map_err(|f| self.rdma_failed(f))
+    fn copy_out_rdma(&self, lane: usize, peer: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
+        self.rdma_link()
+            .get(lane, peer, offset, dst)
+            .map_err(|f| self.rdma_failed(f))
     }
 
     /// Asks every TCP peer written to for an acknowledgement (all at once),
@@ -345,7 +360,7 @@ impl World {
     #[inline]
     pub(crate) fn check_links(&self) -> Result<()> {
         match &self.rdma {
-            Some(rdma) => rdma.poll().map_err(|f| self.rdma_failed(f)),
+            Some(rdma) => rdma.poll(0).map_err(|f| self.rdma_failed(f)),
             None => Ok(()),
         }
     }

@@ -36,8 +36,14 @@ impl Failure {
     }
 }
 
+/// The connected verbs transport: its lanes (lane 0 is the default
+/// context's; each other one serves one communication context at a time)
+/// and the lanes no context holds.
 #[cfg(feature = "verbs")]
-pub struct RdmaLink(std::sync::Mutex<super::verbs::Verbs>);
+pub struct RdmaLink {
+    lanes: Vec<std::sync::Mutex<super::verbs::Verbs>>,
+    free: std::sync::Mutex<Vec<usize>>,
+}
 #[cfg(not(feature = "verbs"))]
 pub enum RdmaLink {}
 
@@ -79,7 +85,10 @@ impl Pending {
         return self
             .0
             .connect(rank, cards, by_rdma)
-            .map(|v| RdmaLink(std::sync::Mutex::new(v)))
+            .map(|lanes| RdmaLink {
+                free: std::sync::Mutex::new((1..lanes.len()).rev().collect()),
+                lanes: lanes.into_iter().map(std::sync::Mutex::new).collect(),
+            })
             .map_err(|(peer, detail)| Error::Rdma {
                 rank,
                 peer,
@@ -96,86 +105,112 @@ impl Pending {
 
 #[cfg(feature = "verbs")]
 impl RdmaLink {
-    pub fn put(&self, peer: usize, offset: usize, src: &[u8]) -> std::result::Result<(), Failure> {
-        crate::sync::lock(&self.0).put(peer, offset, src)
+    pub fn put(&self, lane: usize, peer: usize, offset: usize, src: &[u8]) -> std::result::Result<(), Failure> {
+        crate::sync::lock(&self.lanes[lane]).put(peer, offset, src)
     }
-    pub fn get(&self, peer: usize, offset: usize, dst: &mut [u8]) -> std::result::Result<(), Failure> {
-        crate::sync::lock(&self.0).get(peer, offset, dst)
+    pub fn get(&self, lane: usize, peer: usize, offset: usize, dst: &mut [u8]) -> std::result::Result<(), Failure> {
+        crate::sync::lock(&self.lanes[lane]).get(peer, offset, dst)
     }
-    pub fn flag(&self, peer: usize, offset: usize, value: u64) -> std::result::Result<(), Failure> {
-        crate::sync::lock(&self.0).flag(peer, offset, value)
+    pub fn flag(&self, lane: usize, peer: usize, offset: usize, value: u64) -> std::result::Result<(), Failure> {
+        crate::sync::lock(&self.lanes[lane]).flag(peer, offset, value)
     }
-    pub fn quiet(&self) -> std::result::Result<(), Failure> {
-        crate::sync::lock(&self.0).quiet()
+    pub fn quiet(&self, lane: usize) -> std::result::Result<(), Failure> {
+        crate::sync::lock(&self.lanes[lane]).quiet()
     }
-    pub fn poll(&self) -> std::result::Result<(), Failure> {
-        crate::sync::lock(&self.0).poll()
+    pub fn poll(&self, lane: usize) -> std::result::Result<(), Failure> {
+        crate::sync::lock(&self.lanes[lane]).poll()
     }
     pub fn device_name(&self) -> String {
-        crate::sync::lock(&self.0).device_name().to_string()
+        crate::sync::lock(&self.lanes[0]).device_name().to_string()
     }
-    pub fn amo(&self, peer: usize, offset: usize, amo: Amo) -> std::result::Result<u64, Failure> {
-        crate::sync::lock(&self.0).amo(peer, offset, amo)
+    /// A lane of its own for a new context, or lane 0 (shared with the
+    /// default context) when every other lane is taken.
+    pub fn take_lane(&self) -> usize {
+        crate::sync::lock(&self.free).pop().unwrap_or(0)
+    }
+    /// Gives back a context's lane, once its work has completed.
+    pub fn give_back(&self, lane: usize) {
+        if lane != 0 {
+            crate::sync::lock(&self.free).push(lane);
+        }
+    }
+    pub fn amo(&self, lane: usize, peer: usize, offset: usize, amo: Amo) -> std::result::Result<u64, Failure> {
+        crate::sync::lock(&self.lanes[lane]).amo(peer, offset, amo)
     }
     pub fn signal_word(
         &self,
+        lane: usize,
         peer: usize,
         offset: usize,
         op: SignalOp,
         value: u64,
     ) -> std::result::Result<(), Failure> {
-        crate::sync::lock(&self.0).signal_word(peer, offset, op, value)
+        crate::sync::lock(&self.lanes[lane]).signal_word(peer, offset, op, value)
     }
     /// # Safety
     /// `dst` must stay valid for `len` bytes of writes, untouched, until the
     /// next `quiet` returns (or fails, which forgets the destination).
     pub unsafe fn get_nbi(
         &self,
+        lane: usize,
         peer: usize,
         offset: usize,
         dst: *mut u8,
         len: usize,
     ) -> std::result::Result<(), Failure> {
         // SAFETY: forwarded from this function's contract.
-        unsafe { crate::sync::lock(&self.0).get_nbi(peer, offset, dst, len) }
+        unsafe { crate::sync::lock(&self.lanes[lane]).get_nbi(peer, offset, dst, len) }
     }
-    pub fn fence(&self) -> std::result::Result<(), Failure> {
-        crate::sync::lock(&self.0).fence()
+    pub fn fence(&self, lane: usize) -> std::result::Result<(), Failure> {
+        crate::sync::lock(&self.lanes[lane]).fence()
     }
 }
 
 #[cfg(not(feature = "verbs"))]
 impl RdmaLink {
-    pub fn put(&self, _: usize, _: usize, _: &[u8]) -> std::result::Result<(), Failure> {
+    pub fn put(&self, _: usize, _: usize, _: usize, _: &[u8]) -> std::result::Result<(), Failure> {
         match *self {}
     }
-    pub fn get(&self, _: usize, _: usize, _: &mut [u8]) -> std::result::Result<(), Failure> {
+    pub fn get(&self, _: usize, _: usize, _: usize, _: &mut [u8]) -> std::result::Result<(), Failure> {
         match *self {}
     }
-    pub fn flag(&self, _: usize, _: usize, _: u64) -> std::result::Result<(), Failure> {
+    pub fn flag(&self, _: usize, _: usize, _: usize, _: u64) -> std::result::Result<(), Failure> {
         match *self {}
     }
-    pub fn quiet(&self) -> std::result::Result<(), Failure> {
+    pub fn quiet(&self, _: usize) -> std::result::Result<(), Failure> {
         match *self {}
     }
-    pub fn poll(&self) -> std::result::Result<(), Failure> {
+    pub fn poll(&self, _: usize) -> std::result::Result<(), Failure> {
         match *self {}
     }
     pub fn device_name(&self) -> String {
         match *self {}
     }
-    pub fn amo(&self, _: usize, _: usize, _: Amo) -> std::result::Result<u64, Failure> {
+    pub fn take_lane(&self) -> usize {
         match *self {}
     }
-    pub fn signal_word(&self, _: usize, _: usize, _: SignalOp, _: u64) -> std::result::Result<(), Failure> {
+    pub fn give_back(&self, _: usize) {
+        match *self {}
+    }
+    pub fn amo(&self, _: usize, _: usize, _: usize, _: Amo) -> std::result::Result<u64, Failure> {
+        match *self {}
+    }
+    pub fn signal_word(&self, _: usize, _: usize, _: usize, _: SignalOp, _: u64) -> std::result::Result<(), Failure> {
         match *self {}
     }
     /// # Safety
     /// As with the verbs build: nothing, as no value of this type exists.
-    pub unsafe fn get_nbi(&self, _: usize, _: usize, _: *mut u8, _: usize) -> std::result::Result<(), Failure> {
+    pub unsafe fn get_nbi(
+        &self,
+        _: usize,
+        _: usize,
+        _: usize,
+        _: *mut u8,
+        _: usize,
+    ) -> std::result::Result<(), Failure> {
         match *self {}
     }
-    pub fn fence(&self) -> std::result::Result<(), Failure> {
+    pub fn fence(&self, _: usize) -> std::result::Result<(), Failure> {
         match *self {}
     }
 }

@@ -1,7 +1,15 @@
 //! The verbs transport: one RC queue pair per rank (a loopback pair for this
 //! rank itself), RDMA WRITE for put, RDMA READ for get, RDMA atomics for
-//! every atomic of the job, completions by polling one shared CQ. This
-//! directory is the only place that touches `ibverbs-sys`.
+//! every atomic of the job, completions by polling a CQ. This directory is
+//! the only place that touches `ibverbs-sys`.
+//!
+//! * Lanes: a [`Verbs`] is one lane, a complete set of queue pairs (one per
+//!   rank) with its own CQ, staging and completion counts. Lane 0 is the
+//!   world's default context; each further lane (`ONESIDE_VERBS_CONTEXTS`,
+//!   default 4) is handed to one communication context at a time, so that
+//!   context's `quiet` waits for its own work requests only and its thread
+//!   never shares a lock with another context's. Lanes share the device,
+//!   the protection domain and the registered segment ([`Device`]).
 //!
 //! * This rank's whole segment (header + heap) is registered once, for
 //!   remote reads, writes and atomics; its address and rkey travel in the
@@ -48,10 +56,11 @@ use queue::{CompletionQueue, QueuePair, Ready};
 use std::collections::VecDeque;
 use work::{Op, Source, Wr};
 
-/// Staging ring per peer: room for four largest WRs in flight.
+/// Staging ring per peer of lane 0: room for four largest WRs in flight
+/// (the largest single WRITE or READ is a quarter of the ring).
 const RING_BYTES: usize = 4 << 20;
-/// Largest single WRITE or READ.
-const CHUNK_BYTES: usize = 1 << 20;
+/// Staging ring per peer of a context's lane.
+const CTX_RING_BYTES: usize = 256 << 10;
 /// Unsignalled posts allowed between signalled ones.
 const SIGNAL_EVERY: u64 = 16;
 
@@ -93,16 +102,33 @@ struct Peer {
     landings: VecDeque<Landing>,
 }
 
-/// The connected transport. Fields drop in order: queue pairs, CQ, MRs,
-/// PD, context, and last the staging memory the MR covered.
+/// What every lane shares. Fields drop in order: the segment's MR, the PD,
+/// the device context.
+pub(super) struct Device {
+    _segment_mr: device::MemoryRegion,
+    _pd: device::ProtectionDomain,
+    context: device::Context,
+}
+
+// SAFETY: the device objects are owned here and freed in `Drop` once the
+// last lane is gone; libibverbs allows them to be used from any thread, and
+// after set-up nothing but the device name is read from them.
+unsafe impl Send for Device {}
+// SAFETY: as above; shared use is reading the name only.
+unsafe impl Sync for Device {}
+
+/// One lane of the connected transport. Fields drop in order: queue pairs,
+/// CQ, the staging MR, the shared device (freed with the last lane), and
+/// last the staging memory the MR covered.
 pub struct Verbs {
     peers: Vec<Option<Peer>>,
     cq: CompletionQueue,
     staging_mr: device::MemoryRegion,
-    _segment_mr: device::MemoryRegion,
-    _pd: device::ProtectionDomain,
-    context: device::Context,
+    device: std::sync::Arc<Device>,
     staging: Box<[u8]>,
+    /// Each peer's staging ring, and the largest WRITE or READ.
+    ring_bytes: usize,
+    chunk_bytes: usize,
     inline_max: usize,
     /// WRs one queue pair may have in flight: within its send queue, and
     /// such that all of them together fit in the CQ.
@@ -121,7 +147,7 @@ unsafe impl Send for Verbs {}
 impl Verbs {
     /// The device this transport runs on.
     pub fn device_name(&self) -> &str {
-        &self.context.name
+        &self.device.context.name
     }
 
     pub fn put(&mut self, peer: usize, offset: usize, src: &[u8]) -> Result<(), Failure> {
@@ -129,10 +155,10 @@ impl Verbs {
         if src.len() <= self.inline_max {
             return self.post(peer, Wr::new(Op::Put, remote, Source::Inline(src)));
         }
-        for (i, chunk) in src.chunks(CHUNK_BYTES).enumerate() {
+        for (i, chunk) in src.chunks(self.chunk_bytes).enumerate() {
             let at = self.reserve(peer, chunk.len())?;
             self.staging[at..at + chunk.len()].copy_from_slice(chunk);
-            let remote = remote + (i * CHUNK_BYTES) as u64;
+            let remote = remote + (i * self.chunk_bytes) as u64;
             let source = Source::Staged { at, len: chunk.len() };
             self.post(peer, Wr::new(Op::Put, remote, source))?;
         }
@@ -141,9 +167,9 @@ impl Verbs {
 
     pub fn get(&mut self, peer: usize, offset: usize, dst: &mut [u8]) -> Result<(), Failure> {
         let remote = self.heap_addr(peer, offset);
-        for (i, chunk) in dst.chunks_mut(CHUNK_BYTES).enumerate() {
+        for (i, chunk) in dst.chunks_mut(self.chunk_bytes).enumerate() {
             let at = self.reserve(peer, chunk.len())?;
-            let remote = remote + (i * CHUNK_BYTES) as u64;
+            let remote = remote + (i * self.chunk_bytes) as u64;
             let source = Source::Staged { at, len: chunk.len() };
             self.post(peer, Wr::new(Op::Get, remote, source))?;
             let seq = self.peer(peer).posted;
@@ -165,7 +191,7 @@ impl Verbs {
         let remote = self.heap_addr(peer, offset);
         let mut done = 0;
         while done < len {
-            let n = (len - done).min(CHUNK_BYTES);
+            let n = (len - done).min(self.chunk_bytes);
             let at = self.reserve(peer, n)?;
             let source = Source::Staged { at, len: n };
             self.post(peer, Wr::new(Op::GetNbi, remote + done as u64, source))?;

@@ -1,26 +1,32 @@
 //! Bringing the verbs transport up: open the device, check the port and its
-//! atomics, pick the GID, register this rank's segment and a staging buffer,
-//! create one queue pair per rank in INIT, this rank's own included
-//! ([`prepare`]); then, with the cards, move them to RTS
-//! ([`Prepared::connect`]). This rank's own pair is connected to itself (its
+//! atomics, pick the GID, register this rank's segment; for each lane a CQ,
+//! a staging buffer and one queue pair per rank in INIT, this rank's own
+//! included ([`prepare`]); then, with the cards, move them to RTS
+//! ([`Prepared::connect`]). A card lists its queue pair numbers lane after
+//! lane; the job uses as many lanes as every card has. This rank's own pair is connected to itself (its
 //! number in this rank's card), a loopback through the NIC that atomics on
 //! this rank's own words take.
 
 use super::device::{Context, MemoryRegion, ProtectionDomain};
 use super::queue::{CompletionQueue, Init, LocalPort, QueuePair, RemoteEnd, CQ_DEPTH, SQ_DEPTH};
-use super::{Peer, Verbs, RING_BYTES};
+use super::{Device, Peer, Verbs, CTX_RING_BYTES, RING_BYTES};
 use crate::segment::RawSegment;
 use crate::transport::VerbsCard;
 use ibverbs_sys as ffi;
 use std::collections::VecDeque;
 
 /// `ONESIDE_VERBS_DEVICE`, `_PORT`, `_GID_INDEX` (set by rlaunch's
-/// `--device`, `--port`, `--gid-index`).
+/// `--device`, `--port`, `--gid-index`), and `ONESIDE_VERBS_CONTEXTS`, the
+/// lanes for communication contexts beyond the default one.
 pub struct Settings {
     pub device: Option<String>,
     pub port: u8,
     pub gid_index: Option<u8>,
+    pub contexts: u8,
 }
+
+/// Context lanes when `ONESIDE_VERBS_CONTEXTS` is not set.
+const DEFAULT_CONTEXT_LANES: u8 = 4;
 
 impl Settings {
     pub fn from_env() -> Result<Settings, String> {
@@ -38,20 +44,26 @@ impl Settings {
             device: std::env::var("ONESIDE_VERBS_DEVICE").ok().filter(|d| !d.is_empty()),
             port: number("ONESIDE_VERBS_PORT")?.unwrap_or(1),
             gid_index: number("ONESIDE_VERBS_GID_INDEX")?,
+            contexts: number("ONESIDE_VERBS_CONTEXTS")?.unwrap_or(DEFAULT_CONTEXT_LANES),
         })
     }
 }
 
-/// Queue pairs created, not yet connected. Drops in the same order as `Verbs`.
-pub struct Prepared {
+/// One lane's queue pairs, created, not yet connected. Drops in the same
+/// order as `Verbs`.
+struct PreparedLane {
     pending: Vec<Option<QueuePair<Init>>>,
     cq: CompletionQueue,
-    cq_depth: i32,
     staging_mr: MemoryRegion,
-    segment_mr: MemoryRegion,
-    pd: ProtectionDomain,
-    context: Context,
     staging: Box<[u8]>,
+    ring_bytes: usize,
+}
+
+/// Every lane prepared, then the shared device (dropped after them).
+pub struct Prepared {
+    lanes: Vec<PreparedLane>,
+    device: std::sync::Arc<Device>,
+    cq_depth: i32,
     local: LocalPort,
     lid: u16,
     gid: [u8; 16],
@@ -102,33 +114,43 @@ pub fn prepare(size: usize, segment: RawSegment, settings: &Settings) -> Result<
     let pd = ProtectionDomain::new(&context)?;
     let segment_base = segment.heap_base().wrapping_sub(crate::segment::HEADER_BYTES);
     let segment_len = segment.heap_len() + crate::segment::HEADER_BYTES;
-    let mut staging = vec![0u8; RING_BYTES * size].into_boxed_slice();
     // SAFETY: the segment stays mapped while the World (which owns both the
     // segment and this transport, dropping the transport first) lives.
     let segment_mr = unsafe { MemoryRegion::register(&pd, segment_base, segment_len) }?;
-    // SAFETY: `staging` is a heap buffer owned by the transport, dropped after the MR.
-    let staging_mr = unsafe { MemoryRegion::register(&pd, staging.as_mut_ptr(), staging.len()) }?;
-    // Room for every WR of every queue pair in flight, as far as the device
-    // allows; `Verbs::credits` keeps the WRs in flight within it.
+    // Room for every WR of every queue pair of a lane in flight, as far as
+    // the device allows; `Verbs::credits` keeps the WRs in flight within it.
     let cq_depth = (size as i64 * i64::from(SQ_DEPTH))
         .max(i64::from(CQ_DEPTH))
         .min(i64::from(device.max_cqe.max(1))) as i32;
-    let cq = CompletionQueue::new(&context, cq_depth)?;
     // One starting PSN for all of this rank's queue pairs: the card carries one.
     let psn = u32::from_le_bytes(crate::protocol::auth::random_bytes()) & 0x00ff_ffff;
-    let mut pending = Vec::with_capacity(size);
-    for _ in 0..size {
-        pending.push(Some(QueuePair::create(&pd, &cq, &local, psn)?));
+    let mut lanes = Vec::with_capacity(1 + usize::from(settings.contexts));
+    for lane in 0..=usize::from(settings.contexts) {
+        let ring_bytes = if lane == 0 { RING_BYTES } else { CTX_RING_BYTES };
+        let mut staging = vec![0u8; ring_bytes * size].into_boxed_slice();
+        // SAFETY: `staging` is a heap buffer owned by the lane, dropped after the MR.
+        let staging_mr = unsafe { MemoryRegion::register(&pd, staging.as_mut_ptr(), staging.len()) }?;
+        let cq = CompletionQueue::new(&context, cq_depth)?;
+        let mut pending = Vec::with_capacity(size);
+        for _ in 0..size {
+            pending.push(Some(QueuePair::create(&pd, &cq, &local, psn)?));
+        }
+        lanes.push(PreparedLane {
+            pending,
+            cq,
+            staging_mr,
+            staging,
+            ring_bytes,
+        });
     }
     Ok(Prepared {
-        pending,
-        cq,
+        lanes,
+        device: std::sync::Arc::new(Device {
+            _segment_mr: segment_mr,
+            _pd: pd,
+            context,
+        }),
         cq_depth,
-        staging_mr,
-        segment_mr,
-        pd,
-        context,
-        staging,
         local,
         lid: port.lid,
         gid,
@@ -171,7 +193,8 @@ fn pick_gid(context: &Context, port: u8, table_len: i32) -> Result<u8, String> {
 }
 
 impl Prepared {
-    /// What peers need to connect to this rank.
+    /// What peers need to connect to this rank: its queue pair numbers, lane
+    /// after lane.
     pub fn card(&self) -> VerbsCard {
         VerbsCard {
             port: self.local.port,
@@ -181,83 +204,118 @@ impl Prepared {
             mtu: self.local.mtu,
             psn: self.psn,
             qpns: self
-                .pending
+                .lanes
                 .iter()
-                .map(|qp| qp.as_ref().map_or(0, |qp| qp.qpn()))
+                .flat_map(|lane| lane.pending.iter().map(|qp| qp.as_ref().map_or(0, |qp| qp.qpn())))
                 .collect(),
             addr: self.segment_addr,
-            rkey: self.segment_mr.rkey(),
+            rkey: self.device._segment_mr.rkey(),
         }
     }
 
-    /// Connects the queue pair of every rank that has a card (this rank's
-    /// own card connects its loopback pair to itself); `by_rdma[p]` says
-    /// whether rank `p`'s data goes by RDMA rather than by CPU.
+    /// Connects, in each lane that every card has, the queue pair of every
+    /// rank that has a card (this rank's own card connects its loopback
+    /// pair to itself); `by_rdma[p]` says whether rank `p`'s data goes by
+    /// RDMA rather than by CPU. Lane 0 comes first.
     pub fn connect(
-        mut self,
+        self,
         rank: usize,
         cards: &[Option<VerbsCard>],
         by_rdma: &[bool],
-    ) -> Result<Verbs, (usize, String)> {
-        let mut peers = Vec::with_capacity(cards.len());
-        for (peer, card) in cards.iter().enumerate() {
-            let (Some(qp), Some(card)) = (self.pending[peer].take(), card) else {
-                peers.push(None);
-                continue;
-            };
-            let qpn = card
-                .qpns
-                .get(rank)
-                .copied()
-                .ok_or((peer, "its card has no queue pair for this rank".to_string()))?;
-            let remote = RemoteEnd {
-                qpn,
-                psn: card.psn,
-                lid: card.lid,
-                gid: card.gid,
-                mtu: card.mtu,
-            };
-            let qp = qp.connect(&self.local, &remote).map_err(|e| (peer, e))?;
-            peers.push(Some(Peer {
-                qp,
-                remote_base: card.addr,
-                rkey: fault_rkey(peer, card.rkey),
-                ring_base: peer * RING_BYTES,
-                ring_head: 0,
-                ring_tail: 0,
-                posted: 0,
-                completed: 0,
-                since_signal: 0,
-                signal_next: false,
-                fence_next: false,
-                cpu_data: !by_rdma.get(peer).copied().unwrap_or(false),
-                last_read_or_atomic: 0,
-                signalled: VecDeque::new(),
-                landings: VecDeque::new(),
-            }));
-        }
-        let credits = (u64::from(SQ_DEPTH) - 1)
-            .min(self.cq_depth as u64 / cards.len().max(1) as u64)
-            .max(1);
-        let inline_max = peers
+    ) -> Result<Vec<Verbs>, (usize, String)> {
+        let size = cards.len().max(1);
+        let lanes_in_every_card = cards
             .iter()
             .flatten()
-            .map(|p| p.qp.max_inline as usize)
+            .map(|card| card.qpns.len() / size)
             .min()
-            .unwrap_or(0);
-        Ok(Verbs {
-            peers,
-            cq: self.cq,
-            staging_mr: self.staging_mr,
-            _segment_mr: self.segment_mr,
-            _pd: self.pd,
-            context: self.context,
-            staging: self.staging,
-            inline_max,
-            credits,
-            completions: Box::new([ffi::ibv_wc::default(); 32]),
-        })
+            .unwrap_or(0)
+            .min(self.lanes.len());
+        if lanes_in_every_card == 0 {
+            let peer = cards
+                .iter()
+                .position(|c| c.as_ref().is_some_and(|c| c.qpns.len() < size));
+            return Err((
+                peer.unwrap_or(rank),
+                "its card has no queue pair for this rank".to_string(),
+            ));
+        }
+        let credits = (u64::from(SQ_DEPTH) - 1).min(self.cq_depth as u64 / size as u64).max(1);
+        let mut connected = Vec::with_capacity(lanes_in_every_card);
+        for (index, lane) in self.lanes.into_iter().take(lanes_in_every_card).enumerate() {
+            connected.push(connect_lane(
+                lane,
+                index,
+                &self.device,
+                &self.local,
+                (rank, cards, by_rdma),
+                credits,
+            )?);
+        }
+        Ok(connected)
     }
+}
+
+/// Connects lane `index`: its queue pair to each rank with a card.
+fn connect_lane(
+    mut lane: PreparedLane,
+    index: usize,
+    device: &std::sync::Arc<Device>,
+    local: &LocalPort,
+    (rank, cards, by_rdma): (usize, &[Option<VerbsCard>], &[bool]),
+    credits: u64,
+) -> Result<Verbs, (usize, String)> {
+    let size = cards.len();
+    let mut peers = Vec::with_capacity(size);
+    for (peer, card) in cards.iter().enumerate() {
+        let (Some(qp), Some(card)) = (lane.pending[peer].take(), card) else {
+            peers.push(None);
+            continue;
+        };
+        let remote = RemoteEnd {
+            qpn: card.qpns[index * size + rank],
+            psn: card.psn,
+            lid: card.lid,
+            gid: card.gid,
+            mtu: card.mtu,
+        };
+        let qp = qp.connect(local, &remote).map_err(|e| (peer, e))?;
+        peers.push(Some(Peer {
+            qp,
+            remote_base: card.addr,
+            rkey: fault_rkey(peer, card.rkey),
+            ring_base: peer * lane.ring_bytes,
+            ring_head: 0,
+            ring_tail: 0,
+            posted: 0,
+            completed: 0,
+            since_signal: 0,
+            signal_next: false,
+            fence_next: false,
+            cpu_data: !by_rdma.get(peer).copied().unwrap_or(false),
+            last_read_or_atomic: 0,
+            signalled: VecDeque::new(),
+            landings: VecDeque::new(),
+        }));
+    }
+    let inline_max = peers
+        .iter()
+        .flatten()
+        .map(|p| p.qp.max_inline as usize)
+        .min()
+        .unwrap_or(0);
+    Ok(Verbs {
+        peers,
+        cq: lane.cq,
+        staging_mr: lane.staging_mr,
+        device: std::sync::Arc::clone(device),
+        staging: lane.staging,
+        ring_bytes: lane.ring_bytes,
+        chunk_bytes: lane.ring_bytes / 4,
+        inline_max,
+        credits,
+        completions: Box::new([ffi::ibv_wc::default(); 32]),
+    })
 }
 
 /// Fault injection for the test suite: `ONESIDE_VERBS_FAULT=bad-rkey:N`

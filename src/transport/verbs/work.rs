@@ -11,7 +11,7 @@
 //! until every earlier READ and ATOMIC of its queue pair has completed, so
 //! it is needed only on a WR posted while one of those is outstanding.
 
-use super::{Failure, Verbs, RING_BYTES, SIGNAL_EVERY};
+use super::{Failure, Verbs, SIGNAL_EVERY};
 use ffi::ibv_wr_opcode as opcode;
 use ibverbs_sys as ffi;
 
@@ -114,15 +114,12 @@ impl Verbs {
     /// aligned (as ATOMIC results need).
     pub(super) fn reserve(&mut self, peer: usize, len: usize) -> Result<usize, Failure> {
         let len = len.next_multiple_of(8);
+        let ring = self.ring_bytes;
         loop {
             let p = self.peer(peer);
-            let offset = (p.ring_head % RING_BYTES as u64) as usize;
-            let skip = if offset + len > RING_BYTES {
-                RING_BYTES - offset
-            } else {
-                0
-            };
-            if p.ring_head + (skip + len) as u64 - p.ring_tail <= RING_BYTES as u64 {
+            let offset = (p.ring_head % ring as u64) as usize;
+            let skip = if offset + len > ring { ring - offset } else { 0 };
+            if p.ring_head + (skip + len) as u64 - p.ring_tail <= ring as u64 {
                 let p = self.peer_mut(peer);
                 p.ring_head += (skip + len) as u64;
                 let start = if skip > 0 { 0 } else { offset };
