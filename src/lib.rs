@@ -212,10 +212,11 @@
 //!   complete that context's puts, non-blocking gets, signals and
 //!   non-fetching atomics. Over TCP a context has its own connection to
 //!   each peer, so its `quiet` waits for its own requests and never for
-//!   another context's; over verbs every context shares the queue pairs,
-//!   and a context's `quiet` waits for every request posted so far; on
-//!   shared memory operations complete as they return, so contexts cost
-//!   nothing.
+//!   another context's; over verbs a context has a lane of queue pairs of
+//!   its own while lanes last (`ONESIDE_VERBS_CONTEXTS`, default 4), and
+//!   then shares the default context's, whose requests its `quiet` then
+//!   also waits for; on shared memory operations complete as they return,
+//!   so contexts cost nothing.
 //! * `quiet` on the world (the default context) completes the default
 //!   context's operations, from every thread; it promises nothing about
 //!   other contexts'. A [`barrier`](World::barrier) quiets the default
