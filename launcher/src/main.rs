@@ -1,6 +1,7 @@
 //! `rlaunch`: parse the arguments, build the launch plan, run the job.
 //! Every error ends as one line on stderr and a non-zero exit status.
 
+mod alloc;
 mod check;
 mod cli;
 mod error;
