@@ -53,6 +53,14 @@ pub enum Error {
     #[error("rank {rank}: bootstrap protocol error from {peer}: {detail}")]
     BootstrapProtocol { rank: usize, peer: String, detail: String },
 
+    /// Talking to the PMI-2 server (Slurm's `srun --mpi=pmi2`) failed.
+    #[error("{}: PMI-2 {step} failed: {detail} (is this job running under `srun --mpi=pmi2`? Slurm logs its side as 'mpi/pmi2' errors in srun's output)", .rank.map_or_else(|| "this rank".to_string(), |r| format!("rank {r}")))]
+    Pmi {
+        rank: Option<usize>,
+        step: &'static str,
+        detail: String,
+    },
+
     /// The launcher aborted the job while this rank was bootstrapping.
     #[error("rank {rank}: the launcher aborted the job: {reason}")]
     Aborted { rank: usize, reason: String },

@@ -5,6 +5,7 @@
 //! The launcher link stays open after bootstrap; it carries `Finalized` at the
 //! end of the job and lets the launcher see a rank vanish.
 
+pub(crate) mod pmi2;
 mod ring;
 
 use crate::error::{Error, Result};
