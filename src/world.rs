@@ -86,7 +86,8 @@ impl Options {
     }
 }
 
-/// Joins the job `rlaunch` started, or runs as a singleton when started alone.
+/// Joins the job `rlaunch` started (or `srun --mpi=pmi2`, through its PMI-2
+/// server), or runs as a singleton when started alone.
 pub fn init() -> Result<World> {
     init_with(Options::new())
 }
@@ -98,12 +99,31 @@ pub fn init_with(options: Options) -> Result<World> {
         true => crate::globals::executable_data(),
         false => None,
     };
-    let Some(env) = LaunchEnv::from_env()? else {
-        let own = Segment::anonymous(0, segment_heap_bytes(heap_bytes, 1), data)?;
-        let host = crate::hostname();
-        let mut world = World::assemble(0, 1, 0, 1, host, own, vec![Path::Local], vec![0], None);
-        world.data = data;
-        return Ok(world);
+    let mut pmi = None;
+    let env = match LaunchEnv::from_env()? {
+        Some(env) => env,
+        None => match bootstrap::pmi2::Pmi2::from_env() {
+            Some(connected) => {
+                let mut connected = connected?;
+                let env = bootstrap::under_pmi::launch_env(&mut connected)?;
+                pmi = Some(connected);
+                env
+            }
+            None => {
+                if let Some(hint) = bootstrap::pmi2::pmix_only_hint() {
+                    return Err(Error::Pmi {
+                        rank: None,
+                        step: "init",
+                        detail: hint,
+                    });
+                }
+                let own = Segment::anonymous(0, segment_heap_bytes(heap_bytes, 1), data)?;
+                let host = crate::hostname();
+                let mut world = World::assemble(0, 1, 0, 1, host, own, vec![Path::Local], vec![0], None);
+                world.data = data;
+                return Ok(world);
+            }
+        },
     };
     let choice = Choice::from_env(env.rank)?;
     let remote_peers = env.local_size < env.size;
@@ -122,7 +142,7 @@ pub fn init_with(options: Options) -> Result<World> {
         false => None,
     };
     let mut engine = None;
-    let (blobs, launcher) = bootstrap::exchange_cards(&env, |local_ip| {
+    let make_card = |local_ip| {
         let tcp = match want_tcp {
             true => {
                 let started = ProgressEngine::start(env.rank, local_ip, env.secret.clone(), own.raw())
@@ -142,7 +162,17 @@ pub fn init_with(options: Options) -> Result<World> {
             verbs,
         };
         Ok(postcard::to_stdvec(&card).expect("postcard encoding into a Vec cannot fail"))
-    })?;
+    };
+    let (blobs, launcher) = match pmi {
+        Some(mut pmi) => {
+            let blobs = pmi.allgather(&make_card(bootstrap::under_pmi::local_ip())?)?;
+            (blobs, Some(LauncherLink::pmi(pmi)))
+        }
+        None => {
+            let (blobs, launcher) = bootstrap::exchange_cards(&env, make_card)?;
+            (blobs, Some(launcher))
+        }
+    };
     let cards = blobs
         .iter()
         .enumerate()
@@ -183,7 +213,7 @@ pub fn init_with(options: Options) -> Result<World> {
         own,
         paths,
         node_of,
-        Some(launcher),
+        launcher,
     );
     // A TCP progress thread needs a core whenever a peer's request arrives,
     // and a rank spinning in a wait would keep it from this rank's own

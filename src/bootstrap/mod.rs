@@ -1,12 +1,15 @@
 //! Rank-side bootstrap: connect to `rlaunch`, authenticate, register this
 //! rank's ring listener, learn the right-hand neighbour, then all-gather every
-//! rank's transport card around the ring ([`ring`]).
+//! rank's transport card around the ring ([`ring`]). Started by `srun
+//! --mpi=pmi2` instead, a rank wires up through Slurm's PMI-2 server
+//! ([`pmi2`], [`under_pmi`]).
 //!
 //! The launcher link stays open after bootstrap; it carries `Finalized` at the
 //! end of the job and lets the launcher see a rank vanish.
 
 pub(crate) mod pmi2;
 mod ring;
+pub(crate) mod under_pmi;
 
 use crate::error::{Error, Result};
 use crate::protocol::auth::Connector;
@@ -19,22 +22,43 @@ use std::time::Duration;
 /// How long finalize waits for the launcher to acknowledge.
 const FAREWELL_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The open connection to the launcher, kept for the life of the world.
+/// The open connection to whoever launched the job, kept for the life of
+/// the world: rlaunch, or Slurm's PMI-2 server (taken by `finalize` or
+/// `abort`, hence the `Option`).
 pub struct LauncherLink {
-    stream: TcpStream,
+    stream: Option<TcpStream>,
+    pmi: Option<pmi2::Pmi2>,
     rank: usize,
 }
 
 impl LauncherLink {
+    /// The link to a PMI-2 server, after wire-up.
+    pub(crate) fn pmi(pmi: pmi2::Pmi2) -> LauncherLink {
+        let rank = pmi.rank();
+        LauncherLink {
+            stream: None,
+            pmi: Some(pmi),
+            rank,
+        }
+    }
+
     /// Tells the launcher this rank finalized cleanly, and waits until it
     /// has recorded that, so the launcher never mistakes our exit for a crash.
     pub fn send_finalized(&mut self) -> Result<()> {
+        if let Some(pmi) = self.pmi.take() {
+            return pmi.finalize();
+        }
         self.farewell(Msg::Finalized { rank: self.rank as u32 })
     }
 
     /// Asks the launcher to end the whole job with `status`, and waits
-    /// until it has recorded that.
+    /// until it has recorded that (a PMI-2 server is asked to abort the
+    /// step, which it does without an answer).
     pub fn send_global_exit(&mut self, status: i32) -> Result<()> {
+        if let Some(pmi) = self.pmi.take() {
+            let rank = self.rank;
+            return pmi.abort(&format!("rank {rank} called global_exit({status})"));
+        }
         self.farewell(Msg::GlobalExit {
             rank: self.rank as u32,
             status,
@@ -43,10 +67,13 @@ impl LauncherLink {
 
     fn farewell(&mut self, msg: Msg) -> Result<()> {
         let rank = self.rank;
+        let Some(stream) = self.stream.as_mut() else {
+            return Ok(());
+        };
         let fail = |source| Error::Finalize { rank, source };
-        send_blocking(&mut self.stream, &msg).map_err(fail)?;
-        self.stream.set_read_timeout(Some(FAREWELL_TIMEOUT)).map_err(fail)?;
-        match recv_blocking(&mut self.stream, MAX_FRAME).map_err(fail)? {
+        send_blocking(stream, &msg).map_err(fail)?;
+        stream.set_read_timeout(Some(FAREWELL_TIMEOUT)).map_err(fail)?;
+        match recv_blocking(stream, MAX_FRAME).map_err(fail)? {
             Msg::Goodbye => Ok(()),
             other => Err(fail(io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -133,7 +160,14 @@ pub fn exchange_cards(
         ring::allgather(&ring, listener, own_card)?
     };
     stream.set_read_timeout(None).map_err(launcher_err("finish"))?;
-    Ok((cards, LauncherLink { stream, rank: env.rank }))
+    Ok((
+        cards,
+        LauncherLink {
+            stream: Some(stream),
+            pmi: None,
+            rank: env.rank,
+        },
+    ))
 }
 
 enum HandshakeError {

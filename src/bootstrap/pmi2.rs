@@ -16,10 +16,6 @@
 //! `oneside-<epoch>-<rank>-<i>` plus a count key `oneside-<epoch>-<rank>-n`;
 //! one fence; then every rank reads every other rank's chunks.
 
-// Bootstrap wiring (bootstrap/mod.rs, world init) will call these; until then
-// only the tests below do.
-#![allow(dead_code)]
-
 use crate::error::{Error, Result};
 use crate::protocol::env::{hex_decode, hex_encode, BOOTSTRAP_TIMEOUT, DEFAULT_BOOTSTRAP_TIMEOUT_SECS};
 use std::io::{self, Read, Write};
@@ -159,6 +155,16 @@ impl Pmi2 {
 
     pub(crate) fn size(&self) -> usize {
         self.size
+    }
+
+    /// The server's job id, `<job>.<step>` under Slurm.
+    pub(crate) fn jobid(&self) -> &str {
+        &self.jobid
+    }
+
+    /// How long each exchange with the server may take.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
     }
 
     /// Stores `key=value` for this rank; other ranks see it after the next fence.
