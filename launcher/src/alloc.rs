@@ -38,7 +38,6 @@ pub struct Allocation {
 impl Allocation {
     /// One line (no newline) for `--dry-run`, e.g. `Slurm allocation 42
     /// (SLURM_JOB_NODELIST=os-h[1-2], SLURM_TASKS_PER_NODE=2(x2))`.
-    #[allow(dead_code)] // used by the CLI wiring (--dry-run)
     pub fn describe(&self) -> String {
         let name = match &self.source {
             AllocSource::Slurm { job_id: Some(id) } => format!("Slurm allocation {id}"),
@@ -51,7 +50,6 @@ impl Allocation {
 }
 
 /// The allocation of the batch job `rlaunch` runs in, if any.
-#[allow(dead_code)] // used by the CLI wiring (and keeps from_env and the types live)
 pub fn from_process_env() -> Result<Option<Allocation>, LaunchError> {
     from_env(&|name| std::env::var(name).ok())
 }
@@ -70,15 +68,15 @@ pub fn from_env(env: &impl Fn(&str) -> Option<String>) -> Result<Option<Allocati
 }
 
 /// Expands a Slurm hostlist: `node[01-04,07]`, `a[1-2]-ib,b3`, `r[1-2]-n[01-02]`.
-#[allow(dead_code)] // from_env uses the inner parser; kept for the CLI wiring
-pub fn expand_nodelist(s: &str) -> Result<Vec<String>, LaunchError> {
-    parse_nodelist(s).map_err(|reason| slurm_list(s, reason))
+#[cfg(test)]
+pub fn expand_nodelist(s: &str) -> Result<Vec<String>, String> {
+    parse_nodelist(s).map_err(|reason| format!("'{s}': {reason}"))
 }
 
 /// Expands `SLURM_TASKS_PER_NODE` syntax: `2(x3),1` is `[2, 2, 2, 1]`.
-#[allow(dead_code)] // from_env uses the inner parser; kept for the CLI wiring
-pub fn expand_tasks_per_node(s: &str) -> Result<Vec<usize>, LaunchError> {
-    parse_counts(s).map_err(|reason| slurm_list(s, reason))
+#[cfg(test)]
+pub fn expand_tasks_per_node(s: &str) -> Result<Vec<usize>, String> {
+    parse_counts(s).map_err(|reason| format!("'{s}': {reason}"))
 }
 
 /// The first of `names` that is set and not empty, with its value.
@@ -285,13 +283,6 @@ fn bad(var: &str, value: &str, detail: String) -> LaunchError {
         var: var.to_string(),
         value: value.to_string(),
         detail,
-    }
-}
-
-fn slurm_list(text: &str, reason: String) -> LaunchError {
-    LaunchError::BadSlurmList {
-        text: text.to_string(),
-        reason,
     }
 }
 

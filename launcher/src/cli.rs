@@ -76,6 +76,11 @@ pub struct Args {
     #[arg(long, value_name = "CMD", default_value = "ssh", env = "RLAUNCH_SSH")]
     pub ssh: String,
 
+    /// How rlaunch --proxy starts on other hosts (default: srun inside a
+    /// Slurm allocation, ssh elsewhere).
+    #[arg(long, value_name = "AGENT", value_enum)]
+    pub launch_agent: Option<LaunchAgent>,
+
     /// Address ranks on other hosts connect back to (default: the one that routes to them).
     #[arg(long, value_name = "IP", conflicts_with = "iface")]
     pub bootstrap_addr: Option<std::net::IpAddr>,
@@ -105,6 +110,15 @@ pub enum Bind {
     Core,
     /// No pinning.
     None,
+}
+
+/// What starts the per-host proxy on another host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LaunchAgent {
+    /// One ssh connection per host.
+    Ssh,
+    /// One `srun` step per host, inside the Slurm allocation.
+    Srun,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -74,9 +74,6 @@ pub enum LaunchError {
     #[error("cannot use the batch allocation: {var}='{value}': {detail} (fix or unset {var})")]
     BadAllocation { var: String, value: String, detail: String },
 
-    #[error("'{text}' is not a valid Slurm list: {reason}")]
-    BadSlurmList { text: String, reason: String },
-
     #[error("cannot read {var}={path}: {source}; unset {var} if this is not a batch job")]
     AllocationRead {
         var: String,

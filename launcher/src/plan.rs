@@ -2,7 +2,8 @@
 //! environment and limits. Pure, apart from reading the hostfile, resolving
 //! the program and reading forwarded variables.
 
-use crate::cli::{Args, Bind, Transport};
+use crate::alloc;
+use crate::cli::{Args, Bind, LaunchAgent, Transport};
 use crate::error::LaunchError;
 use crate::hostfile::{self, HostEntry};
 use std::os::unix::fs::PermissionsExt;
@@ -41,21 +42,39 @@ pub struct LaunchPlan {
     pub ssh: Vec<String>,
     pub bootstrap_addr: Option<std::net::IpAddr>,
     pub iface: Option<String>,
+    /// What starts the proxies on other hosts.
+    pub launch_agent: LaunchAgent,
+    /// Where the hosts came from when no hostfile named them: a batch
+    /// allocation, described for `--dry-run`.
+    pub allocation: Option<String>,
 }
 
 impl LaunchPlan {
     pub fn from_args(args: Args) -> Result<LaunchPlan, LaunchError> {
-        let (hosts, source_name, explicit) = match (&args.hostfile, &args.hosts) {
-            (Some(path), _) => (hostfile::read_hostfile(path)?, path.display().to_string(), true),
-            (None, Some(list)) => (hostfile::parse_host_list(list)?, "-H".to_string(), true),
-            (None, None) => (Vec::new(), String::new(), false),
+        let batch = match (&args.hostfile, &args.hosts) {
+            (None, None) => alloc::from_process_env()?,
+            _ => None,
+        };
+        let (hosts, source_name, explicit) = match (&args.hostfile, &args.hosts, &batch) {
+            (Some(path), _, _) => (hostfile::read_hostfile(path)?, path.display().to_string(), true),
+            (None, Some(list), _) => (hostfile::parse_host_list(list)?, "-H".to_string(), true),
+            (None, None, Some(batch)) => (batch.hosts.clone(), batch.describe(), true),
+            (None, None, None) => (Vec::new(), String::new(), false),
         };
         let n = match args.ranks {
             Some(0) => return Err(LaunchError::ZeroRanks),
             Some(n) => n,
-            None if explicit => hosts.iter().map(|h| h.slots).sum(),
-            None => 1,
+            None => match &batch {
+                Some(batch) => batch.ntasks,
+                None if explicit => hosts.iter().map(|h| h.slots).sum(),
+                None => 1,
+            },
         };
+        let in_slurm = std::env::var_os("SLURM_JOB_ID").is_some() || std::env::var_os("SLURM_JOBID").is_some();
+        let launch_agent = args.launch_agent.unwrap_or(match in_slurm {
+            true => LaunchAgent::Srun,
+            false => LaunchAgent::Ssh,
+        });
         let hosts = if explicit { hosts } else { vec![local_host(n)] };
         let ranks = place(&hosts, n, args.oversubscribe, &source_name)?;
         let mut env: Vec<(String, String)> = args.env.iter().map(|spec| forward(spec)).collect::<Result<_, _>>()?;
@@ -99,12 +118,28 @@ impl LaunchPlan {
             ssh: split_command(&args.ssh)?,
             bootstrap_addr: args.bootstrap_addr,
             iface: args.iface,
+            launch_agent,
+            allocation: batch.map(|b| b.describe()),
         })
     }
 
     /// The `--dry-run` table: one line per rank.
     pub fn describe(&self) -> String {
         let mut out = String::new();
+        if let Some(allocation) = &self.allocation {
+            out += &format!("hosts from the {allocation}\n");
+        }
+        let agent = match self.launch_agent {
+            LaunchAgent::Ssh => "ssh",
+            LaunchAgent::Srun => "srun",
+        };
+        if self
+            .ranks
+            .iter()
+            .any(|p| !crate::job::spawn::is_local(&self.hosts[p.host].host))
+        {
+            out += &format!("other hosts started with {agent}\n");
+        }
         for p in &self.ranks {
             let host = &self.hosts[p.host];
             out += &format!(

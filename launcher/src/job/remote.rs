@@ -100,6 +100,7 @@ pub fn start_host(
     });
     let mut stdout = child.stdout.take().expect("piped stdout");
     let (events, host_name, tag_output) = (events.clone(), host.host.clone(), plan.tag_output);
+    let agent = ssh.clone();
     let mut pending: Vec<usize> = placements.iter().map(|p| p.rank).collect();
     readers.push(std::thread::spawn(move || {
         let mut failed = false;
@@ -137,8 +138,8 @@ pub fn start_host(
         let stderr = stderr_text.join().unwrap_or_default();
         if !pending.is_empty() && !failed {
             let detail = match stderr.is_empty() {
-                true => format!("ssh ended ({status}) before its ranks did"),
-                false => format!("ssh failed ({status}): {}", stderr.replace('\n', " | ")),
+                true => format!("{agent} ended ({status}) before its ranks did"),
+                false => format!("{agent} failed ({status}): {}", stderr.replace('\n', " | ")),
             };
             let _ = events.send(JobEvent::HostFailed {
                 host: host_name,
@@ -164,6 +165,9 @@ pub fn start_host(
 /// BatchMode and a connect timeout, the login, and the words quoted for the
 /// remote shell after `exec`. Returns the program and its arguments.
 pub fn ssh_command(plan: &LaunchPlan, host: &HostEntry, words: &[String]) -> (String, Vec<String>) {
+    if plan.launch_agent == crate::cli::LaunchAgent::Srun {
+        return srun_command(host, words);
+    }
     let (ssh, ssh_options) = plan.ssh.split_first().expect("the ssh command is never empty");
     let mut args = ssh_options.to_vec();
     let connect_timeout = plan.bootstrap_timeout.as_secs().clamp(1, 10);
@@ -173,6 +177,22 @@ pub fn ssh_command(plan: &LaunchPlan, host: &HostEntry, words: &[String]) -> (St
     let quoted: Vec<String> = words.iter().map(|w| shell_quote(w)).collect();
     args.extend([host.login(), "--".to_string(), format!("exec {}", quoted.join(" "))]);
     (ssh.clone(), args)
+}
+
+/// One `srun` step on `host` running `words` (no shell in between): one
+/// task with the host's slots as its CPUs (the ranks' share, where Slurm
+/// binds or confines steps), overlapping the other hosts' steps, its stdin
+/// and stdout the proxy's frames, as over ssh.
+/// Slurm tracks everything the proxy starts, so `scancel` reaches the ranks.
+fn srun_command(host: &HostEntry, words: &[String]) -> (String, Vec<String>) {
+    let mut args: Vec<String> = ["--nodes=1", "--ntasks=1", "--overlap", "--quiet"]
+        .map(String::from)
+        .to_vec();
+    args.push(format!("--cpus-per-task={}", host.slots.max(1)));
+    args.push(format!("--nodelist={}", host.host));
+    args.push("--".to_string());
+    args.extend(words.iter().cloned());
+    ("srun".to_string(), args)
 }
 
 /// Quotes a word for the remote shell.

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The Slurm suite: brings up a real Slurm cluster on namespace hosts
+# (tests/slurm/slurm.sh: os-h1 is where users log in and submit, as on a
+# cluster's login node; the jobs run on os-h2 and os-h3), runs each case,
+# and tears everything down whatever happens. Needs root. Every case is
+# bounded by `timeout`. Prints one line per case and `N passed, M failed`.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+repo=$PWD
+dir=$(mktemp -d /tmp/oneside-slurm.XXXXXX)
+trap 'tests/slurm/slurm.sh down "$dir" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
+cargo build --release --bins --examples --quiet
+tests/slurm/slurm.sh up 3 "$dir" </dev/null >"$dir/up.log" 2>&1 || { cat "$dir/up.log"; exit 1; }
+export SLURM_CONF=$dir/slurm.conf
+bin=$repo/target/release
+ex=$bin/examples
+jobs=(-N2 -w os-h2,os-h3 --ntasks-per-node=2)
+
+# Runs a command on the login host os-h1 (its hostname, address, /etc/hosts).
+login() { nsenter -t "$(cat "$dir/sshd.1.pid")" -n -u -m -- env SLURM_CONF="$SLURM_CONF" "$@"; }
+# The processes left in the compute hosts' namespaces, beyond the daemons.
+leftovers() {
+  for i in 2 3; do
+    ip netns pids "os-h$i" | xargs -r ps -o comm= -p | grep -vxE 'sshd|slurmd|timeout' || true
+  done
+}
+passed=0 failed=0
+check() { # check NAME: reads the verdict (0 = pass) from $?
+  if [ "$1" = 0 ]; then passed=$((passed + 1)); echo "ok   $2"; else
+    failed=$((failed + 1)); echo "FAIL $2"; sed 's/^/     | /' "$dir/out" | tail -15; fi
+}
+
+set +e
+timeout 120 srun "${jobs[@]}" --mpi=pmi2 "$ex/hello_put" >"$dir/out" 2>&1
+[ $? = 0 ] && [ "$(grep -c 'received "Hello' "$dir/out")" = 4 ] && grep -q 'via shm' "$dir/out" && grep -q 'via tcp' "$dir/out"
+check $? "srun -N2 -n4 --mpi=pmi2 hello_put, no rlaunch: 4 ranks wire up over PMI-2 (shm and tcp)"
+
+login timeout 120 salloc "${jobs[@]}" bash -c "$bin/rlaunch --dry-run $ex/hello_put && $bin/rlaunch $ex/hello_put" >"$dir/out" 2>&1
+[ $? = 0 ] && grep -q 'hosts from the Slurm allocation' "$dir/out" && grep -q 'started with srun' "$dir/out" &&
+  [ "$(grep -c 'rank . -> os-h[23]' "$dir/out")" = 4 ] && [ "$(grep -c 'received "Hello' "$dir/out")" = 4 ]
+check $? "salloc -N2 + rlaunch with no hostfile: 2 hosts x 2 ranks from the allocation, proxies started by srun"
+
+printf '#!/bin/sh\n%s %s\n' "$bin/rlaunch" "$ex/pi" >"$dir/job.sh"
+login timeout 120 sbatch --wait "${jobs[@]}" --output="$dir/job.out" "$dir/job.sh" >"$dir/out" 2>&1
+status=$?
+cat "$dir/job.out" >>"$dir/out" 2>/dev/null
+[ $status = 0 ] && grep -qi 'pi' "$dir/job.out"
+check $? "sbatch of a script running rlaunch: the job succeeds and its output file has the result"
+
+timeout 120 srun "${jobs[@]}" --mpi=pmi2 "$ex/faults" exit 3 7 >"$dir/out" 2>&1
+status=$?
+[ $status != 0 ] && grep -qE 'exited with exit code 7|error code 7|code 7' "$dir/out"
+check $? "a rank exits 7 under srun: the step fails and names it"
+
+printf '#!/bin/sh\n%s %s sleep\n' "$bin/rlaunch" "$ex/faults" >"$dir/sleep.sh"
+job=$(login sbatch --parsable "${jobs[@]}" --output="$dir/sleep.out" "$dir/sleep.sh")
+for _ in $(seq 100); do [ "$(grep -c ready "$dir/sleep.out" 2>/dev/null)" = 4 ] && break; sleep 0.2; done
+before=$(leftovers | wc -l)
+login scancel "$job"
+for _ in $(seq 100); do [ -z "$(leftovers)" ] && break; sleep 0.1; done
+{ echo "before scancel: $before processes"; leftovers; cat "$dir/sleep.out"; } >"$dir/out"
+[ "$before" -ge 4 ] && [ -z "$(leftovers)" ]
+check $? "scancel during a run: no process is left on any host"
+
+login timeout 120 salloc "${jobs[@]}" bash -c "$bin/rlaunch $ex/faults sleep & sleep 5; kill -9 \$!; sleep 3" >"$dir/out" 2>&1
+for _ in $(seq 100); do [ -z "$(leftovers)" ] && break; sleep 0.1; done
+leftovers >>"$dir/out"
+[ -z "$(leftovers)" ] && [ "$(grep -c ready "$dir/out")" = 4 ]
+check $? "rlaunch SIGKILLed while srun is its launch agent: no orphan on any host"
+set -e
+
+echo "slurm: $passed passed, $failed failed"
+[ "$failed" = 0 ]
