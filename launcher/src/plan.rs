@@ -129,16 +129,12 @@ impl LaunchPlan {
         if let Some(allocation) = &self.allocation {
             out += &format!("hosts from the {allocation}\n");
         }
-        let agent = match self.launch_agent {
-            LaunchAgent::Ssh => "ssh",
-            LaunchAgent::Srun => "srun",
-        };
-        if self
+        let remote = self
             .ranks
             .iter()
-            .any(|p| !crate::job::spawn::is_local(&self.hosts[p.host].host))
-        {
-            out += &format!("other hosts started with {agent}\n");
+            .any(|p| !crate::job::spawn::is_local(&self.hosts[p.host].host));
+        if remote && self.launch_agent == LaunchAgent::Srun {
+            out += "other hosts started with srun\n";
         }
         for p in &self.ranks {
             let host = &self.hosts[p.host];
