@@ -100,7 +100,10 @@ pub fn start_host(
     });
     let mut stdout = child.stdout.take().expect("piped stdout");
     let (events, host_name, tag_output) = (events.clone(), host.host.clone(), plan.tag_output);
-    let agent = ssh.clone();
+    let agent = match plan.launch_agent {
+        crate::cli::LaunchAgent::Ssh => "ssh",
+        crate::cli::LaunchAgent::Srun => "srun",
+    };
     let mut pending: Vec<usize> = placements.iter().map(|p| p.rank).collect();
     readers.push(std::thread::spawn(move || {
         let mut failed = false;
