@@ -1,0 +1,503 @@
+//! The client against a fake PMI-2 server that formats its replies as
+//! Slurm's `mpi/pmi2` plugin does.
+
+use super::message::*;
+use super::*;
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, IntoRawFd};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::Instant;
+
+/// Generous: only a broken test ever waits this long.
+const LONG: Duration = Duration::from_secs(10);
+/// For the tests that expect a timeout.
+const SHORT: Duration = Duration::from_millis(200);
+const JOBID: &str = "1234.0";
+
+/// Ways the fake server departs from a healthy slurmstepd.
+#[derive(Clone, Copy, Default)]
+struct Quirks {
+    /// Never answer this command ("init" for the init line).
+    silent: Option<&'static str>,
+    /// Answer this command with this payload instead.
+    reply: Option<(&'static str, &'static str)>,
+    /// The init reply line instead of the healthy one.
+    init_reply: Option<&'static str>,
+    /// Write length headers like MPICH (`%6u`) instead of Slurm (`%-6d`).
+    right_justified: bool,
+}
+
+/// One step's KVS, shared by the fake stepd connections: committed pairs
+/// and a fence barrier across all `size` tasks.
+struct Kvs {
+    size: usize,
+    state: Mutex<(HashMap<String, String>, usize, u64)>,
+    fenced: Condvar,
+}
+
+impl Kvs {
+    fn new(size: usize) -> Arc<Kvs> {
+        Arc::new(Kvs {
+            size,
+            state: Mutex::new(Default::default()),
+            fenced: Condvar::new(),
+        })
+    }
+
+    /// Commits this task's puts, then waits for every task (like Slurm, puts are invisible until here).
+    fn fence(&self, pending: &mut Vec<(String, String)>) {
+        let mut st = self.state.lock().unwrap();
+        st.0.extend(pending.drain(..));
+        st.1 += 1;
+        let generation = st.2;
+        if st.1 == self.size {
+            st.1 = 0;
+            st.2 += 1;
+            self.fenced.notify_all();
+        }
+        let deadline = Instant::now() + LONG;
+        while st.2 == generation {
+            let left = deadline
+                .checked_duration_since(Instant::now())
+                .expect("fake fence: a rank never fenced");
+            st = self.fenced.wait_timeout(st, left).unwrap().0;
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<String> {
+        self.state.lock().unwrap().0.get(key).cloned()
+    }
+}
+
+fn frame(payload: &str, right_justified: bool) -> Vec<u8> {
+    let len = payload.len();
+    let header = if right_justified {
+        format!("{len:>6}")
+    } else {
+        format!("{len:<6}")
+    };
+    format!("{header}{payload}").into_bytes()
+}
+
+/// Serves one task the way Slurm 22.05's mpi/pmi2 agent does, and returns
+/// every request exactly as it arrived on the wire.
+fn serve(mut s: UnixStream, rank: usize, kvs: Arc<Kvs>, q: Quirks) -> Vec<String> {
+    let mut log = Vec::new();
+    // Slurm does one read of up to 64 bytes and sscanf()s it as the init line.
+    let mut buf = [0u8; 64];
+    let n = s.read(&mut buf).unwrap();
+    assert_eq!(&buf[..n], INIT_LINE, "the first read must hold exactly the init line");
+    log.push(String::from_utf8(buf[..n].to_vec()).unwrap());
+    if q.silent == Some("init") {
+        while s.read(&mut buf).is_ok_and(|n| n > 0) {}
+        return log;
+    }
+    let init = q
+        .init_reply
+        .unwrap_or("cmd=response_to_init rc=0 pmi_version=2 pmi_subversion=0\n");
+    s.write_all(init.as_bytes()).unwrap();
+    let mut pending = Vec::new();
+    loop {
+        let mut header = [0u8; 6];
+        if s.read_exact(&mut header).is_err() {
+            return log; // the client hung up
+        }
+        let len: usize = std::str::from_utf8(&header).unwrap().trim().parse().unwrap();
+        let mut body = vec![0u8; len];
+        s.read_exact(&mut body).unwrap();
+        let text = String::from_utf8(body).unwrap();
+        log.push(format!("{}{text}", std::str::from_utf8(&header).unwrap()));
+        let req = parse_reply(&text).expect("Slurm drops, unanswered, requests that break its syntax");
+        let field = |k: &str| {
+            req.get(k)
+                .unwrap_or_else(|| panic!("{} without {k}", req.cmd))
+                .to_string()
+        };
+        if q.silent == Some(req.cmd.as_str()) || req.cmd == "abort" {
+            continue;
+        }
+        let reply = match (q.reply, req.cmd.as_str()) {
+            (Some((cmd, reply)), _) if cmd == req.cmd => reply.to_string(),
+            (_, "fullinit") => {
+                field("pmijobid");
+                field("pmirank");
+                assert_eq!(field("threaded"), "FALSE");
+                format!(
+                    "cmd=fullinit-response;rc=0;pmi-version=2;pmi-subversion=0;rank={rank};size={};\
+                     appnum=-1;debugged=FALSE;pmiverbose=FALSE;",
+                    kvs.size
+                )
+            }
+            (_, "kvs-put") => {
+                pending.push((field("key"), field("value")));
+                "cmd=kvs-put-response;rc=0;".into()
+            }
+            (_, "kvs-fence") => {
+                kvs.fence(&mut pending);
+                "cmd=kvs-fence-response;rc=0;".into()
+            }
+            (_, "kvs-get") => {
+                field("jobid");
+                field("srcid");
+                match kvs.get(&field("key")) {
+                    Some(v) => format!("cmd=kvs-get-response;rc=0;found=TRUE;value={v};"),
+                    None => "cmd=kvs-get-response;rc=0;found=FALSE;".into(),
+                }
+            }
+            (_, "finalize") => "cmd=finalize-response;rc=0;".into(),
+            (_, other) => panic!("Slurm would drop the unknown command {other} without a reply"),
+        };
+        s.write_all(&frame(&reply, q.right_justified)).unwrap();
+        if req.cmd == "finalize" {
+            return log;
+        }
+    }
+}
+
+/// A fake step of `size` tasks: the client ends, and the server threads.
+fn fake_step(size: usize, q: Quirks) -> (Vec<UnixStream>, Vec<JoinHandle<Vec<String>>>) {
+    let kvs = Kvs::new(size);
+    (0..size)
+        .map(|rank| {
+            let (client, server) = UnixStream::pair().unwrap();
+            let kvs = kvs.clone();
+            (client, thread::spawn(move || serve(server, rank, kvs, q)))
+        })
+        .unzip()
+}
+
+/// One task connected to a one-task fake step.
+fn single(q: Quirks, timeout: Duration) -> (Result<Pmi2>, JoinHandle<Vec<String>>) {
+    let (mut clients, mut servers) = fake_step(1, q);
+    let pmi = Pmi2::connect(clients.pop().unwrap(), 0, 1, JOBID.into(), timeout);
+    (pmi, servers.pop().unwrap())
+}
+
+#[test]
+fn wire_bytes_are_slurms() {
+    let (pmi, server) = single(Quirks::default(), LONG);
+    let mut pmi = pmi.unwrap();
+    pmi.put("oneside-3-c0", "4a5f00ff").unwrap();
+    assert_eq!(
+        pmi.get(None, "oneside-3-c0").unwrap(),
+        None,
+        "own puts are invisible before the fence"
+    );
+    pmi.fence().unwrap();
+    assert_eq!(pmi.get(None, "oneside-3-c0").unwrap().as_deref(), Some("4a5f00ff"));
+    assert_eq!(pmi.get(Some(0), "nobody-put-this").unwrap(), None);
+    pmi.finalize().unwrap();
+    let log = server.join().unwrap();
+    assert_eq!(
+        log,
+        [
+            "cmd=init pmi_version=2 pmi_subversion=0\n",
+            "54    cmd=fullinit;pmijobid=1234.0;pmirank=0;threaded=FALSE;",
+            "44    cmd=kvs-put;key=oneside-3-c0;value=4a5f00ff;",
+            "51    cmd=kvs-get;jobid=1234.0;srcid=-1;key=oneside-3-c0;",
+            "14    cmd=kvs-fence;",
+            "51    cmd=kvs-get;jobid=1234.0;srcid=-1;key=oneside-3-c0;",
+            "53    cmd=kvs-get;jobid=1234.0;srcid=0;key=nobody-put-this;",
+            "13    cmd=finalize;",
+        ]
+    );
+}
+
+#[test]
+fn allgather_across_three_ranks_twice_with_chunking() {
+    let (clients, servers) = fake_step(3, Quirks::default());
+    // Epoch 0: small cards. Epoch 1: exactly one chunk, three chunks, empty.
+    let cards = |epoch: usize, rank: usize| -> Vec<u8> {
+        match (epoch, rank) {
+            (0, r) => vec![r as u8; 5 + r],
+            (1, 0) => vec![0xa0; CHUNK / 2],
+            (1, 1) => (0..1500).map(|i| i as u8).collect(),
+            _ => Vec::new(),
+        }
+    };
+    let ranks: Vec<_> = clients
+        .into_iter()
+        .enumerate()
+        .map(|(rank, stream)| {
+            thread::spawn(move || {
+                let mut pmi = Pmi2::connect(stream, rank, 3, JOBID.into(), LONG).unwrap();
+                assert_eq!((pmi.rank(), pmi.size()), (rank, 3));
+                let first = pmi.allgather(&cards(0, rank)).unwrap();
+                let second = pmi.allgather(&cards(1, rank)).unwrap();
+                pmi.finalize().unwrap();
+                (first, second)
+            })
+        })
+        .collect();
+    for handle in ranks {
+        let (first, second) = handle.join().unwrap();
+        assert_eq!(first, (0..3).map(|r| cards(0, r)).collect::<Vec<_>>());
+        assert_eq!(second, (0..3).map(|r| cards(1, r)).collect::<Vec<_>>());
+    }
+    let logs: Vec<Vec<String>> = servers.into_iter().map(|s| s.join().unwrap()).collect();
+    let puts = |rank: usize, prefix: &str| logs[rank].iter().filter(|l| l.contains(prefix)).count();
+    assert_eq!(
+        puts(0, "cmd=kvs-put;key=oneside-1-0-"),
+        2,
+        "500 bytes = 1000 hex = one chunk + count"
+    );
+    assert_eq!(
+        puts(1, "cmd=kvs-put;key=oneside-1-1-"),
+        4,
+        "3000 hex = three chunks + count"
+    );
+    assert!(logs[1].iter().any(|l| l.contains("key=oneside-1-1-n;value=3;")));
+    assert!(logs[2].iter().any(|l| l.contains("key=oneside-1-2-n;value=0;")));
+    assert!(logs.iter().flatten().all(|l| l.len() < 6 + 30 + MAX_VALUE));
+    for log in &logs {
+        assert_eq!(
+            log.iter().filter(|l| l.ends_with("cmd=kvs-fence;")).count(),
+            2,
+            "one fence per allgather"
+        );
+    }
+}
+
+#[test]
+fn rc_error_names_the_step_and_the_servers_errmsg() {
+    let q = Quirks {
+        reply: Some((
+            "kvs-fence",
+            "cmd=kvs-fence-response;rc=14;errmsg=failed to send temp kvs to srun_ retried 5 times;",
+        )),
+        ..Quirks::default()
+    };
+    let (pmi, server) = single(q, LONG);
+    let mut pmi = pmi.unwrap();
+    let err = pmi.allgather(b"card").unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Pmi {
+                rank: Some(0),
+                step: "kvs-fence",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    for part in [
+        "rank 0",
+        "kvs-fence",
+        "rc=14",
+        "PMI2_ERR_OTHER",
+        "retried 5 times",
+        "srun --mpi=pmi2",
+    ] {
+        assert!(text.contains(part), "{part:?} missing from: {text}");
+    }
+    drop(pmi);
+    server.join().unwrap();
+}
+
+#[test]
+fn a_server_that_never_replies_times_out() {
+    let start = Instant::now();
+    let (pmi, server) = single(
+        Quirks {
+            silent: Some("init"),
+            ..Quirks::default()
+        },
+        SHORT,
+    );
+    let err = pmi.err().expect("no reply must be an error");
+    assert!(matches!(err, Error::Pmi { step: "init", .. }), "{err:?}");
+    assert!(err.to_string().contains("no reply within 200ms"), "{err}");
+    assert!(start.elapsed() < Duration::from_secs(5));
+    server.join().unwrap();
+}
+
+#[test]
+fn an_unanswered_fence_times_out() {
+    let (pmi, server) = single(
+        Quirks {
+            silent: Some("kvs-fence"),
+            ..Quirks::default()
+        },
+        SHORT,
+    );
+    let err = pmi.unwrap().allgather(b"x").unwrap_err();
+    assert!(matches!(err, Error::Pmi { step: "kvs-fence", .. }), "{err:?}");
+    assert!(err.to_string().contains("some rank has not reached the fence"), "{err}");
+    server.join().unwrap();
+}
+
+#[test]
+fn a_pmi1_only_server_is_reported_at_init() {
+    let q = Quirks {
+        init_reply: Some("cmd=response_to_init rc=-1 pmi_version=1 pmi_subversion=1\n"),
+        ..Quirks::default()
+    };
+    let (pmi, server) = single(q, LONG);
+    let err = pmi.err().unwrap();
+    assert!(matches!(err, Error::Pmi { step: "init", .. }), "{err:?}");
+    assert!(err.to_string().contains("PMI-1"), "{err}");
+    server.join().unwrap();
+}
+
+#[test]
+fn fullinit_must_agree_with_the_environment() {
+    let (mut clients, mut servers) = fake_step(1, Quirks::default());
+    let err = Pmi2::connect(clients.pop().unwrap(), 1, 2, JOBID.into(), LONG)
+        .err()
+        .unwrap();
+    assert!(matches!(err, Error::Pmi { step: "fullinit", .. }), "{err:?}");
+    assert!(
+        err.to_string().contains("rank 0 of 1, but PMI_RANK=1 and PMI_SIZE=2"),
+        "{err}"
+    );
+    servers.pop().unwrap().join().unwrap();
+}
+
+#[test]
+fn right_justified_headers_are_read_too() {
+    let (pmi, server) = single(
+        Quirks {
+            right_justified: true,
+            ..Quirks::default()
+        },
+        LONG,
+    );
+    let mut pmi = pmi.unwrap();
+    assert_eq!(pmi.allgather(&[1, 2, 3]).unwrap(), [vec![1, 2, 3]]);
+    pmi.finalize().unwrap();
+    server.join().unwrap();
+}
+
+#[test]
+fn bad_keys_and_values_are_refused_before_sending() {
+    let (pmi, server) = single(Quirks::default(), LONG);
+    let mut pmi = pmi.unwrap();
+    for (key, value) in [
+        ("k", "a;b"),
+        ("k", "line\n"),
+        ("has space", "v"),
+        (&*"k".repeat(65), "v"),
+    ] {
+        let err = pmi.put(key, value).unwrap_err();
+        assert!(matches!(err, Error::Pmi { step: "kvs-put", .. }), "{err:?}");
+    }
+    assert!(pmi.put("k", &"v".repeat(MAX_VALUE + 1)).is_err());
+    pmi.finalize().unwrap();
+    let log = server.join().unwrap();
+    assert!(!log.iter().any(|l| l.contains("kvs-put")), "{log:?}");
+}
+
+#[test]
+fn abort_asks_for_the_whole_step_and_expects_no_reply() {
+    let (pmi, server) = single(Quirks::default(), LONG);
+    pmi.unwrap().abort("rank 0: out of memory; giving up\n").unwrap();
+    let log = server.join().unwrap();
+    assert_eq!(
+        log.last().unwrap(),
+        "61    cmd=abort;isworld=TRUE;msg=rank 0: out of memory_ giving up_;"
+    );
+}
+
+#[test]
+fn replies_parse_by_slurms_rules() {
+    let r = parse_reply("cmd=kvs-get-response;rc=0;found=TRUE;value=a=b;value=second;").unwrap();
+    assert_eq!(r.cmd, "kvs-get-response");
+    assert_eq!(
+        r.get("value"),
+        Some("a=b"),
+        "'=' may appear in a value; the first duplicate wins"
+    );
+    assert!(parse_reply("cmd=kvs-put-response;rc=0")
+        .unwrap_err()
+        .contains("does not end in ';'"));
+    assert!(parse_reply("rc=0;cmd=x;").unwrap_err().contains("cmd="));
+    assert!(parse_reply("").is_err());
+}
+
+#[test]
+fn environment_hands_over_pmi_fd() {
+    let (client, server) = UnixStream::pair().unwrap();
+    let server = thread::spawn(move || serve(server, 0, Kvs::new(1), Quirks::default()));
+    let fd = client.into_raw_fd();
+    let vars: HashMap<&str, String> = [
+        ("PMI_FD", fd.to_string()),
+        ("PMI_RANK", "0".into()),
+        ("PMI_SIZE", "1".into()),
+        ("PMI_JOBID", "77.0".into()),
+        (BOOTSTRAP_TIMEOUT, "5".into()),
+    ]
+    .into();
+    // SAFETY: `fd` came from into_raw_fd just above; nothing else owns it.
+    let mut pmi = unsafe { Pmi2::from_lookup(|k| vars.get(k).cloned()) }.unwrap().unwrap();
+    assert_eq!(
+        (pmi.rank(), pmi.size(), pmi.jobid.as_str(), pmi.timeout),
+        (0, 1, "77.0", Duration::from_secs(5))
+    );
+    // SAFETY: fcntl on an fd `pmi` owns.
+    let flags = unsafe { libc::fcntl(pmi.stream.as_raw_fd(), libc::F_GETFD) };
+    assert_eq!(flags & libc::FD_CLOEXEC, libc::FD_CLOEXEC);
+    assert_eq!(pmi.allgather(b"hi").unwrap(), [b"hi".to_vec()]);
+    pmi.finalize().unwrap();
+    assert!(server.join().unwrap()[1].contains("pmijobid=77.0;pmirank=0;"));
+}
+
+#[test]
+fn environment_problems_are_explained() {
+    // SAFETY (all three): no PMI_FD, a non-number, and a regular file's fd,
+    // which is refused before anything takes it over.
+    assert!(unsafe { Pmi2::from_lookup(|_| None) }.is_none());
+    let vars = |fd: String| {
+        move |k: &str| {
+            if k == "PMI_FD" {
+                Some(fd.clone())
+            } else {
+                Some("0".into())
+            }
+        }
+    };
+    let err = unsafe { Pmi2::from_lookup(vars("abc".into())) }.unwrap().err().unwrap();
+    assert!(
+        err.to_string()
+            .contains(r#"PMI_FD="abc" is not a non-negative integer"#),
+        "{err}"
+    );
+    let file = std::fs::File::open("/proc/self/status").unwrap();
+    let err = unsafe { Pmi2::from_lookup(vars(file.as_raw_fd().to_string())) }
+        .unwrap()
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("not a socket"), "{err}");
+    assert!(err.to_string().contains("srun --mpi=pmi2"), "{err}");
+}
+
+#[test]
+fn pmix_only_launch_gets_a_hint() {
+    let pmix: HashMap<&str, &str> = [
+        ("PMIX_RANK", "2"),
+        ("PMIX_NAMESPACE", "slurm.pmix.9.0"),
+        ("PMIX_SERVER_URI41", "pmix-server.1;tcp4://x"),
+    ]
+    .into();
+    let hint = pmix_only_hint_from(|k| pmix.get(k).map(|v| v.to_string())).unwrap();
+    for part in [
+        "PMIx",
+        "PMIX_NAMESPACE=slurm.pmix.9.0",
+        "PMI-2",
+        "srun --mpi=pmi2",
+        "rlaunch",
+    ] {
+        assert!(hint.contains(part), "{part:?} missing from: {hint}");
+    }
+    let with_fd = |k: &str| {
+        if k == "PMI_FD" {
+            Some("3".into())
+        } else {
+            pmix.get(k).map(|v| v.to_string())
+        }
+    };
+    assert_eq!(pmix_only_hint_from(with_fd), None);
+    assert_eq!(pmix_only_hint_from(|_| None), None);
+}
