@@ -43,20 +43,12 @@ pub(crate) struct CtxConnect {
 }
 
 impl CtxConnect {
-    /// Pushes out every live context's batch of small puts, so a put on a
-    /// context reaches its target while this rank waits, as one on the
-    /// default context does; forgets the contexts that are gone.
-    pub(crate) fn send_batches(&self, world: &World) -> Result<()> {
+    /// The contexts still alive (whose batches a local wait pushes out);
+    /// forgets the ones that are gone.
+    pub(crate) fn live(&self) -> Vec<Arc<CtxLinks>> {
         let mut live = crate::sync::lock(&self.live);
         live.retain(|links| links.strong_count() > 0);
-        for links in live.iter().filter_map(Weak::upgrade) {
-            for &peer in &world.tcp_peers {
-                crate::sync::lock(links.link(peer))
-                    .flush()
-                    .map_err(|source| world.lost(peer, "put", source))?;
-            }
-        }
-        Ok(())
+        live.iter().filter_map(Weak::upgrade).collect()
     }
 }
 

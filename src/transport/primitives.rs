@@ -333,10 +333,7 @@ impl World {
     fn quiet_tcp(&self, stream: Stream<'_>) -> Result<()> {
         let mut owed = Vec::new();
         for &peer in &self.tcp_peers {
-            let Route::Tcp(link) = self.route(stream, peer) else {
-                unreachable!("tcp_peers lists only TCP paths")
-            };
-            let mut link = lock(link);
+            let mut link = lock(self.tcp_link(stream, peer));
             if link.start_quiet().map_err(|source| self.lost(peer, "quiet", source))? {
                 owed.push((peer, link));
             }
@@ -347,9 +344,10 @@ impl World {
         Ok(())
     }
 
-    fn tcp_link(&self, peer: usize) -> &Mutex<TcpPeer> {
-        match &self.paths[peer] {
-            Path::Tcp(link) => link,
+    /// The stream's link to TCP peer `peer` (one of `tcp_peers`).
+    fn tcp_link<'a>(&'a self, stream: Stream<'a>, peer: usize) -> &'a Mutex<TcpPeer> {
+        match self.route(stream, peer) {
+            Route::Tcp(link) => link,
             _ => unreachable!("tcp_peers lists only TCP paths"),
         }
     }
@@ -369,15 +367,23 @@ impl World {
     /// context's and every live context's (before a local wait, which may
     /// depend on one of them).
     pub(crate) fn send_batches(&self) -> Result<()> {
+        self.send_batch_of(Stream::Default)?;
+        if let Some(connect) = &self.ctx_connect {
+            for links in connect.live() {
+                self.send_batch_of(Stream::Ctx(&links))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Pushes out the stream's batch to every TCP peer.
+    fn send_batch_of(&self, stream: Stream<'_>) -> Result<()> {
         for &peer in &self.tcp_peers {
-            lock(self.tcp_link(peer))
+            lock(self.tcp_link(stream, peer))
                 .flush()
                 .map_err(|source| self.lost(peer, "put", source))?;
         }
-        match &self.ctx_connect {
-            Some(connect) => connect.send_batches(self),
-            None => Ok(()),
-        }
+        Ok(())
     }
 }
 
