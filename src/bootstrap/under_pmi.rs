@@ -16,7 +16,7 @@
 use super::pmi2::Pmi2;
 use crate::error::{Error, Result};
 use crate::protocol::env::LaunchEnv;
-use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
 
 const NONCE_BYTES: usize = 16;
 
@@ -73,9 +73,8 @@ fn job_id(pmi_jobid: &str) -> String {
 /// The address this rank's engine listens on and peers connect to.
 pub(crate) fn local_ip() -> IpAddr {
     let toward = |target: &str| -> Option<IpAddr> {
-        let socket = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).ok()?;
-        socket.connect((target, 9)).ok()?;
-        socket.local_addr().ok().map(|a| a.ip())
+        let target = (target, 9).to_socket_addrs().ok()?.next()?;
+        crate::protocol::route::source_toward(target).ok()
     };
     if let Some(ip) = std::env::var("SLURM_LAUNCH_NODE_IPADDR").ok().and_then(|a| toward(&a)) {
         if !ip.is_unspecified() {

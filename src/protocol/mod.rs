@@ -1,9 +1,11 @@
 //! The contract between `rlaunch` and the ranks it starts: the environment
 //! variables a rank reads ([`env`]), the bootstrap messages and their framing
-//! ([`wire`]), and the secret-based handshake every bootstrap connection runs
-//! ([`auth`]). `rlaunch` links this module and nothing else of the library's
+//! ([`wire`]), the secret-based handshake every bootstrap connection runs
+//! ([`auth`]), and how a host picks the address peers reach it at
+//! ([`route`]). `rlaunch` links this module and nothing else of the library's
 //! data path.
 
 pub mod auth;
 pub mod env;
+pub mod route;
 pub mod wire;

@@ -5,7 +5,7 @@
 use super::spawn::Agent;
 use crate::error::LaunchError;
 use crate::plan::LaunchPlan;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 
 pub fn bootstrap_ip(plan: &LaunchPlan) -> Result<IpAddr, LaunchError> {
     if let Some(ip) = plan.bootstrap_addr {
@@ -33,9 +33,7 @@ fn route_source(host: &str) -> std::io::Result<IpAddr> {
         .to_socket_addrs()?
         .find(SocketAddr::is_ipv4)
         .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no IPv4 address"))?;
-    let probe = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0))?;
-    probe.connect(target)?;
-    Ok(probe.local_addr()?.ip())
+    oneside::protocol::route::source_toward(target)
 }
 
 /// The first IPv4 address of interface `name`.
