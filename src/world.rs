@@ -5,7 +5,7 @@
 use crate::bootstrap::{self, LauncherLink};
 use crate::error::{Error, Result};
 use crate::heap::Allocator;
-use crate::protocol::env::{heap_size_from_env, LaunchEnv};
+use crate::protocol::env::heap_size_from_env;
 use crate::segment::Segment;
 use crate::sym::{Pod, Sym};
 use crate::team::layout::{Layout, MAX_TEAMS};
@@ -99,31 +99,12 @@ pub fn init_with(options: Options) -> Result<World> {
         true => crate::globals::executable_data(),
         false => None,
     };
-    let mut pmi = None;
-    let env = match LaunchEnv::from_env()? {
-        Some(env) => env,
-        None => match bootstrap::pmi2::Pmi2::from_env() {
-            Some(connected) => {
-                let mut connected = connected?;
-                let env = bootstrap::under_pmi::launch_env(&mut connected)?;
-                pmi = Some(connected);
-                env
-            }
-            None => {
-                if let Some(hint) = bootstrap::pmi2::pmix_only_hint() {
-                    return Err(Error::Pmi {
-                        rank: None,
-                        step: "init",
-                        detail: hint,
-                    });
-                }
-                let own = Segment::anonymous(0, segment_heap_bytes(heap_bytes, 1), data)?;
-                let host = crate::hostname();
-                let mut world = World::assemble(0, 1, 0, 1, host, own, vec![Path::Local], vec![0], None);
-                world.data = data;
-                return Ok(world);
-            }
-        },
+    let Some((env, pmi)) = bootstrap::launched()? else {
+        let own = Segment::anonymous(0, segment_heap_bytes(heap_bytes, 1), data)?;
+        let host = crate::hostname();
+        let mut world = World::assemble(0, 1, 0, 1, host, own, vec![Path::Local], vec![0], None);
+        world.data = data;
+        return Ok(world);
     };
     let choice = Choice::from_env(env.rank)?;
     let remote_peers = env.local_size < env.size;

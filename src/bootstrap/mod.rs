@@ -83,6 +83,28 @@ impl LauncherLink {
     }
 }
 
+/// Who started this rank: rlaunch (its variables), `srun --mpi=pmi2` (its
+/// PMI-2 server, connected, after the first all-gather), or nobody (`None`:
+/// a singleton). A PMIx-only launcher is an error that says so.
+pub(crate) fn launched() -> Result<Option<(LaunchEnv, Option<pmi2::Pmi2>)>> {
+    if let Some(env) = LaunchEnv::from_env()? {
+        return Ok(Some((env, None)));
+    }
+    if let Some(connected) = pmi2::Pmi2::from_env() {
+        let mut pmi = connected?;
+        let env = under_pmi::launch_env(&mut pmi)?;
+        return Ok(Some((env, Some(pmi))));
+    }
+    match pmi2::pmix_only_hint() {
+        Some(hint) => Err(Error::Pmi {
+            rank: None,
+            step: "init",
+            detail: hint,
+        }),
+        None => Ok(None),
+    }
+}
+
 /// Runs the whole bootstrap and returns every rank's card, indexed by rank.
 ///
 /// `make_card` builds this rank's card once the address peers reach it at
