@@ -19,6 +19,10 @@ use std::io;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
+/// How much longer than the launcher a rank waits for every rank to
+/// register, so the launcher's verdict (which ranks are missing) comes first.
+const LAUNCHER_VERDICT_GRACE: Duration = Duration::from_secs(2);
+
 /// How long finalize waits for the launcher to acknowledge.
 const FAREWELL_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -146,6 +150,13 @@ pub fn exchange_cards(
         pid: std::process::id(),
     };
     send_blocking(&mut stream, &register).map_err(launcher_err("register"))?;
+    // The launcher's deadline for every rank to register is `timeout` from
+    // its start, and it then names the missing ranks in an `Abort`; waiting
+    // a grace longer here lets that verdict arrive even when the launcher
+    // runs late under load, rather than this rank's own, less telling error.
+    stream
+        .set_read_timeout(Some(timeout + LAUNCHER_VERDICT_GRACE))
+        .map_err(launcher_err("register"))?;
 
     let right = match recv_blocking(&mut stream, MAX_FRAME) {
         Ok(Msg::Ring { right }) => right,
@@ -161,7 +172,7 @@ pub fn exchange_cards(
             return Err(Error::BootstrapTimeout {
                 rank: env.rank,
                 stage: "wait for every rank to register with the launcher",
-                waited: timeout,
+                waited: timeout + LAUNCHER_VERDICT_GRACE,
                 missing: Vec::new(),
             })
         }
