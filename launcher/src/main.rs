@@ -13,9 +13,10 @@ mod proxy;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    // The remote end of an ssh connection: not a user-facing mode.
+    // One host's agent under ssh or srun: not a user-facing mode.
     if std::env::args_os().nth(1).is_some_and(|a| a == "--proxy") {
-        return ExitCode::from(proxy::run());
+        let rest: Vec<String> = std::env::args().skip(2).collect();
+        return ExitCode::from(proxy::run(&rest));
     }
     // A host's side of `rlaunch --check`: not a user-facing mode either.
     if std::env::args_os().nth(1).is_some_and(|a| a == "--probe") {

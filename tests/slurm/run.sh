@@ -52,6 +52,11 @@ status=$?
 [ $status != 0 ] && grep -qE 'exited with exit code 7|error code 7|code 7' "$dir/out"
 check $? "a rank exits 7 under srun: the step fails and names it"
 
+login timeout 120 salloc "${jobs[@]}" bash -c "$bin/rlaunch $ex/faults exit 3 7; echo rlaunch=\$?" >"$dir/out" 2>&1
+grep -q 'rank 3 on host os-h3 (pid [0-9]*) exited with code 7' "$dir/out" && grep -qx 'rlaunch=7' "$dir/out" &&
+  ! grep -q 'srun' "$dir/out"
+check $? "a rank exits 7 under rlaunch in an allocation: rlaunch names rank and host, exits 7, srun stays quiet"
+
 printf '#!/bin/sh\n%s %s sleep\n' "$bin/rlaunch" "$ex/faults" >"$dir/sleep.sh"
 job=$(login sbatch --parsable "${jobs[@]}" --output="$dir/sleep.out" "$dir/sleep.sh")
 for _ in $(seq 100); do [ "$(grep -c ready "$dir/sleep.out" 2>/dev/null)" = 4 ] && break; sleep 0.2; done
@@ -62,11 +67,12 @@ for _ in $(seq 100); do [ -z "$(leftovers)" ] && break; sleep 0.1; done
 [ "$before" -ge 4 ] && [ -z "$(leftovers)" ]
 check $? "scancel during a run: no process is left on any host"
 
-login timeout 120 salloc "${jobs[@]}" bash -c "$bin/rlaunch $ex/faults sleep & sleep 5; kill -9 \$!; sleep 3" >"$dir/out" 2>&1
+steps='squeue --steps -h -o "step %i on %N" -j $SLURM_JOB_ID'
+login timeout 120 salloc "${jobs[@]}" bash -c "$bin/rlaunch $ex/faults sleep & sleep 5; $steps; kill -9 \$!; sleep 3" >"$dir/out" 2>&1
 for _ in $(seq 100); do [ -z "$(leftovers)" ] && break; sleep 0.1; done
 leftovers >>"$dir/out"
-[ -z "$(leftovers)" ] && [ "$(grep -c ready "$dir/out")" = 4 ]
-check $? "rlaunch SIGKILLed while srun is its launch agent: no orphan on any host"
+[ -z "$(leftovers)" ] && [ "$(grep -c ready "$dir/out")" = 4 ] && [ "$(grep -c '^step [0-9.]* on os-h\[2-3\]$' "$dir/out")" = 1 ]
+check $? "rlaunch SIGKILLed while its one srun step runs proxies on both hosts: no orphan on any host"
 set -e
 
 echo "slurm: $passed passed, $failed failed"

@@ -1,6 +1,7 @@
 //! Running a `LaunchPlan`: start the bootstrap service and the ranks (here,
-//! and through one ssh connection per other host), then supervise them from
-//! one event channel until every rank has ended.
+//! and on other hosts through one ssh connection each or one srun step for
+//! all), then supervise them from one event channel until every rank has
+//! ended.
 //!
 //! All news arrives as a [`JobEvent`] on a single channel (rank exits from
 //! waiter threads and proxies, bootstrap news from the service, Ctrl-C from
@@ -17,7 +18,9 @@ mod pmi;
 pub mod remote;
 pub mod report;
 pub mod spawn;
+mod srun_step;
 
+use crate::cli::LaunchAgent;
 use crate::error::LaunchError;
 use crate::plan::{LaunchPlan, Placement};
 use crossbeam::channel::{self, RecvTimeoutError};
@@ -130,17 +133,22 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
     let mut procs: Vec<RankProcess> = Vec::with_capacity(size);
     let mut readers = Vec::new();
     let mut spawn_error = None;
+    let mut srun_hosts: Vec<Vec<&Placement>> = Vec::new();
     for (host_index, host) in plan.hosts.iter().enumerate() {
         let placements: Vec<&Placement> = plan.ranks.iter().filter(|p| p.host == host_index).collect();
         if placements.is_empty() {
             continue;
         }
-        let started = match Agent::for_host(&host.host) {
-            Agent::Local => placements
+        let started = match (Agent::for_host(&host.host), plan.launch_agent) {
+            (Agent::Local, _) => placements
                 .iter()
                 .map(|p| local::start_rank(plan, p, &job, &events_tx, &mut readers))
                 .collect::<Result<Vec<_>, _>>(),
-            Agent::Ssh => remote::start_host(plan, &placements, &job, &events_tx, &mut readers),
+            (Agent::Ssh, LaunchAgent::Ssh) => remote::start_host(plan, &placements, &job, &events_tx, &mut readers),
+            (Agent::Ssh, LaunchAgent::Srun) => {
+                srun_hosts.push(placements);
+                continue;
+            }
         };
         match started {
             Ok(mut ranks) => procs.append(&mut ranks),
@@ -148,6 +156,12 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
                 spawn_error = Some(e);
                 break;
             }
+        }
+    }
+    if spawn_error.is_none() && !srun_hosts.is_empty() {
+        match srun_step::start_hosts(plan, &srun_hosts, &job, &events_tx, &mut readers) {
+            Ok(mut ranks) => procs.append(&mut ranks),
+            Err(e) => spawn_error = Some(e),
         }
     }
     procs.sort_by_key(|p| p.rank);

@@ -1,9 +1,13 @@
-//! `rlaunch --proxy`: the remote end of one ssh connection. It starts its
-//! host's ranks, forwards their output and exit statuses as frames on
-//! stdout, applies the launcher's signals, and SIGKILLs every rank when its
-//! stdin closes, which is how it learns the launcher or the connection is
-//! gone. A rank therefore never outlives the job, even if rlaunch is killed.
+//! `rlaunch --proxy`: one host's agent. It starts its host's ranks,
+//! forwards their output and exit statuses as frames, applies the
+//! launcher's signals, and SIGKILLs every rank when its link to the
+//! launcher closes, which is how it learns the launcher or the connection
+//! is gone. A rank therefore never outlives the job, even if rlaunch is
+//! killed. The link is the ssh connection's stdin and stdout
+//! (`rlaunch --proxy`), or a TCP connection back to the launcher for a
+//! proxy started by srun (`rlaunch --proxy --connect ADDR`).
 
+mod connect;
 pub mod wire;
 
 use crate::job::output::{self, Stream};
@@ -11,11 +15,11 @@ use crate::job::report::Ending;
 use crate::job::spawn;
 use crossbeam::channel;
 use oneside::protocol::wire::{encode_any, recv_any};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use wire::{FromProxy, ToProxy, MAX_FRAME};
+use wire::{FromProxy, ProxySpec, ToProxy, MAX_FRAME};
 
 enum ProxyEvent {
     Exited { rank: u32, pid: i32, ending: Ending },
@@ -23,7 +27,7 @@ enum ProxyEvent {
     LauncherGone,
 }
 
-type Outbox = Arc<Mutex<std::io::Stdout>>;
+type Outbox = Arc<Mutex<Box<dyn Write + Send>>>;
 
 fn send(out: &Outbox, msg: &FromProxy) {
     let frame = encode_any(msg);
@@ -31,22 +35,59 @@ fn send(out: &Outbox, msg: &FromProxy) {
     let _ = out.write_all(&frame).and_then(|()| out.flush());
 }
 
-/// Runs the proxy; returns its exit status.
-pub fn run() -> u8 {
-    let mut stdin = std::io::stdin().lock();
-    let spec = match recv_any::<ToProxy>(&mut stdin, MAX_FRAME) {
-        Ok(ToProxy::Start(spec)) => spec,
-        Ok(other) => {
-            eprintln!("rlaunch --proxy: expected a start message, got {other:?}");
-            return 2;
-        }
-        Err(e) => {
-            eprintln!("rlaunch --proxy: no start message from the launcher: {e}");
-            return 2;
-        }
+/// Runs the proxy (`args`: what follows `--proxy`); returns its exit status.
+pub fn run(args: &[String]) -> u8 {
+    let link = match args {
+        [] => from_stdin(),
+        [flag, address] if flag == "--connect" => connect::connect(address).and_then(|(stream, spec)| {
+            let input = stream.try_clone().map_err(|e| e.to_string())?;
+            Ok(Link {
+                spec,
+                input: Box::new(input),
+                output: Box::new(stream),
+            })
+        }),
+        _ => Err(format!(
+            "unexpected arguments {args:?}; rlaunch starts its proxies itself"
+        )),
     };
-    drop(stdin);
-    let out: Outbox = Arc::new(Mutex::new(std::io::stdout()));
+    match link {
+        Ok(link) => serve(link),
+        Err(e) => {
+            eprintln!("rlaunch --proxy: {e}");
+            2
+        }
+    }
+}
+
+/// The launcher's side of the proxy: what to start, and the two directions of frames.
+struct Link {
+    spec: ProxySpec,
+    input: Box<dyn Read + Send>,
+    output: Box<dyn Write + Send>,
+}
+
+/// The ssh link: the start message on stdin, frames on stdout.
+fn from_stdin() -> Result<Link, String> {
+    match recv_any::<ToProxy>(&mut std::io::stdin().lock(), MAX_FRAME) {
+        Ok(ToProxy::Start(spec)) => Ok(Link {
+            spec,
+            input: Box::new(std::io::stdin()),
+            output: Box::new(std::io::stdout()),
+        }),
+        Ok(other) => Err(format!("expected a start message, got {other:?}")),
+        Err(e) => Err(format!("no start message from the launcher: {e}")),
+    }
+}
+
+/// Starts `spec`'s ranks and relays until every one has ended.
+fn serve(link: Link) -> u8 {
+    let Link {
+        spec,
+        mut input,
+        output,
+    } = link;
+    let out: Outbox = Arc::new(Mutex::new(output));
     let (events_tx, events) = channel::unbounded();
     let mut live: Vec<(u32, i32)> = Vec::new();
 
@@ -115,17 +156,14 @@ pub fn run() -> u8 {
         live.push((rank.rank, pid));
     }
 
-    std::thread::spawn(move || {
-        let mut stdin = std::io::stdin().lock();
-        loop {
-            match recv_any::<ToProxy>(&mut stdin, MAX_FRAME) {
-                Ok(msg) => {
-                    let _ = events_tx.send(ProxyEvent::Control(msg));
-                }
-                Err(_) => {
-                    let _ = events_tx.send(ProxyEvent::LauncherGone);
-                    return;
-                }
+    std::thread::spawn(move || loop {
+        match recv_any::<ToProxy>(&mut input, MAX_FRAME) {
+            Ok(msg) => {
+                let _ = events_tx.send(ProxyEvent::Control(msg));
+            }
+            Err(_) => {
+                let _ = events_tx.send(ProxyEvent::LauncherGone);
+                return;
             }
         }
     });

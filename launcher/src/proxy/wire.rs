@@ -1,5 +1,6 @@
-//! What rlaunch and its proxies say to each other over an ssh connection's
-//! stdin and stdout: a closed set of messages in the same versioned,
+//! What rlaunch and its proxies say to each other, over an ssh connection's
+//! stdin and stdout or over the TCP connection a srun-started proxy makes
+//! back to rlaunch: a closed set of messages in the same versioned,
 //! length-prefixed postcard frames as the bootstrap protocol.
 
 use crate::job::output::Stream;
@@ -8,6 +9,11 @@ use serde::{Deserialize, Serialize};
 
 /// Largest frame either side accepts.
 pub const MAX_FRAME: usize = 16 << 20;
+
+/// The environment variable that hands a srun-started proxy the secret it
+/// proves itself with when it connects back (never on a command line,
+/// where other users of the node could read it).
+pub const PROXY_SECRET_ENV: &str = "RLAUNCH_PROXY_SECRET";
 
 /// Launcher → proxy.
 #[derive(Debug, Serialize, Deserialize)]
@@ -39,8 +45,27 @@ pub struct ProxyRank {
 /// Proxy → launcher.
 #[derive(Debug, Serialize, Deserialize)]
 pub enum FromProxy {
-    Started { rank: u32, pid: i32 },
-    SpawnFailed { rank: u32, error: String },
-    Output { rank: u32, stream: Stream, line: Vec<u8> },
-    Exited { rank: u32, ending: Ending },
+    /// A proxy that connected back over TCP names its node (Slurm's name
+    /// for it, and its hostname) before anything else.
+    Hello {
+        node: String,
+        hostname: String,
+    },
+    Started {
+        rank: u32,
+        pid: i32,
+    },
+    SpawnFailed {
+        rank: u32,
+        error: String,
+    },
+    Output {
+        rank: u32,
+        stream: Stream,
+        line: Vec<u8>,
+    },
+    Exited {
+        rank: u32,
+        ending: Ending,
+    },
 }
