@@ -61,6 +61,11 @@ pub enum Error {
         detail: String,
     },
 
+    /// A launcher started this process as one of many tasks but gave it no
+    /// PMI-2 server (a PMIx-only launcher, or srun without `--mpi=pmi2`).
+    #[error("cannot wire up: {detail}")]
+    MissingPmi { detail: String },
+
     /// The launcher aborted the job while this rank was bootstrapping.
     #[error("rank {rank}: the launcher aborted the job: {reason}")]
     Aborted { rank: usize, reason: String },

@@ -99,12 +99,8 @@ pub(crate) fn launched() -> Result<Option<(LaunchEnv, Option<pmi2::Pmi2>)>> {
         let env = under_pmi::launch_env(&mut pmi)?;
         return Ok(Some((env, Some(pmi))));
     }
-    match pmi2::pmix_only_hint() {
-        Some(hint) => Err(Error::Pmi {
-            rank: None,
-            step: "init",
-            detail: hint,
-        }),
+    match pmi2::missing_pmi_hint() {
+        Some(detail) => Err(Error::MissingPmi { detail }),
         None => Ok(None),
     }
 }

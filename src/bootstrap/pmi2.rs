@@ -364,13 +364,15 @@ impl Pmi2 {
     }
 }
 
-/// A sentence for a rank started by a PMIx-only launcher, which oneside
-/// cannot talk to; `None` if `PMI_FD` is set or there is no PMIx server.
-pub(crate) fn pmix_only_hint() -> Option<String> {
-    pmix_only_hint_from(|k| std::env::var(k).ok())
+/// A sentence for a process that a launcher started as one of many tasks
+/// but without a PMI-2 server to wire up through: a PMIx-only launcher, or
+/// srun without `--mpi=pmi2`. Either would otherwise run every task alone
+/// as a singleton. `None` when `PMI_FD` is set or nothing says so.
+pub(crate) fn missing_pmi_hint() -> Option<String> {
+    missing_pmi_hint_from(|k| std::env::var(k).ok())
 }
 
-fn pmix_only_hint_from(var: impl Fn(&str) -> Option<String>) -> Option<String> {
+fn missing_pmi_hint_from(var: impl Fn(&str) -> Option<String>) -> Option<String> {
     const URIS: [&str; 6] = [
         "PMIX_SERVER_URI41",
         "PMIX_SERVER_URI4",
@@ -379,14 +381,28 @@ fn pmix_only_hint_from(var: impl Fn(&str) -> Option<String>) -> Option<String> {
         "PMIX_SERVER_URI21",
         "PMIX_SERVER_URI",
     ];
-    if var("PMI_FD").is_some() || !URIS.iter().any(|u| var(u).is_some()) {
+    if var("PMI_FD").is_some() {
         return None;
     }
-    let (namespace, rank) = (var("PMIX_NAMESPACE")?, var("PMIX_RANK")?);
-    Some(format!(
-        "this process was started by a PMIx-only launcher (PMIX_NAMESPACE={namespace}, PMIX_RANK={rank}) \
-         and has no PMI_FD: oneside speaks PMI-2, not PMIx; run it with `srun --mpi=pmi2` or with rlaunch"
-    ))
+    if URIS.iter().any(|u| var(u).is_some()) {
+        let (namespace, rank) = (var("PMIX_NAMESPACE")?, var("PMIX_RANK")?);
+        return Some(format!(
+            "this process was started by a PMIx-only launcher (PMIX_NAMESPACE={namespace}, PMIX_RANK={rank}) \
+             and has no PMI_FD: oneside speaks PMI-2, not PMIx; run it with `srun --mpi=pmi2` or with rlaunch"
+        ));
+    }
+    // Only srun's tasks carry SLURM_STEP_NUM_TASKS; a batch script does not.
+    let tasks: u64 = var("SLURM_STEP_NUM_TASKS")?.parse().ok()?;
+    let task = var("SLURM_PROCID")?;
+    (tasks > 1).then(|| {
+        let step = var("SLURM_STEP_ID").unwrap_or_else(|| "?".into());
+        let job = var("SLURM_JOB_ID").unwrap_or_else(|| "?".into());
+        format!(
+            "this process is task {task} of {tasks} in Slurm step {job}.{step}, but srun gave it no PMI server \
+             (PMI_FD is unset), so its tasks cannot find each other; run it with `srun --mpi=pmi2` \
+             (or set MpiDefault=pmi2 in slurm.conf), or start it with rlaunch"
+        )
+    })
 }
 
 fn check_socket(fd: RawFd) -> Result<(), String> {

@@ -9,7 +9,8 @@ cd "$(dirname "$0")/../.."
 repo=$PWD
 dir=$(mktemp -d /tmp/oneside-slurm.XXXXXX)
 trap 'tests/slurm/slurm.sh down "$dir" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
-cargo build --release --bins --examples --quiet
+cargo build --release --quiet
+cargo build --release --examples --quiet
 tests/slurm/slurm.sh up 3 "$dir" </dev/null >"$dir/up.log" 2>&1 || { cat "$dir/up.log"; exit 1; }
 export SLURM_CONF=$dir/slurm.conf
 bin=$repo/target/release
@@ -34,6 +35,15 @@ set +e
 timeout 120 srun "${jobs[@]}" --mpi=pmi2 "$ex/hello_put" >"$dir/out" 2>&1
 [ $? = 0 ] && [ "$(grep -c 'received "Hello' "$dir/out")" = 4 ] && grep -q 'via shm' "$dir/out" && grep -q 'via tcp' "$dir/out"
 check $? "srun -N2 -n4 --mpi=pmi2 hello_put, no rlaunch: 4 ranks wire up over PMI-2 (shm and tcp)"
+
+"$bin/oshcc" -o "$dir/ring" tests/c/ring.c
+timeout 120 srun "${jobs[@]}" --mpi=pmi2 "$dir/ring" >"$dir/out" 2>&1
+[ $? = 0 ] && [ "$(cat "$dir/out")" = "ring ok" ]
+check $? "srun --mpi=pmi2 of a C program built with oshcc: the C API wires up over PMI-2 as well"
+
+timeout 120 srun "${jobs[@]}" --mpi=none "$ex/hello_put" >"$dir/out" 2>&1
+[ $? != 0 ] && [ "$(grep -c 'task [0-3] of 4 in Slurm step .*srun --mpi=pmi2' "$dir/out")" = 4 ] && ! grep -q received "$dir/out"
+check $? "srun without PMI (--mpi=none): every task says what is missing instead of running alone"
 
 login timeout 120 salloc "${jobs[@]}" bash -c "$bin/rlaunch --dry-run $ex/hello_put && $bin/rlaunch $ex/hello_put" >"$dir/out" 2>&1
 [ $? = 0 ] && grep -q 'hosts from the Slurm allocation' "$dir/out" && grep -q 'started with srun' "$dir/out" &&

@@ -481,7 +481,7 @@ fn pmix_only_launch_gets_a_hint() {
         ("PMIX_SERVER_URI41", "pmix-server.1;tcp4://x"),
     ]
     .into();
-    let hint = pmix_only_hint_from(|k| pmix.get(k).map(|v| v.to_string())).unwrap();
+    let hint = missing_pmi_hint_from(|k| pmix.get(k).map(|v| v.to_string())).unwrap();
     for part in [
         "PMIx",
         "PMIX_NAMESPACE=slurm.pmix.9.0",
@@ -498,6 +498,38 @@ fn pmix_only_launch_gets_a_hint() {
             pmix.get(k).map(|v| v.to_string())
         }
     };
-    assert_eq!(pmix_only_hint_from(with_fd), None);
-    assert_eq!(pmix_only_hint_from(|_| None), None);
+    assert_eq!(missing_pmi_hint_from(with_fd), None);
+    assert_eq!(missing_pmi_hint_from(|_| None), None);
+}
+
+#[test]
+fn a_task_of_srun_without_pmi_gets_a_hint_not_a_singleton() {
+    let srun: HashMap<&str, &str> = [
+        ("SLURM_STEP_NUM_TASKS", "4"),
+        ("SLURM_PROCID", "2"),
+        ("SLURM_STEP_ID", "0"),
+        ("SLURM_JOB_ID", "17"),
+    ]
+    .into();
+    let hint = missing_pmi_hint_from(|k| srun.get(k).map(|v| v.to_string())).unwrap();
+    for part in [
+        "task 2 of 4",
+        "step 17.0",
+        "PMI_FD is unset",
+        "srun --mpi=pmi2",
+        "MpiDefault=pmi2",
+    ] {
+        assert!(hint.contains(part), "{part:?} missing from: {hint}");
+    }
+    let one_task = |k: &str| match k {
+        "SLURM_STEP_NUM_TASKS" => Some("1".to_string()),
+        _ => srun.get(k).map(|v| v.to_string()),
+    };
+    assert_eq!(missing_pmi_hint_from(one_task), None, "srun -n 1 runs a singleton");
+    let batch_script: HashMap<&str, &str> = [("SLURM_NTASKS", "4"), ("SLURM_PROCID", "0")].into();
+    assert_eq!(
+        missing_pmi_hint_from(|k| batch_script.get(k).map(|v| v.to_string())),
+        None,
+        "a program run straight from a batch script is a singleton"
+    );
 }
