@@ -1,7 +1,7 @@
 # Prints oneside/peer ratios from two files of "<metric> <bytes> <value> <unit>"
 # lines (ours first, then the peer's); each figure is the median of its lines.
 #   awk -v rows="put_lat 8|put_bw 1048576" -v peer="Open MPI" -f bench/ratios.awk ours.txt peer.txt
-# Latency-like figures (lower is better): *_lat, *_lat_npN, barrier_*, launch_*.
+# Latency-like figures (lower is better): *_lat, *_lat_npN, barrier_*, launch*, wireup*.
 function median(list,   n, a, i, j, t) {
   n = split(list, a, " ")
   for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
@@ -16,7 +16,7 @@ END {
     key = list[r]; split(key, kb, " ")
     if (!((1, key) in vals) || !((2, key) in vals)) continue
     ours = median(vals[1, key]); theirs = median(vals[2, key])
-    lower = (kb[1] ~ /_lat$|_lat_np|^barrier|^launch/)
+    lower = (kb[1] ~ /_lat$|_lat_np|^barrier|^launch|^wireup/)
     printf "%-18s %14.4f %14.4f %8.2f  %s [%s]\n", key, ours, theirs, ours / theirs, lower ? "lower" : "higher", unit[key]
   }
 }
