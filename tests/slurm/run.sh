@@ -77,6 +77,12 @@ for _ in $(seq 100); do [ -z "$(leftovers)" ] && break; sleep 0.1; done
 [ "$before" -ge 4 ] && [ -z "$(leftovers)" ]
 check $? "scancel during a run: no process is left on any host"
 
+login timeout 120 salloc "${jobs[@]}" bash -c "$bin/rlaunch $ex/faults sleep & sleep 5; kill -INT \$!; wait \$!; echo rlaunch=\$?" >"$dir/out" 2>&1
+for _ in $(seq 100); do [ -z "$(leftovers)" ] && break; sleep 0.1; done
+leftovers >>"$dir/out"
+[ -z "$(leftovers)" ] && [ "$(grep -c ready "$dir/out")" = 4 ] && grep -qx 'rlaunch=130' "$dir/out" && grep -q 'interrupted; stopping all ranks' "$dir/out"
+check $? "SIGINT to rlaunch using srun: it stops every rank, exits 130, and leaves nothing behind"
+
 steps='squeue --steps -h -o "step %i on %N" -j $SLURM_JOB_ID'
 login timeout 120 salloc "${jobs[@]}" bash -c "$bin/rlaunch $ex/faults sleep & sleep 5; $steps; kill -9 \$!; sleep 3" >"$dir/out" 2>&1
 for _ in $(seq 100); do [ -z "$(leftovers)" ] && break; sleep 0.1; done
