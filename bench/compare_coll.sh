@@ -12,8 +12,8 @@
 #   coll_barrier_lat 0, bcast_lat N, reduce_{f64,i64,f32}_sum_lat N (N bytes
 #   of array), fcollect_lat N, collect_lat N (N bytes from each rank),
 #   alltoall_lat N (N bytes per destination). OSU's OpenSHMEM reduce is an
-#   f32 sum and it has no alltoall: for reduce_f64/i64 and alltoall, MPI is
-#   the only peer (mpi_coll also measures reduce_f32_sum_lat and collect_lat).
+#   f32 sum (compared with our reduce_f32_sum_lat) and it has no alltoall:
+#   for reduce_f64/i64 and alltoall, MPI is the only peer.
 #
 # LOAD=1 also runs oneside under one busy CPU-bound process (started before
 # and killed after each loaded run) in every round, and prints oneside loaded

@@ -61,6 +61,7 @@ pub fn collectives(world: &World, max: usize, smoke: bool) -> Result<Vec<Figure>
     let dst = world.alloc::<u8>(max * ranks)?;
     let f64s = (world.alloc::<f64>(max / 8)?, world.alloc::<f64>(max / 8)?);
     let i64s = (world.alloc::<i64>(max / 8)?, world.alloc::<i64>(max / 8)?);
+    let f32s = (world.alloc::<f32>(max / 4)?, world.alloc::<f32>(max / 4)?);
     for &bytes in &sweep {
         let n = iterations(bytes, smoke);
         keep(
@@ -79,6 +80,12 @@ pub fn collectives(world: &World, max: usize, smoke: bool) -> Result<Vec<Figure>
             bytes,
             time(world, n, || world.reduce(team, Sum, &i64s.1, &i64s.0, e))?,
         );
+        // What OSU's osu_oshm_reduce measures (shmem_float_sum_to_all).
+        keep(
+            "reduce_f32_sum_lat",
+            bytes,
+            time(world, n, || world.reduce(team, Sum, &f32s.1, &f32s.0, bytes / 4))?,
+        );
         keep(
             "fcollect_lat",
             bytes,
@@ -95,6 +102,8 @@ pub fn collectives(world: &World, max: usize, smoke: bool) -> Result<Vec<Figure>
             time(world, n, || world.alltoall(team, &dst, &src, bytes))?,
         );
     }
+    world.free(f32s.1)?;
+    world.free(f32s.0)?;
     world.free(i64s.1)?;
     world.free(i64s.0)?;
     world.free(f64s.1)?;
@@ -106,10 +115,11 @@ pub fn collectives(world: &World, max: usize, smoke: bool) -> Result<Vec<Figure>
 
 /// The human-readable table: one row per size, one column per collective.
 pub fn table(ranks: usize, figures: &[Figure]) -> String {
-    const COLUMNS: [&str; 6] = [
+    const COLUMNS: [&str; 7] = [
         "bcast_lat",
         "reduce_f64_sum_lat",
         "reduce_i64_sum_lat",
+        "reduce_f32_sum_lat",
         "fcollect_lat",
         "collect_lat",
         "alltoall_lat",
@@ -119,8 +129,8 @@ pub fn table(ranks: usize, figures: &[Figure]) -> String {
         out += &format!("barrier {:.3}\n", barrier.value);
     }
     out += &format!(
-        "{:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n",
-        "bytes", "bcast", "reduce f64", "reduce i64", "fcollect", "collect", "alltoall"
+        "{:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n",
+        "bytes", "bcast", "reduce f64", "reduce i64", "reduce f32", "fcollect", "collect", "alltoall"
     );
     let mut sizes: Vec<usize> = figures
         .iter()
