@@ -9,11 +9,12 @@
 //!   ranks the kernel happened to place together ran 80x slower.
 //! * **Yield** after that, and at once when ranks outnumber cores, as Open
 //!   MPI's `mpi_yield_when_idle` does: the rank we wait for may need this
-//!   core. Measured here with one CPU-bound process beside a 2-rank job,
-//!   spinning for milliseconds instead made a barrier cost 580 µs (the
-//!   descheduled partner waits for a whole time slice), yielding early
-//!   7.4 µs; both are far from the quiet 0.06 µs, and closing that gap is
-//!   open work.
+//!   core. With one CPU-bound process beside a 2-rank job, most
+//!   collectives stay within 2× of their quiet time (a rank sharing its core
+//!   with that process runs about half the time, so 2× is the floor for
+//!   lockstep work). Spinning 200 µs or 5 ms before yielding instead of
+//!   [`SPIN_POLLS`] polls changed nothing beyond the run-to-run noise
+//!   (`LOAD=1 bench/compare_coll.sh`, 2026-11-22).
 //! * **Nap** in short sleeps after [`YIELD_FOR`], so a rank idle in a long
 //!   wait (a master waiting for workers) does not burn a core forever.
 
