@@ -12,9 +12,9 @@ mod ring;
 pub(crate) mod under_pmi;
 
 use crate::error::{Error, Result};
-use crate::protocol::auth::Connector;
+use crate::protocol::auth::{self, HandshakeError};
 use crate::protocol::env::LaunchEnv;
-use crate::protocol::wire::{recv_blocking, send_blocking, Msg, MAX_FRAME, MAX_UNAUTHENTICATED_FRAME};
+use crate::protocol::wire::{recv_blocking, send_blocking, Msg, MAX_FRAME};
 use std::io;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::time::Duration;
@@ -131,7 +131,7 @@ pub fn exchange_cards(
         .set_read_timeout(Some(timeout))
         .map_err(launcher_err("connect"))?;
 
-    authenticate_to_launcher(env, &mut stream).map_err(|e| e.into_error(env, "authenticate"))?;
+    auth::connect_blocking(&mut stream, &env.secret).map_err(|e| handshake_error(e, env, "authenticate"))?;
 
     // Listen on the address the launcher sees us at, so peers can reach us the same way.
     let local_ip = stream.local_addr().map_err(launcher_err("register"))?.ip();
@@ -199,35 +199,21 @@ pub fn exchange_cards(
     ))
 }
 
-enum HandshakeError {
-    Io(io::Error),
-    Auth(crate::protocol::auth::AuthError),
-}
-
-impl HandshakeError {
-    fn into_error(self, env: &LaunchEnv, stage: &'static str) -> Error {
-        match self {
-            HandshakeError::Io(source) => Error::BootstrapLauncher {
-                rank: env.rank,
-                addr: env.bootstrap_addr.clone(),
-                stage,
-                source,
-            },
-            HandshakeError::Auth(e) => Error::BootstrapAuth {
-                rank: env.rank,
-                peer: format!("launcher at {}", env.bootstrap_addr),
-                detail: e.describe(),
-            },
-        }
+/// A failed handshake with the launcher, as this rank's error.
+fn handshake_error(e: HandshakeError, env: &LaunchEnv, stage: &'static str) -> Error {
+    match e {
+        HandshakeError::Io(source) => Error::BootstrapLauncher {
+            rank: env.rank,
+            addr: env.bootstrap_addr.clone(),
+            stage,
+            source,
+        },
+        HandshakeError::Auth(e) => Error::BootstrapAuth {
+            rank: env.rank,
+            peer: format!("launcher at {}", env.bootstrap_addr),
+            detail: e.describe(),
+        },
     }
-}
-
-fn authenticate_to_launcher(env: &LaunchEnv, stream: &mut TcpStream) -> Result<(), HandshakeError> {
-    let challenge = recv_blocking(stream, MAX_UNAUTHENTICATED_FRAME).map_err(HandshakeError::Io)?;
-    let (connector, response) = Connector::respond(&env.secret, &challenge).map_err(HandshakeError::Auth)?;
-    send_blocking(stream, &response).map_err(HandshakeError::Io)?;
-    let confirm = recv_blocking(stream, MAX_UNAUTHENTICATED_FRAME).map_err(HandshakeError::Io)?;
-    connector.finish(&env.secret, &confirm).map_err(HandshakeError::Auth)
 }
 
 fn resolve(addr: &str) -> io::Result<SocketAddr> {

@@ -12,9 +12,10 @@
 //! Fresh random nonces on both sides stop replay; the role labels stop
 //! reflecting a proof back at its sender. Tags are compared in constant time.
 
-use super::wire::{Msg, Nonce, Tag};
+use super::wire::{recv_blocking, send_blocking, Msg, Nonce, Tag, MAX_UNAUTHENTICATED_FRAME};
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
+use std::io::{self, Read, Write};
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -110,6 +111,33 @@ impl Connector {
         };
         verify(secret, ACCEPT_LABEL, &self.own_nonce, &self.acceptor_nonce, tag)
     }
+}
+
+/// Why a handshake over a blocking stream failed.
+#[derive(Debug)]
+pub enum HandshakeError {
+    /// The stream failed or closed (or its read timeout passed).
+    Io(io::Error),
+    /// The peer does not hold the secret, or broke the handshake's order.
+    Auth(AuthError),
+}
+
+/// Runs the connector's half of the handshake on a blocking stream.
+pub fn connect_blocking(stream: &mut (impl Read + Write), secret: &[u8]) -> Result<(), HandshakeError> {
+    let challenge = recv_blocking(stream, MAX_UNAUTHENTICATED_FRAME).map_err(HandshakeError::Io)?;
+    let (connector, response) = Connector::respond(secret, &challenge).map_err(HandshakeError::Auth)?;
+    send_blocking(stream, &response).map_err(HandshakeError::Io)?;
+    let confirm = recv_blocking(stream, MAX_UNAUTHENTICATED_FRAME).map_err(HandshakeError::Io)?;
+    connector.finish(secret, &confirm).map_err(HandshakeError::Auth)
+}
+
+/// Runs the acceptor's half of the handshake on a blocking stream.
+pub fn accept_blocking(stream: &mut (impl Read + Write), secret: &[u8]) -> Result<(), HandshakeError> {
+    let (acceptor, challenge) = Acceptor::start();
+    send_blocking(stream, &challenge).map_err(HandshakeError::Io)?;
+    let response = recv_blocking(stream, MAX_UNAUTHENTICATED_FRAME).map_err(HandshakeError::Io)?;
+    let confirm = acceptor.finish(secret, &response).map_err(HandshakeError::Auth)?;
+    send_blocking(stream, &confirm).map_err(HandshakeError::Io)
 }
 
 fn mac(secret: &[u8], label: &[u8], first: &Nonce, second: &Nonce) -> HmacSha256 {

@@ -19,9 +19,9 @@ use crate::hostfile::HostEntry;
 use crate::plan::{LaunchPlan, Placement};
 use crate::proxy::wire::{FromProxy, ToProxy, MAX_FRAME, PROXY_SECRET_ENV};
 use crossbeam::channel::Sender;
-use oneside::protocol::auth::{self, Acceptor};
+use oneside::protocol::auth::{self, HandshakeError};
 use oneside::protocol::env::hex_encode;
-use oneside::protocol::wire::{encode_any, recv_any, recv_blocking, send_blocking, MAX_UNAUTHENTICATED_FRAME};
+use oneside::protocol::wire::{encode_any, recv_any};
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
@@ -219,13 +219,10 @@ fn admit(mut stream: TcpStream, secret: &[u8]) -> Result<(TcpStream, String, Str
         .and_then(|()| stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT)))
         .and_then(|()| stream.set_nodelay(true));
     setup.map_err(|e| e.to_string())?;
-    let (acceptor, challenge) = Acceptor::start();
-    send_blocking(&mut stream, &challenge).map_err(|e| e.to_string())?;
-    let response = recv_blocking(&mut stream, MAX_UNAUTHENTICATED_FRAME).map_err(|e| e.to_string())?;
-    let confirm = acceptor
-        .finish(secret, &response)
-        .map_err(|e| e.describe().to_string())?;
-    send_blocking(&mut stream, &confirm).map_err(|e| e.to_string())?;
+    auth::accept_blocking(&mut stream, secret).map_err(|e| match e {
+        HandshakeError::Io(e) => e.to_string(),
+        HandshakeError::Auth(e) => e.describe().to_string(),
+    })?;
     match recv_any::<FromProxy>(&mut stream, MAX_FRAME) {
         Ok(FromProxy::Hello { node, hostname }) => {
             stream.set_read_timeout(None).map_err(|e| e.to_string())?;

@@ -4,9 +4,9 @@
 //! host's ranks.
 
 use super::wire::{FromProxy, ProxySpec, ToProxy, MAX_FRAME, PROXY_SECRET_ENV};
-use oneside::protocol::auth::Connector;
+use oneside::protocol::auth::{self, HandshakeError};
 use oneside::protocol::env::hex_decode;
-use oneside::protocol::wire::{encode_any, recv_any, recv_blocking, send_blocking, MAX_UNAUTHENTICATED_FRAME};
+use oneside::protocol::wire::{encode_any, recv_any};
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
@@ -32,14 +32,10 @@ pub fn connect(address: &str) -> Result<(TcpStream, ProxySpec), String> {
         .map_err(|e| format!("cannot reach the launcher at {target}: {e}"))?;
     let _ = stream.set_nodelay(true);
     let failed = |e: std::io::Error| format!("the launcher at {target} hung up during the handshake: {e}");
-    let challenge = recv_blocking(&mut stream, MAX_UNAUTHENTICATED_FRAME).map_err(failed)?;
-    let (connector, response) =
-        Connector::respond(&secret, &challenge).map_err(|e| format!("the launcher at {target}: {}", e.describe()))?;
-    send_blocking(&mut stream, &response).map_err(failed)?;
-    let confirm = recv_blocking(&mut stream, MAX_UNAUTHENTICATED_FRAME).map_err(failed)?;
-    connector
-        .finish(&secret, &confirm)
-        .map_err(|e| format!("the launcher at {target}: {}", e.describe()))?;
+    auth::connect_blocking(&mut stream, &secret).map_err(|e| match e {
+        HandshakeError::Io(e) => failed(e),
+        HandshakeError::Auth(e) => format!("the launcher at {target}: {}", e.describe()),
+    })?;
 
     let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .unwrap_or_default()

@@ -18,7 +18,7 @@
 pub mod engine;
 mod request;
 
-use crate::protocol::auth::Connector;
+use crate::protocol::auth::{self, HandshakeError};
 use crate::protocol::wire::{recv_blocking, send_blocking, Msg, MAX_UNAUTHENTICATED_FRAME};
 use crate::transport::amo::Amo;
 use request::Request;
@@ -59,11 +59,10 @@ impl TcpPeer {
         let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
         stream.set_nodelay(true)?;
         stream.set_read_timeout(Some(timeout))?;
-        let challenge = recv_blocking(&mut stream, MAX_UNAUTHENTICATED_FRAME)?;
-        let (connector, response) = Connector::respond(secret, &challenge).map_err(refused)?;
-        send_blocking(&mut stream, &response)?;
-        let confirm = recv_blocking(&mut stream, MAX_UNAUTHENTICATED_FRAME)?;
-        connector.finish(secret, &confirm).map_err(refused)?;
+        auth::connect_blocking(&mut stream, secret).map_err(|e| match e {
+            HandshakeError::Io(e) => e,
+            HandshakeError::Auth(e) => io::Error::new(io::ErrorKind::PermissionDenied, e.describe()),
+        })?;
         send_blocking(&mut stream, &Msg::Hello { rank: rank as u32 })?;
         match recv_blocking(&mut stream, MAX_UNAUTHENTICATED_FRAME)? {
             Msg::Hello { .. } => {}
@@ -279,10 +278,6 @@ fn closed_plainly(e: io::Error) -> io::Error {
 
 fn len32(len: usize) -> io::Result<u32> {
     u32::try_from(len).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a single transfer is limited to 4 GiB"))
-}
-
-fn refused(e: crate::protocol::auth::AuthError) -> io::Error {
-    io::Error::new(io::ErrorKind::PermissionDenied, e.describe())
 }
 
 fn write_all_vectored(stream: &mut TcpStream, mut slices: &mut [IoSlice<'_>]) -> io::Result<()> {
