@@ -30,8 +30,9 @@ pub const STDERR_LIMIT: usize = 2000;
 pub enum ProxyChannel {
     /// The stdin of the ssh connection whose process group leads with `ssh_pid`.
     Ssh { stdin: Box<dyn Write + Send>, ssh_pid: i32 },
-    /// The TCP connection the proxy made back to the launcher.
-    Tcp(TcpStream),
+    /// The TCP connection the proxy made back to the launcher, and the srun
+    /// step (its process group) that started it.
+    Tcp { stream: TcpStream, srun_pid: i32 },
     /// A proxy that never connected: nothing to say to it.
     Absent,
 }
@@ -56,18 +57,22 @@ impl ProxyLink {
         let mut channel = self.channel.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let _ = match &mut *channel {
             ProxyChannel::Ssh { stdin, .. } => stdin.write_all(&frame).and_then(|()| stdin.flush()),
-            ProxyChannel::Tcp(stream) => stream.write_all(&frame),
+            ProxyChannel::Tcp { stream, .. } => stream.write_all(&frame),
             ProxyChannel::Absent => Ok(()),
         };
     }
 
-    /// Cuts the connection: the proxy then SIGKILLs whatever still runs.
+    /// Cuts the connection and its agent: the proxy then SIGKILLs whatever
+    /// still runs, and no agent is left for rlaunch to wait on (under srun
+    /// that is the one step of every host, which rlaunch only cuts once it
+    /// has given up on a rank).
     pub fn disconnect(&self) {
         let channel = self.channel.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         match &*channel {
             ProxyChannel::Ssh { ssh_pid, .. } => spawn::signal_group(*ssh_pid, libc::SIGKILL),
-            ProxyChannel::Tcp(stream) => {
+            ProxyChannel::Tcp { stream, srun_pid } => {
                 let _ = stream.shutdown(Shutdown::Both);
+                spawn::signal_group(*srun_pid, libc::SIGKILL);
             }
             ProxyChannel::Absent => {}
         }
@@ -156,6 +161,14 @@ pub fn forward_frames(
     ProxyOutcome { pending, failed }
 }
 
+/// How an agent (ssh, srun) ended, quoting its stderr if it said anything.
+pub fn agent_end(agent: &str, status: &str, stderr: &str) -> String {
+    match stderr.is_empty() {
+        true => format!("{agent} ended ({status})"),
+        false => format!("{agent} failed ({status}): {}", stderr.replace('\n', " | ")),
+    }
+}
+
 /// Reads a child's stderr to its end on a thread; yields at most
 /// [`STDERR_LIMIT`] characters of it, trimmed.
 pub fn collect_stderr(mut stderr: impl Read + Send + 'static) -> JoinHandle<String> {
@@ -210,10 +223,10 @@ pub fn start_host(
         let status = child.wait().map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
         let stderr = stderr_text.join().unwrap_or_default();
         if !outcome.pending.is_empty() && !outcome.failed {
-            let detail = match stderr.is_empty() {
-                true => format!("ssh ended ({status}) before its ranks did"),
-                false => format!("ssh failed ({status}): {}", stderr.replace('\n', " | ")),
-            };
+            let mut detail = agent_end("ssh", &status, &stderr);
+            if stderr.is_empty() {
+                detail += " before its ranks did";
+            }
             let _ = events.send(JobEvent::HostFailed {
                 host: host_name,
                 ranks: outcome.pending,

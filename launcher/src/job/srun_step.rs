@@ -68,19 +68,25 @@ pub fn srun_command(hosts: &[&HostEntry], words: &[String]) -> (String, Vec<Stri
     ("srun".to_string(), args)
 }
 
-/// How srun ended, for the failure reports of hosts whose proxy vanished.
-#[derive(Default)]
-struct SrunEnd {
+/// The srun step: its process group (what cutting a host's link kills),
+/// and how it ended, for the failure reports of hosts whose proxy vanished.
+struct SrunStep {
+    pid: i32,
     words: Mutex<Option<String>>,
     ended: Condvar,
 }
 
-impl SrunEnd {
+impl SrunStep {
+    fn new(pid: i32) -> SrunStep {
+        SrunStep {
+            pid,
+            words: Mutex::new(None),
+            ended: Condvar::new(),
+        }
+    }
+
     fn publish(&self, status: String, stderr: &str) {
-        let words = match stderr.is_empty() {
-            true => format!("srun ended ({status})"),
-            false => format!("srun failed ({status}): {}", stderr.replace('\n', " | ")),
-        };
+        let words = remote::agent_end("srun", &status, stderr);
         *self.words.lock().unwrap_or_else(|p| p.into_inner()) = Some(words);
         self.ended.notify_all();
     }
@@ -142,7 +148,7 @@ pub fn start_hosts(
         output::print_line(Stream::Stdout, None, line)
     }));
 
-    let end = Arc::new(SrunEnd::default());
+    let step = Arc::new(SrunStep::new(child.id() as i32));
     let deadline = Instant::now() + plan.bootstrap_timeout;
     let mut links: Vec<Option<Arc<ProxyLink>>> = vec![None; hosts.len()];
     let mut srun_status = None;
@@ -156,7 +162,7 @@ pub fn start_hosts(
                         eprintln!("rlaunch: a proxy connected from {peer} for node {node} ({hostname}), which has no ranks left to start; ignoring it");
                         continue;
                     };
-                    let link = serve(plan, &hosts[index], job, stream, &end, events, readers)?;
+                    let link = serve(plan, &hosts[index], job, stream, &step, events, readers)?;
                     links[index] = Some(link);
                 }
                 Err(detail) => eprintln!("rlaunch: refused a connection to the proxy listener from {peer}: {detail}"),
@@ -167,7 +173,7 @@ pub fn start_hosts(
                     break;
                 }
                 if Instant::now() >= deadline {
-                    spawn::signal_group(child.id() as i32, libc::SIGKILL);
+                    spawn::signal_group(step.pid, libc::SIGKILL);
                     let status = child.wait().map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
                     srun_status = Some(format!(
                         "{status}, killed after --bootstrap-timeout {}s",
@@ -183,16 +189,16 @@ pub fn start_hosts(
 
     match srun_status {
         Some(status) => {
-            end.publish(status, &without_noise(stderr.join().unwrap_or_default()));
+            step.publish(status, &without_noise(stderr.join().unwrap_or_default()));
         }
-        None => readers.push(reap(child, stderr, Arc::clone(&end))),
+        None => readers.push(reap(child, stderr, Arc::clone(&step))),
     }
     let mut procs = Vec::new();
     for (index, placements) in hosts.iter().enumerate() {
         let link = match links[index].take() {
             Some(link) => link,
             None => {
-                let detail = end.wait(Duration::ZERO).unwrap_or_default();
+                let detail = step.wait(Duration::ZERO).unwrap_or_default();
                 let _ = events.send(JobEvent::HostFailed {
                     host: entries[index].host.clone(),
                     ranks: placements.iter().map(|p| p.rank).collect(),
@@ -239,7 +245,7 @@ fn serve(
     placements: &[&Placement],
     job: &JobContext,
     mut stream: TcpStream,
-    end: &Arc<SrunEnd>,
+    step: &Arc<SrunStep>,
     events: &Sender<JobEvent>,
     readers: &mut Vec<JoinHandle<()>>,
 ) -> Result<Arc<ProxyLink>, LaunchError> {
@@ -248,16 +254,22 @@ fn serve(
     // A proxy that is already gone shows up below as its stream ending.
     let _ = stream.write_all(&encode_any(&ToProxy::Start(spec)));
     let reader = stream.try_clone();
-    let link = Arc::new(ProxyLink::new(host.clone(), ProxyChannel::Tcp(stream)));
+    let link = Arc::new(ProxyLink::new(
+        host.clone(),
+        ProxyChannel::Tcp {
+            stream,
+            srun_pid: step.pid,
+        },
+    ));
     let pending: Vec<usize> = placements.iter().map(|p| p.rank).collect();
-    let (events, end, tag_output) = (events.clone(), Arc::clone(end), plan.tag_output);
+    let (events, step, tag_output) = (events.clone(), Arc::clone(step), plan.tag_output);
     readers.push(std::thread::spawn(move || {
         let outcome = match reader {
             Ok(reader) => remote::forward_frames(reader, &host, tag_output, pending, &events),
             Err(_) => remote::ProxyOutcome { pending, failed: false },
         };
         if !outcome.pending.is_empty() && !outcome.failed {
-            let srun = end
+            let srun = step
                 .wait(SRUN_WORDS_WAIT)
                 .unwrap_or_else(|| "srun still runs".to_string());
             let _ = events.send(JobEvent::HostFailed {
@@ -277,7 +289,7 @@ fn without_noise(stderr: String) -> String {
 }
 
 /// Waits for srun once every proxy has its ranks, and publishes how it ended.
-fn reap(mut child: Child, stderr: JoinHandle<String>, end: Arc<SrunEnd>) -> JoinHandle<()> {
+fn reap(mut child: Child, stderr: JoinHandle<String>, step: Arc<SrunStep>) -> JoinHandle<()> {
     std::thread::spawn(move || {
         let status = child.wait();
         let success = status.as_ref().is_ok_and(|s| s.success());
@@ -286,7 +298,7 @@ fn reap(mut child: Child, stderr: JoinHandle<String>, end: Arc<SrunEnd>) -> Join
         if success && !stderr.is_empty() {
             output::print_line(Stream::Stderr, None, format!("{stderr}\n").as_bytes());
         }
-        end.publish(status, &stderr);
+        step.publish(status, &stderr);
     })
 }
 
