@@ -2,7 +2,7 @@
 # "<metric> <bytes> <value> <unit>" lines: the first file is ours, the others
 # are the peers, in the order of `names`. Each figure is the median of its
 # lines in a file; "best peer" is the lowest median for latency-like figures
-# (*_lat, barrier_*, launch_*, as bench/ratios.awk) and the highest for the
+# (*_lat, barrier_*, launch*, wireup*, as bench/ratios.awk) and the highest for the
 # others; ratio = ours / best peer. An empty or missing figure shows as "-".
 #
 #   awk -f bench/best_ratios.awk -v names="oneside|oshmem|mpi" [-v goal=1.0] \
@@ -19,7 +19,7 @@ function median(list,   n, a, i, j, t) {
   for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
   return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
-function lower_better(metric) { return metric ~ /_lat$|^barrier|^launch/ }
+function lower_better(metric) { return metric ~ /_lat$|^barrier|^launch|^wireup/ }
 function fmt(v) { return v == "" ? "-" : sprintf("%.4f", v) }
 BEGIN {
   nfiles = 0

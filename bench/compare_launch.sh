@@ -89,18 +89,10 @@ ratios() { # ratios OURS PEER TITLE
   ratios srun-pmi2 mpirun "srun --mpi=pmi2 alone / mpirun, same allocation"
   ratios rlaunch-srun rlaunch-ssh "rlaunch over srun / rlaunch over ssh"
   echo
-  echo "== wire-up growth: slowest rank's init, median us, by ranks"
-  printf "%-14s" launcher
-  for n in $SIZES; do printf "%10s" "n=$n"; done
-  echo
-  for side in rlaunch-srun rlaunch-ssh srun-pmi2 mpirun; do
-    printf "%-14s" "$side"
-    for n in $SIZES; do
-      awk -v n="$n" '$1 == "wireup" && $2 == n { v[++k] = $3 }
-        END { for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
-              printf "%10d", k ? ((k % 2) ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2) : -1 }' "$OUT/$side.txt"
-    done
-    echo
-  done
+  echo "== wire-up growth: slowest rank's init (median us) by ranks, each launcher; ratio: rlaunch over srun / the best other"
+  growth=""
+  for n in $SIZES; do growth="$growth|wireup $n"; done
+  awk -f bench/best_ratios.awk -v names="rlaunch-srun|rlaunch-ssh|srun-pmi2|mpirun" -v rows="${growth#|}" \
+    "$OUT/rlaunch-srun.txt" "$OUT/rlaunch-ssh.txt" "$OUT/srun-pmi2.txt" "$OUT/mpirun.txt"
 } | tee "$OUT/ratios.txt"
 echo "goal: launch <= 1.0x mpirun; raw figures in $OUT/"
