@@ -298,10 +298,3 @@ pub mod prelude {
 
 /// Re-exported so applications can `#[derive(Pod, Zeroable)]` their element types.
 pub use bytemuck;
-
-/// This machine's host name, or `localhost` when it cannot be read.
-pub(crate) fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|name| name.trim().to_string())
-        .unwrap_or_else(|_| "localhost".into())
-}

@@ -101,7 +101,7 @@ pub fn init_with(options: Options) -> Result<World> {
     };
     let Some((env, pmi)) = bootstrap::launched()? else {
         let own = Segment::anonymous(0, segment_heap_bytes(heap_bytes, 1), data)?;
-        let host = crate::hostname();
+        let host = crate::protocol::route::hostname();
         let mut world = World::assemble(0, 1, 0, 1, host, own, vec![Path::Local], vec![0], None);
         world.data = data;
         return Ok(world);

@@ -22,7 +22,7 @@ const NONCE_BYTES: usize = 16;
 
 /// Runs the first all-gather and returns this rank's launch environment.
 pub(crate) fn launch_env(pmi: &mut Pmi2) -> Result<LaunchEnv> {
-    let host = crate::hostname();
+    let host = crate::protocol::route::hostname();
     let nonce: [u8; NONCE_BYTES] = crate::protocol::auth::random_bytes();
     let mut own = nonce.to_vec();
     own.extend_from_slice(host.as_bytes());
@@ -81,7 +81,7 @@ pub(crate) fn local_ip() -> IpAddr {
             return ip;
         }
     }
-    let named = (crate::hostname().as_str(), 0)
+    let named = (crate::protocol::route::hostname().as_str(), 0)
         .to_socket_addrs()
         .ok()
         .and_then(|mut addrs| addrs.find(|a| a.is_ipv4() && !a.ip().is_loopback()));

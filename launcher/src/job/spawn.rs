@@ -187,8 +187,7 @@ pub fn is_local(host: &str) -> bool {
     if matches!(host, "localhost" | "127.0.0.1" | "::1" | "localhost.localdomain") {
         return true;
     }
-    let own = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    let own = own.trim();
+    let own = oneside::protocol::route::hostname();
     host == own || own.split('.').next() == Some(host)
 }
 

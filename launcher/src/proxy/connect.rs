@@ -37,10 +37,7 @@ pub fn connect(address: &str) -> Result<(TcpStream, ProxySpec), String> {
         HandshakeError::Auth(e) => format!("the launcher at {target}: {}", e.describe()),
     })?;
 
-    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .unwrap_or_default()
-        .trim()
-        .to_string();
+    let hostname = oneside::protocol::route::hostname();
     let node = std::env::var("SLURMD_NODENAME").unwrap_or_else(|_| hostname.clone());
     stream
         .write_all(&encode_any(&FromProxy::Hello { node, hostname }))
