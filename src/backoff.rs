@@ -56,6 +56,13 @@ impl Backoff {
         self.slow_pause();
     }
 
+    /// Whether the wait has turned into naps (a long wait: the rank is
+    /// idle, not in a collective's lockstep).
+    #[inline]
+    pub(crate) fn napping(&self) -> bool {
+        self.since.is_some_and(|since| since.elapsed() >= YIELD_FOR)
+    }
+
     #[inline(never)]
     fn slow_pause(&mut self) {
         let waited = self.since.get_or_insert_with(Instant::now).elapsed();

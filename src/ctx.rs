@@ -26,19 +26,17 @@
 
 use crate::error::{Error, Result};
 use crate::transport::primitives::Stream;
-use crate::transport::tcp::TcpPeer;
+use crate::transport::tcp::{Dial, TcpPeer};
 use crate::world::World;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
 
 /// Where a context's TCP links connect: each TCP peer's progress engine,
 /// and the job secret that admits them (kept by the world when it has TCP
 /// peers); and the contexts alive, whose batches a local wait pushes out.
 pub(crate) struct CtxConnect {
     pub addrs: Vec<Option<SocketAddr>>,
-    pub secret: Vec<u8>,
-    pub timeout: Duration,
+    pub dial: Dial,
     pub live: Mutex<Vec<Weak<CtxLinks>>>,
 }
 
@@ -159,7 +157,7 @@ impl World {
                     host: String::new(),
                     detail: "no progress engine address for a context's connection".into(),
                 })?;
-                let link = TcpPeer::connect(self.rank, addr, &connect.secret, connect.timeout)
+                let link = TcpPeer::connect(self.rank, addr, &connect.dial)
                     .map_err(|source| self.lost(peer, "ctx_create", source))?;
                 links[peer] = Some(Mutex::new(link));
             }

@@ -189,15 +189,27 @@ impl World {
     /// while it waits: the loop under every wait, for conditions the
     /// typed waits do not cover (bindings' per-element comparisons).
     /// `ready` should read local memory only.
+    ///
+    /// A rank with a TCP progress engine serves its peers' requests itself
+    /// while it waits, until the wait turns into naps (see
+    /// `transport::tcp::engine`).
     pub fn poll_until<R>(&self, mut ready: impl FnMut() -> Option<R>) -> Result<R> {
         self.send_batches()?;
+        if let Some(result) = ready() {
+            return Ok(result);
+        }
+        let mut driving = self.engine.as_ref().map(|engine| engine.start_driving());
         let mut backoff = Backoff::new(self.spin_waits);
         loop {
-            if let Some(result) = ready() {
-                return Ok(result);
-            }
             self.check_links()?;
             backoff.pause();
+            if backoff.napping() {
+                driving = None;
+            }
+            if let Some(result) = ready() {
+                drop(driving);
+                return Ok(result);
+            }
         }
     }
 }

@@ -12,6 +12,7 @@ use crate::team::layout::{Layout, MAX_TEAMS};
 use crate::team::Team;
 use crate::transport::rdma::{self, RdmaLink};
 use crate::transport::tcp::engine::ProgressEngine;
+use crate::transport::tcp::Dial;
 use crate::transport::{self, Card, Choice, Path};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Mutex;
@@ -25,7 +26,7 @@ pub struct World {
     host: String,
     // Fields drop in order: the engine (which writes into `own`) and the
     // paths stop before this rank's segment is unmapped.
-    engine: Option<ProgressEngine>,
+    pub(crate) engine: Option<ProgressEngine>,
     /// The verbs transport, when the job uses verbs: connected to every
     /// rank, this one included.
     pub(crate) rdma: Option<RdmaLink>,
@@ -166,7 +167,16 @@ pub fn init_with(options: Options) -> Result<World> {
         })
         .collect::<Result<Vec<Card>>>()?;
     let timeout = std::time::Duration::from_secs(env.bootstrap_timeout_secs.max(1));
-    let paths = transport::connect_all(env.rank, choice, &cards, &env.secret, timeout)?;
+    // A rank with a TCP engine spins in its waits only if every local rank
+    // and its engine have a core; its links drive the engine while they
+    // wait for answers, as its local waits do.
+    let spin_with_engine = crate::backoff::may_spin(env.local_size, 2);
+    let dial = Dial {
+        secret: env.secret.clone(),
+        timeout,
+        driver: engine.as_ref().map(|e: &ProgressEngine| e.driver(spin_with_engine)),
+    };
+    let paths = transport::connect_all(env.rank, choice, &cards, &dial)?;
     // A verbs job sends every atomic through the NIC (the rule in the crate
     // docs), so it needs a queue pair to every rank, this one included,
     // whatever the data path; `connect_all` has checked every card has one.
@@ -196,11 +206,8 @@ pub fn init_with(options: Options) -> Result<World> {
         node_of,
         launcher,
     );
-    // A TCP progress thread needs a core whenever a peer's request arrives,
-    // and a rank spinning in a wait would keep it from this rank's own
-    // engine: spin only if every local rank and its engine have a core.
     if engine.is_some() {
-        world.spin_waits = crate::backoff::may_spin(env.local_size, 2);
+        world.spin_waits = spin_with_engine;
     }
     if !world.tcp_peers.is_empty() {
         world.ctx_connect = Some(crate::ctx::CtxConnect {
@@ -208,8 +215,7 @@ pub fn init_with(options: Options) -> Result<World> {
                 .iter()
                 .map(|card| card.tcp.as_deref().and_then(|a| a.parse().ok()))
                 .collect(),
-            secret: env.secret.clone(),
-            timeout,
+            dial,
             live: Default::default(),
         });
     }

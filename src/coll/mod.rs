@@ -138,7 +138,7 @@ impl<'a> Coll<'a> {
 
     /// Puts `src` at heap offset `offset` of member `to`.
     pub fn put(&self, to: usize, offset: usize, src: &[u8]) -> Result<()> {
-        self.w.copy_in(Stream::Default, self.rank(to), offset, src)
+        self.w.coll_copy_in(self.rank(to), offset, src)
     }
 
     /// Puts `len` bytes from this rank's heap offset `from` to heap offset

@@ -25,8 +25,7 @@ use crate::protocol::env::TRANSPORT;
 use crate::segment::{Segment, ShmCard};
 use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
-use std::time::Duration;
-use tcp::TcpPeer;
+use tcp::{Dial, TcpPeer};
 
 /// What every rank publishes about itself in the bootstrap all-gather.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -124,7 +123,7 @@ pub fn uses_verbs(choice: Choice, cards: &[Card]) -> bool {
 }
 
 /// Builds the path to every rank from the all-gathered cards.
-pub fn connect_all(rank: usize, choice: Choice, cards: &[Card], secret: &[u8], timeout: Duration) -> Result<Vec<Path>> {
+pub fn connect_all(rank: usize, choice: Choice, cards: &[Card], dial: &Dial) -> Result<Vec<Path>> {
     let own = &cards[rank];
     let verbs_job = uses_verbs(choice, cards);
     let mut paths = Vec::with_capacity(cards.len());
@@ -140,7 +139,7 @@ pub fn connect_all(rank: usize, choice: Choice, cards: &[Card], secret: &[u8], t
         let path = match choice {
             _ if peer == rank => Path::Local,
             Choice::Shm => shm::connect(rank, peer, own, card)?,
-            Choice::Tcp => connect_tcp(rank, peer, card, secret, timeout)?,
+            Choice::Tcp => connect_tcp(rank, peer, card, dial)?,
             Choice::Verbs if own.verbs.is_some() && card.verbs.is_some() => Path::Verbs,
             Choice::Verbs => {
                 return Err(Error::Unreachable {
@@ -153,7 +152,7 @@ pub fn connect_all(rank: usize, choice: Choice, cards: &[Card], secret: &[u8], t
             Choice::Auto => match shm::connect(rank, peer, own, card) {
                 Ok(path) => path,
                 Err(_) if verbs_job => Path::Verbs,
-                Err(_) if card.tcp.is_some() => connect_tcp(rank, peer, card, secret, timeout)?,
+                Err(_) if card.tcp.is_some() => connect_tcp(rank, peer, card, dial)?,
                 Err(e) => return Err(e),
             },
         };
@@ -162,7 +161,7 @@ pub fn connect_all(rank: usize, choice: Choice, cards: &[Card], secret: &[u8], t
     Ok(paths)
 }
 
-fn connect_tcp(rank: usize, peer: usize, card: &Card, secret: &[u8], timeout: Duration) -> Result<Path> {
+fn connect_tcp(rank: usize, peer: usize, card: &Card, dial: &Dial) -> Result<Path> {
     let Some(addr) = &card.tcp else {
         return Err(Error::Unreachable {
             rank,
@@ -183,6 +182,6 @@ fn connect_tcp(rank: usize, peer: usize, card: &Card, secret: &[u8], timeout: Du
             "not an ip:port address",
         ))
     })?;
-    let peer_link = TcpPeer::connect(rank, socket, secret, timeout).map_err(connect_err)?;
+    let peer_link = TcpPeer::connect(rank, socket, dial).map_err(connect_err)?;
     Ok(Path::Tcp(Mutex::new(peer_link)))
 }

@@ -229,10 +229,25 @@ impl World {
         }
     }
 
+    /// A collective's own put on the default stream: like `copy_in`, but
+    /// over TCP it does not make the next quiet ask `target` for an
+    /// acknowledgement. Nothing needs one: the receiver waits for the flag
+    /// that follows the data on the same connection, and no other rank
+    /// reads that data before the receiver has synced with it.
+    pub(crate) fn coll_copy_in(&self, target: usize, offset: usize, src: &[u8]) -> Result<()> {
+        match self.route(Stream::Default, target) {
+            Route::Tcp(link) => lock(link)
+                .untracked(|link| link.put(offset, src))
+                .map_err(|source| self.lost(target, "collective", source)),
+            _ => self.copy_in(Stream::Default, target, offset, src),
+        }
+    }
+
     /// Stores `value` into the single-writer flag word at `offset` of
     /// `target` (a collective's step flag), ordered after every earlier
     /// `copy_in` to `target`. A store on mapped memory even in a verbs job:
-    /// no NIC atomic ever touches these words.
+    /// no NIC atomic ever touches these words. Over TCP, like
+    /// `coll_copy_in`, it leaves no acknowledgement owed.
     pub(crate) fn flag_store(&self, target: usize, offset: usize, value: u64) -> Result<()> {
         match self.route(Stream::Default, target) {
             Route::Mapped(base) => {
@@ -249,9 +264,18 @@ impl World {
             // The flag leaves at once, with the data batched before it: a
             // collective may end on a notification nobody waits for here.
             Route::Tcp(link) => {
-                self.signal(Stream::Default, target, offset, SignalOp::Set, value)?;
+                let store = Amo {
+                    op: AmoOp::Set,
+                    width: Width::W64,
+                    operand: value,
+                    compare: 0,
+                    fetch: false,
+                };
                 lock(link)
-                    .flush()
+                    .untracked(|link| {
+                        link.amo(offset, store)?;
+                        link.flush()
+                    })
                     .map_err(|source| self.lost(target, "collective", source))
             }
         }
@@ -352,11 +376,15 @@ impl World {
         }
     }
 
-    /// One step of a local wait: a failed RDMA work request (a write that
-    /// will never land, so a peer that will never answer) becomes an error
-    /// here instead of a wait without end.
+    /// One step of a local wait: serves TCP requests that have arrived for
+    /// this rank (the one awaited is often among them), and turns a failed
+    /// RDMA work request (a write that will never land, so a peer that will
+    /// never answer) into an error instead of a wait without end.
     #[inline]
     pub(crate) fn check_links(&self) -> Result<()> {
+        if let Some(engine) = &self.engine {
+            engine.drive();
+        }
         match &self.rdma {
             Some(rdma) => rdma.poll(0).map_err(|f| self.rdma_failed(f)),
             None => Ok(()),

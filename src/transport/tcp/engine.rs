@@ -1,39 +1,83 @@
-//! The progress engine: a thread per rank with a mio event loop that serves
-//! peers' TCP requests against this rank's memory, so a rank busy computing
-//! still answers puts and gets.
+//! The progress engine: serves peers' TCP requests against this rank's
+//! memory, so a rank busy computing still answers puts and gets.
 //!
-//! Each connection first runs the job-secret handshake; a stranger is
-//! dropped before it can name an address. Then requests are applied in
-//! order: put payloads are received straight into the heap, get replies are
-//! sent straight from it, and a quiet is answered only after every earlier
-//! request on that connection. Atomics are applied with CPU atomics on this
-//! rank's memory (`amo::apply`), so they are atomic with the atomics of
-//! same-host peers and of this rank itself. Every offset is bounds-checked
-//! here too: a bad request closes the connection, it never touches memory.
+//! Two kinds of thread serve the same connection table:
+//!
+//! * the **progress thread**, one per rank, sleeps in a mio loop and serves
+//!   the connections that have news;
+//! * a rank's **own thread while it waits** (every local wait holds a
+//!   [`Driving`] guard and calls [`ProgressEngine::drive`] between polls):
+//!   a rank waiting for a peer's flag reads the peer's request off the
+//!   socket itself, as an MPI rank polls its own sockets. While any thread
+//!   drives, the connection set is out of the progress thread's loop, so
+//!   arrivals do not wake it: on a host whose cores are all busy that
+//!   wake-up, and the progress thread's turn on a core, were most of a TCP
+//!   hop's time (a 4-rank broadcast over TCP took 2.7x as long).
+//!
+//! The table sits behind a mutex. A driving thread only `try_lock`s it,
+//! so it never waits for the progress thread, and whoever holds the lock
+//! serves a connection until its socket would block ([`serve::serve`]), so
+//! neither leaves the other a request half read. A driving thread stops
+//! driving when its wait turns into naps (see `backoff`), and the guard
+//! hands the connections back to the progress thread when the wait ends,
+//! by success, error or panic.
 
-use super::request::{atomic_from_code, Request, ATOMIC_TAIL, HEADER_BYTES};
-use crate::protocol::auth::Acceptor;
-use crate::protocol::wire::{FrameBuf, Msg, MAX_UNAUTHENTICATED_FRAME};
+use super::ready::{ReadySet, BATCH};
+use super::serve::{serve, Conn, Verdict};
 use crate::segment::RawSegment;
-use crate::transport::amo;
-use mio::net::{TcpListener, TcpStream};
-use mio::{Events, Interest, Poll, Token, Waker};
+use mio::net::TcpListener;
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Registry, Token, Waker};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 const LISTENER: Token = Token(usize::MAX);
 const WAKER: Token = Token(usize::MAX - 1);
+const CONNECTIONS: Token = Token(usize::MAX - 2);
+
+/// How long after the last waiting thread stopped driving the progress
+/// thread takes the connections back: the longest a request can wait for
+/// a rank that left a wait to compute.
+pub const HAND_BACK: Duration = Duration::from_micros(200);
 
 /// A running progress engine. Dropping it stops and joins the thread.
 pub struct ProgressEngine {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
-    waker: Arc<Waker>,
+    table: Arc<Table>,
     thread: Option<JoinHandle<()>>,
+}
+
+/// What the progress thread and waiting threads share.
+struct Table {
+    conns: Mutex<Conns>,
+    ready: ReadySet,
+    /// The progress thread's registry, to take the connection set out of
+    /// its loop and put it back.
+    registry: Registry,
+    waker: Waker,
+    /// Whether the set is in the progress thread's loop; changed only
+    /// while holding `arming`.
+    armed: AtomicBool,
+    arming: Mutex<()>,
+    /// How many threads drive the engine now.
+    drivers: AtomicUsize,
+    /// When the last driving thread stopped, in ns since `epoch`.
+    last_drive: AtomicU64,
+    epoch: Instant,
+}
+
+/// The connections and what serving them needs.
+struct Conns {
+    rank: usize,
+    secret: Vec<u8>,
+    memory: RawSegment,
+    open: Vec<Option<Conn>>,
 }
 
 impl ProgressEngine {
@@ -42,25 +86,33 @@ impl ProgressEngine {
         let poll = Poll::new()?;
         let mut listener = TcpListener::bind(SocketAddr::new(ip, 0))?;
         poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
-        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
         let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
-        let server = Server {
-            rank,
-            poll,
-            listener,
-            secret,
-            memory,
-            conns: Vec::new(),
-        };
-        let stop_flag = Arc::clone(&stop);
+        let table = Arc::new(Table {
+            conns: Mutex::new(Conns {
+                rank,
+                secret,
+                memory,
+                open: Vec::new(),
+            }),
+            ready: ReadySet::new()?,
+            registry: poll.registry().try_clone()?,
+            waker: Waker::new(poll.registry(), WAKER)?,
+            armed: AtomicBool::new(false),
+            arming: Mutex::new(()),
+            drivers: AtomicUsize::new(0),
+            last_drive: AtomicU64::new(0),
+            epoch: Instant::now(),
+        });
+        table.arm()?;
+        let (stop_flag, shared) = (Arc::clone(&stop), Arc::clone(&table));
         let thread = std::thread::Builder::new()
             .name(format!("oneside-progress-{rank}"))
-            .spawn(move || server.run(&stop_flag))?;
+            .spawn(move || run(poll, listener, &shared, &stop_flag))?;
         Ok(ProgressEngine {
             addr,
             stop,
-            waker,
+            table,
             thread: Some(thread),
         })
     }
@@ -68,311 +120,217 @@ impl ProgressEngine {
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
+
+    /// A handle for the rank's TCP links, which drive this engine while
+    /// they wait for a peer's answer; `spin` is whether those waits may spin.
+    pub fn driver(&self, spin: bool) -> Driver {
+        Driver {
+            table: Arc::clone(&self.table),
+            spin,
+        }
+    }
+
+    /// Starts driving the engine from this thread for the length of a
+    /// wait: arrivals stop waking the progress thread, and the waiting
+    /// thread must call [`drive`](Self::drive) between its polls. The
+    /// progress thread takes the connections back [`HAND_BACK`] after the
+    /// last driver stopped, so waits in quick succession (a collective's
+    /// rounds, a loop of collectives) cost no system call here.
+    #[inline]
+    pub fn start_driving(&self) -> Driving<'_> {
+        self.table.start_driving()
+    }
+
+    /// Serves the connections that have news, unless another thread is
+    /// serving already: one step of a local wait. Costs one `epoll_wait`
+    /// with a zero timeout when nothing has arrived.
+    #[inline]
+    pub fn drive(&self) {
+        self.table.drive();
+    }
+}
+
+/// An engine as a TCP link that waits for an answer sees it: the same
+/// [`start_driving`](ProgressEngine::start_driving) and
+/// [`drive`](ProgressEngine::drive), and whether its waits may spin.
+#[derive(Clone)]
+pub struct Driver {
+    table: Arc<Table>,
+    spin: bool,
+}
+
+impl Driver {
+    #[inline]
+    pub fn start_driving(&self) -> Driving<'_> {
+        self.table.start_driving()
+    }
+
+    #[inline]
+    pub fn drive(&self) {
+        self.table.drive();
+    }
+
+    pub fn spin(&self) -> bool {
+        self.spin
+    }
+}
+
+/// A thread's turn at driving the engine (see
+/// [`ProgressEngine::start_driving`]).
+pub struct Driving<'e> {
+    table: &'e Table,
+}
+
+impl Drop for Driving<'_> {
+    fn drop(&mut self) {
+        let now = self.table.epoch.elapsed().as_nanos() as u64;
+        self.table.last_drive.store(now, Ordering::SeqCst);
+        self.table.drivers.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Table {
+    #[inline]
+    fn start_driving(&self) -> Driving<'_> {
+        self.drivers.fetch_add(1, Ordering::SeqCst);
+        if self.armed.load(Ordering::SeqCst) {
+            self.disarm();
+        }
+        Driving { table: self }
+    }
+
+    #[inline]
+    fn drive(&self) {
+        if let Ok(mut conns) = self.conns.try_lock() {
+            conns.serve_ready(&self.ready);
+        }
+    }
+
+    /// Puts the connection set into the progress thread's loop. A set
+    /// that already has news wakes the thread at once (epoll checks
+    /// readiness when a descriptor is added).
+    fn arm(&self) -> io::Result<()> {
+        let _arming = self.arming.lock().unwrap_or_else(|p| p.into_inner());
+        if !self.armed.load(Ordering::SeqCst) {
+            let fd = self.ready.as_raw_fd();
+            self.registry
+                .register(&mut SourceFd(&fd), CONNECTIONS, Interest::READABLE)?;
+            self.armed.store(true, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+
+    /// Takes the connection set out of the progress thread's loop, and
+    /// wakes the thread, which may be asleep without a timeout, so that it
+    /// starts looking for idle drivers.
+    fn disarm(&self) {
+        let _arming = self.arming.lock().unwrap_or_else(|p| p.into_inner());
+        if self.armed.load(Ordering::SeqCst) {
+            let fd = self.ready.as_raw_fd();
+            let _ = self.registry.deregister(&mut SourceFd(&fd));
+            self.armed.store(false, Ordering::SeqCst);
+            let _ = self.waker.wake();
+        }
+    }
+
+    /// How long the progress thread sleeps before it looks again: for
+    /// ever while it has the connections, [`HAND_BACK`] while drivers may.
+    fn nap(&self) -> Option<Duration> {
+        (!self.armed.load(Ordering::SeqCst)).then_some(HAND_BACK)
+    }
+
+    /// Takes the connections back if no thread has driven for [`HAND_BACK`].
+    fn take_back_if_idle(&self) {
+        if self.armed.load(Ordering::SeqCst) || self.drivers.load(Ordering::SeqCst) > 0 {
+            return;
+        }
+        let idle = self.epoch.elapsed().as_nanos() as u64 - self.last_drive.load(Ordering::SeqCst);
+        if idle >= HAND_BACK.as_nanos() as u64 {
+            if let Err(e) = self.arm() {
+                let rank = lock(&self.conns).rank;
+                eprintln!("oneside: rank {rank}: progress engine cannot watch its connections: {e}");
+            }
+        }
+    }
 }
 
 impl Drop for ProgressEngine {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
-        let _ = self.waker.wake();
+        let _ = self.table.waker.wake();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
     }
 }
 
-enum Phase {
-    AwaitResponse(Acceptor),
-    AwaitHello,
-    /// Reading a request header; `got` bytes so far.
-    Header {
-        header: [u8; HEADER_BYTES],
-        got: usize,
-    },
-    /// Receiving a put's payload into the heap.
-    Payload {
-        at: usize,
-        left: usize,
-    },
-    /// Sending bytes from `at` in the heap (a get reply).
-    Reply {
-        at: usize,
-        left: usize,
-    },
-    /// Receiving an atomic's compare operand.
-    AtomicTail {
-        offset: u64,
-        code: u32,
-        operand: u64,
-        tail: [u8; ATOMIC_TAIL],
-        got: usize,
-    },
-    /// Sending one word back: a quiet's token or an atomic's old value.
-    Word {
-        word: [u8; 8],
-        sent: usize,
-    },
-}
-
-struct Conn {
-    stream: TcpStream,
-    frames: FrameBuf,
-    phase: Phase,
-}
-
-struct Server {
-    rank: usize,
-    poll: Poll,
-    listener: TcpListener,
-    secret: Vec<u8>,
-    memory: RawSegment,
-    conns: Vec<Option<Conn>>,
-}
-
-/// What happened to a connection after serving it.
-enum Verdict {
-    KeepOpen,
-    Close,
-}
-
-impl Server {
-    fn run(mut self, stop: &AtomicBool) {
-        let mut events = Events::with_capacity(64);
-        while !stop.load(Ordering::Acquire) {
-            if let Err(e) = self.poll.poll(&mut events, None) {
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                eprintln!("oneside: rank {}: progress engine stopped: {e}", self.rank);
-                return;
-            }
-            for event in events.iter() {
-                match event.token() {
-                    WAKER => {}
-                    LISTENER => self.accept_all(),
-                    Token(index) => {
-                        let Some(conn) = self.conns.get_mut(index).and_then(Option::as_mut) else {
-                            continue;
-                        };
-                        if let Verdict::Close = serve(self.rank, &self.secret, self.memory, conn) {
-                            if let Some(mut closed) = self.conns[index].take() {
-                                let _ = self.poll.registry().deregister(&mut closed.stream);
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    fn accept_all(&mut self) {
-        while let Ok((mut stream, _)) = self.listener.accept() {
-            let token = Token(self.conns.len());
-            let interest = Interest::READABLE | Interest::WRITABLE;
-            if stream.set_nodelay(true).is_err() || self.poll.registry().register(&mut stream, token, interest).is_err()
-            {
+/// The progress thread's loop.
+fn run(mut poll: Poll, listener: TcpListener, table: &Table, stop: &AtomicBool) {
+    let mut events = Events::with_capacity(64);
+    while !stop.load(Ordering::Acquire) {
+        if let Err(e) = poll.poll(&mut events, table.nap()) {
+            if e.kind() == io::ErrorKind::Interrupted {
                 continue;
             }
-            let (acceptor, mut frames) = Acceptor::start_buffered();
-            let _ = frames.flush_to(&mut stream);
-            self.conns.push(Some(Conn {
-                stream,
-                frames,
-                phase: Phase::AwaitResponse(acceptor),
-            }));
+            let rank = lock(&table.conns).rank;
+            eprintln!("oneside: rank {rank}: progress engine stopped: {e}");
+            return;
         }
-    }
-}
-
-/// Makes as much progress on one connection as the socket allows.
-fn serve(rank: usize, secret: &[u8], memory: RawSegment, conn: &mut Conn) -> Verdict {
-    if matches!(conn.phase, Phase::AwaitResponse(_) | Phase::AwaitHello) {
-        match handshake(rank, secret, conn) {
-            Some(true) => {}
-            Some(false) => return Verdict::KeepOpen,
-            None => return Verdict::Close,
-        }
-    }
-    match conn.frames.flush_to(&mut conn.stream) {
-        Ok(true) => {}
-        Ok(false) => return Verdict::KeepOpen,
-        Err(_) => return Verdict::Close,
-    }
-    loop {
-        let step = match &mut conn.phase {
-            Phase::AwaitResponse(_) | Phase::AwaitHello => unreachable!("the handshake finished above"),
-            Phase::Header { header, got } => recv_into(&conn.stream, header[*got..].as_mut_ptr(), HEADER_BYTES - *got)
-                .inspect(|&n| {
-                    *got += n;
-                }),
-            Phase::Payload { at, left } => {
-                // SAFETY: `start_request` checked that [at, at+left) lies in the heap.
-                let dst = unsafe { memory.heap_base().add(*at) };
-                recv_into(&conn.stream, dst, *left).inspect(|&n| {
-                    *at += n;
-                    *left -= n;
-                })
-            }
-            Phase::Reply { at, left } => {
-                // SAFETY: `start_request` checked that [at, at+left) lies in the heap.
-                let src = unsafe { memory.heap_base().add(*at) };
-                send_from(&conn.stream, src, *left).inspect(|&n| {
-                    *at += n;
-                    *left -= n;
-                })
-            }
-            Phase::AtomicTail { tail, got, .. } => {
-                recv_into(&conn.stream, tail[*got..].as_mut_ptr(), ATOMIC_TAIL - *got).inspect(|&n| {
-                    *got += n;
-                })
-            }
-            Phase::Word { word, sent } => send_from(&conn.stream, word[*sent..].as_ptr(), 8 - *sent).inspect(|&n| {
-                *sent += n;
-            }),
-        };
-        match step {
-            Ok(0) => return Verdict::Close,
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Verdict::KeepOpen,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => return Verdict::Close,
-        }
-        let next = match &conn.phase {
-            Phase::Header {
-                header,
-                got: HEADER_BYTES,
-            } => match start_request(memory, header) {
-                Some(phase) => phase,
-                None => {
-                    eprintln!(
-                        "oneside: rank {rank}: a peer sent an invalid or out-of-bounds request; connection closed"
-                    );
-                    return Verdict::Close;
+        if !events.is_empty() {
+            let mut conns = lock(&table.conns);
+            for event in events.iter() {
+                match event.token() {
+                    LISTENER => conns.accept_all(&listener, &table.ready),
+                    CONNECTIONS => conns.serve_ready(&table.ready),
+                    _ => {}
                 }
-            },
-            &Phase::AtomicTail {
-                offset,
-                code,
-                operand,
-                tail,
-                got: ATOMIC_TAIL,
-            } => match apply_atomic(memory, offset, code, operand, u64::from_le_bytes(tail)) {
-                Some(phase) => phase,
-                None => {
-                    eprintln!("oneside: rank {rank}: a peer sent an invalid or misaligned atomic; connection closed");
-                    return Verdict::Close;
-                }
-            },
-            Phase::Payload { left: 0, .. } | Phase::Reply { left: 0, .. } | Phase::Word { sent: 8, .. } => {
-                fresh_header()
             }
-            _ => continue,
-        };
-        conn.phase = next;
+        }
+        table.take_back_if_idle();
     }
 }
 
-fn fresh_header() -> Phase {
-    Phase::Header {
-        header: [0; HEADER_BYTES],
-        got: 0,
-    }
+/// Locks the table; a thread that panicked while serving left no
+/// half-applied state that matters more than the job's own failure report.
+fn lock(conns: &Mutex<Conns>) -> MutexGuard<'_, Conns> {
+    conns.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Runs the secret handshake: `Some(true)` when done, `Some(false)` when it
-/// needs more input, `None` to drop a stranger.
-fn handshake(rank: usize, secret: &[u8], conn: &mut Conn) -> Option<bool> {
-    let open = conn.frames.fill_from(&mut conn.stream).unwrap_or(false);
-    while let Some(msg) = conn.frames.next_msg(MAX_UNAUTHENTICATED_FRAME).ok()? {
-        match (&conn.phase, msg) {
-            (Phase::AwaitResponse(acceptor), response) => {
-                let confirm = acceptor.finish(secret, &response).ok()?;
-                conn.frames.push(&confirm);
-                conn.phase = Phase::AwaitHello;
+impl Conns {
+    fn accept_all(&mut self, listener: &TcpListener, ready: &ReadySet) {
+        while let Ok((stream, _)) = listener.accept() {
+            let index = self.open.len();
+            if stream.set_nodelay(true).is_err() || ready.add(stream.as_raw_fd(), index).is_err() {
+                continue;
             }
-            (Phase::AwaitHello, Msg::Hello { .. }) => {
-                // The client sends nothing more until it has this reply, so
-                // no request bytes can be sitting in the frame buffer.
-                conn.frames.push(&Msg::Hello { rank: rank as u32 });
-                conn.phase = fresh_header();
-                return Some(true);
-            }
-            _ => return None,
+            self.open.push(Some(Conn::accepted(stream)));
         }
     }
-    conn.frames.flush_to(&mut conn.stream).ok()?;
-    open.then_some(false)
-}
 
-/// Decodes a header and checks it against this rank's memory; `None` if invalid.
-fn start_request(memory: RawSegment, header: &[u8; HEADER_BYTES]) -> Option<Phase> {
-    let in_heap = |offset: u64, len: u32| {
-        let at = usize::try_from(offset).ok()?;
-        let left = len as usize;
-        (at.checked_add(left)? <= memory.heap_len()).then_some((at, left))
-    };
-    Some(match Request::decode(header)? {
-        Request::Put { offset, len } => match in_heap(offset, len)? {
-            (_, 0) => fresh_header(),
-            (at, left) => Phase::Payload { at, left },
-        },
-        Request::Get { offset, len } => match in_heap(offset, len)? {
-            (_, 0) => fresh_header(),
-            (at, left) => Phase::Reply { at, left },
-        },
-        Request::Quiet { token } => Phase::Word {
-            word: token.to_le_bytes(),
-            sent: 0,
-        },
-        Request::Atomic { offset, code, operand } => Phase::AtomicTail {
-            offset,
-            code,
-            operand,
-            tail: [0; ATOMIC_TAIL],
-            got: 0,
-        },
-    })
-}
-
-/// Checks and applies an atomic; the next phase sends the old value back
-/// if it was asked for. `None` if the request is invalid.
-fn apply_atomic(memory: RawSegment, offset: u64, code: u32, operand: u64, compare: u64) -> Option<Phase> {
-    let amo = atomic_from_code(code, operand, compare)?;
-    let at = usize::try_from(offset).ok()?;
-    let width = amo.width.bytes();
-    if at % width != 0 || at.checked_add(width)? > memory.heap_len() {
-        return None;
+    /// Serves every connection the set reports, until it reports none.
+    fn serve_ready(&mut self, ready: &ReadySet) {
+        let mut indices = [0; BATCH];
+        loop {
+            let taken = ready.take(&mut indices);
+            for &index in taken {
+                self.serve(index, ready);
+            }
+            if taken.len() < BATCH {
+                return;
+            }
+        }
     }
-    // SAFETY: the word lies in the heap and is aligned (checked above, the
-    // heap base is page aligned); all atomics on it in this job are CPU
-    // atomics (a job with verbs routes atomics through the NIC instead).
-    let old = unsafe { amo::apply(memory.heap_base().add(at), amo) };
-    Some(match amo.fetch {
-        true => Phase::Word {
-            word: old.to_le_bytes(),
-            sent: 0,
-        },
-        false => fresh_header(),
-    })
-}
 
-/// recv(2) into raw memory: no Rust reference to the (shared) destination.
-fn recv_into(stream: &TcpStream, dst: *mut u8, len: usize) -> io::Result<usize> {
-    // SAFETY: callers pass a destination valid for `len` bytes of writes.
-    let n = unsafe { libc::recv(stream.as_raw_fd(), dst.cast(), len, 0) };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
-}
-
-/// send(2) from raw memory, without SIGPIPE.
-fn send_from(stream: &TcpStream, src: *const u8, len: usize) -> io::Result<usize> {
-    // SAFETY: callers pass a source valid for `len` bytes of reads.
-    let n = unsafe { libc::send(stream.as_raw_fd(), src.cast(), len, libc::MSG_NOSIGNAL) };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
+    /// Serves connection `index` as far as its socket allows; closes it if
+    /// it ended or misbehaved.
+    fn serve(&mut self, index: usize, ready: &ReadySet) {
+        let Some(conn) = self.open.get_mut(index).and_then(Option::as_mut) else {
+            return;
+        };
+        if let Verdict::Close = serve(self.rank, &self.secret, self.memory, conn) {
+            if let Some(closed) = self.open[index].take() {
+                ready.remove(closed.stream.as_raw_fd());
+            }
+        }
     }
 }

@@ -15,12 +15,17 @@
 //! so the replies of non-blocking gets still owed are read, into their
 //! destinations, before any later answer.
 
+mod answer;
 pub mod engine;
+mod ready;
 mod request;
+mod serve;
 
 use crate::protocol::auth::{self, HandshakeError};
 use crate::protocol::wire::{recv_blocking, send_blocking, Msg, MAX_UNAUTHENTICATED_FRAME};
 use crate::transport::amo::Amo;
+use answer::read_answer;
+use engine::Driver;
 use request::Request;
 use std::collections::VecDeque;
 use std::io::{self, IoSlice, Write};
@@ -32,9 +37,20 @@ pub const BATCH_PUT_BYTES: usize = 1024;
 /// A batch is sent once it holds this much.
 const BATCH_LIMIT: usize = 64 * 1024;
 
+/// What opening a connection to a peer's progress engine needs.
+#[derive(Clone)]
+pub struct Dial {
+    pub secret: Vec<u8>,
+    pub timeout: Duration,
+    /// This rank's own engine, which a link drives while it waits for an
+    /// answer (none in a rank that runs no engine).
+    pub driver: Option<Driver>,
+}
+
 /// The origin side of one peer's connection.
 pub struct TcpPeer {
     stream: TcpStream,
+    driver: Option<Driver>,
     batch: Vec<u8>,
     /// Requests sent since the last quiet.
     unquieted: bool,
@@ -55,11 +71,11 @@ unsafe impl Send for TcpPeer {}
 
 impl TcpPeer {
     /// Connects to a peer's progress engine and runs the handshake.
-    pub fn connect(rank: usize, addr: SocketAddr, secret: &[u8], timeout: Duration) -> io::Result<TcpPeer> {
-        let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
+    pub fn connect(rank: usize, addr: SocketAddr, dial: &Dial) -> io::Result<TcpPeer> {
+        let mut stream = TcpStream::connect_timeout(&addr, dial.timeout)?;
         stream.set_nodelay(true)?;
-        stream.set_read_timeout(Some(timeout))?;
-        auth::connect_blocking(&mut stream, secret).map_err(|e| match e {
+        stream.set_read_timeout(Some(dial.timeout))?;
+        auth::connect_blocking(&mut stream, &dial.secret).map_err(|e| match e {
             HandshakeError::Io(e) => e,
             HandshakeError::Auth(e) => io::Error::new(io::ErrorKind::PermissionDenied, e.describe()),
         })?;
@@ -76,6 +92,7 @@ impl TcpPeer {
         stream.set_read_timeout(None)?;
         Ok(TcpPeer {
             stream,
+            driver: dial.driver.clone(),
             batch: Vec::with_capacity(BATCH_LIMIT),
             unquieted: false,
             next_token: 0,
@@ -123,7 +140,7 @@ impl TcpPeer {
             offset: offset as u64,
             len: len32(dst.len())?,
         })?;
-        let got = read_raw(&mut self.stream, dst.as_mut_ptr(), dst.len());
+        let got = self.read_answer(dst.as_mut_ptr(), dst.len());
         self.check(got)
     }
 
@@ -167,7 +184,7 @@ impl TcpPeer {
         self.flush()?;
         self.drain_pending_gets()?;
         let mut old = [0u8; 8];
-        let got = read_raw(&mut self.stream, old.as_mut_ptr(), 8);
+        let got = self.read_answer(old.as_mut_ptr(), 8);
         self.check(got)?;
         Ok(u64::from_le_bytes(old))
     }
@@ -190,7 +207,7 @@ impl TcpPeer {
     pub fn finish_quiet(&mut self) -> io::Result<()> {
         self.drain_pending_gets()?;
         let mut token = [0u8; 8];
-        let got = read_raw(&mut self.stream, token.as_mut_ptr(), 8);
+        let got = self.read_answer(token.as_mut_ptr(), 8);
         self.check(got)?;
         if u64::from_le_bytes(token) != self.next_token {
             return self.check(Err(io::Error::new(
@@ -200,6 +217,17 @@ impl TcpPeer {
         }
         self.unquieted = false;
         Ok(())
+    }
+
+    /// Runs `ops` on this link without making the next quiet wait for
+    /// them: for a collective's own traffic, whose completion nobody
+    /// awaits (the receiver waits for the flag behind it instead). A
+    /// request made earlier is still acknowledged at the next quiet.
+    pub fn untracked<R>(&mut self, ops: impl FnOnce(&mut TcpPeer) -> io::Result<R>) -> io::Result<R> {
+        let unquieted = self.unquieted;
+        let result = ops(self);
+        self.unquieted = unquieted;
+        result
     }
 
     /// Sends any batched requests now.
@@ -228,11 +256,19 @@ impl TcpPeer {
 
     fn drain_pending_gets(&mut self) -> io::Result<()> {
         while let Some(&(dst, len)) = self.pending_gets.front() {
-            let got = read_raw(&mut self.stream, dst, len);
+            let got = self.read_answer(dst, len);
             self.check(got)?;
             self.pending_gets.pop_front();
         }
         Ok(())
+    }
+
+    /// Reads `len` bytes of answer into `dst`, driving this rank's own
+    /// engine meanwhile.
+    fn read_answer(&self, dst: *mut u8, len: usize) -> io::Result<()> {
+        // SAFETY: every caller passes a destination valid for `len` bytes
+        // of writes: its own buffer, or a non-blocking get's (`get_nbi`).
+        unsafe { read_answer(&self.stream, dst, len, self.driver.as_ref()) }
     }
 
     /// Passes a result through; on an error, marks the link broken and
@@ -244,28 +280,6 @@ impl TcpPeer {
         }
         result.map_err(closed_plainly)
     }
-}
-
-/// `read_exact` into raw memory: no Rust reference to the destination is
-/// formed, as it may be a non-blocking get's buffer or shared memory.
-fn read_raw(stream: &mut TcpStream, dst: *mut u8, len: usize) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let mut done = 0;
-    while done < len {
-        // SAFETY: callers pass a destination valid for `len` bytes of writes.
-        let n = unsafe { libc::recv(stream.as_raw_fd(), dst.add(done).cast(), len - done, 0) };
-        match n {
-            0 => return Err(io::ErrorKind::UnexpectedEof.into()),
-            n if n > 0 => done += n as usize,
-            _ => {
-                let e = io::Error::last_os_error();
-                if e.kind() != io::ErrorKind::Interrupted {
-                    return Err(e);
-                }
-            }
-        }
-    }
-    Ok(())
 }
 
 /// std words an early EOF "failed to fill whole buffer"; say what it means.
