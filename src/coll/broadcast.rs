@@ -91,16 +91,30 @@ impl Coll<'_> {
         if local.len() == 1 {
             return Ok(());
         }
+        let push = plan::fan_out_by_push(bytes);
         if self.me() == head {
+            let held = if head == root { from } else { offset };
             for &member in local.iter().filter(|&&m| m != head) {
+                if push && bytes > 0 {
+                    let base = self.peer_base(member)?;
+                    // SAFETY: the member's destination is checked, and ready
+                    // for the data before any member enters (the spec's
+                    // rule, as for the heads' tree above); ours holds the data.
+                    unsafe { std::ptr::copy_nonoverlapping(self.own(held), base.add(offset), bytes) };
+                }
                 self.notify(member, 2)?;
             }
-            for &member in local.iter().filter(|&&m| m != head) {
-                self.wait(member, 3)?;
+            if !push {
+                for &member in local.iter().filter(|&&m| m != head) {
+                    self.wait(member, 3)?;
+                }
             }
             return Ok(());
         }
         self.wait(head, 2)?;
+        if push {
+            return Ok(());
+        }
         let base = self.peer_base(head)?;
         let held = if head == root { from } else { offset };
         // SAFETY: the head's destination (the root's source) holds the data

@@ -20,7 +20,7 @@ impl World {
         let total = n.saturating_mul(c.n());
         let (dst_off, src_off) = c.disjoint(dst, src, total, n)?;
         let len = n * size_of::<T>();
-        c.move_blocks(1, |i, _| Block {
+        c.gather_blocks(1, |i| Block {
             from: src_off,
             to: dst_off + i * len,
             len,
@@ -34,13 +34,25 @@ impl World {
     pub fn collect<T: Pod>(&self, team: &Team, dst: &Sym<T>, src: &Sym<T>, n: usize) -> Result<usize> {
         let c = Coll::begin(self, team, "collect")?;
         let src_off = self.checked_offset("collect", src, self.rank, 0, n)?;
-        let mine = n as u64;
-        let inbox = c.exchange(1, |_| Bytes::of(std::slice::from_ref(&mine)))?;
+        let size = size_of::<T>();
+        // The count goes first; the elements ride along when they fit the
+        // exchange region, so a small collect takes one round, like fcollect.
+        let inline = |count: usize| {
+            count
+                .checked_mul(size)
+                .is_some_and(|bytes| plan::collect_inline(&c, bytes))
+        };
+        let mut first = (n as u64).to_ne_bytes().to_vec();
+        if inline(n) {
+            // SAFETY: `src_off` is checked for `n` elements of this heap.
+            first.extend_from_slice(unsafe { std::slice::from_raw_parts(c.own(src_off), n * size) });
+        }
+        let inbox = c.exchange(1, |_| Bytes::of(&first))?;
         let counts: Vec<usize> = (0..c.n())
             .map(|i| match i == c.me() {
                 true => n,
-                // SAFETY: every member sent one u64 in this round.
-                false => unsafe { inbox.from(i).cast::<u64>().read() as usize },
+                // SAFETY: every member sent its count first in this round.
+                false => unsafe { inbox.from(i).cast::<u64>().read_unaligned() as usize },
             })
             .collect();
         let total: usize = counts.iter().sum();
@@ -51,7 +63,6 @@ impl World {
             )));
         }
         let (dst_off, _) = c.disjoint(dst, src, total, n)?;
-        let size = size_of::<T>();
         let starts: Vec<usize> = counts
             .iter()
             .scan(0, |at, &count| {
@@ -59,7 +70,20 @@ impl World {
                 Some(*at - count)
             })
             .collect();
-        c.move_blocks(2, |i, _| Block {
+        if counts.iter().all(|&count| inline(count)) {
+            for (i, (&count, &start)) in counts.iter().zip(&starts).enumerate() {
+                let from = match i == c.me() {
+                    true => c.own(src_off).cast_const(),
+                    // SAFETY: member i's elements follow its count.
+                    false => unsafe { inbox.from(i).add(8) },
+                };
+                // SAFETY: the destination range is ours, inside the checked
+                // object, and disjoint from the source and the scratch.
+                unsafe { std::ptr::copy_nonoverlapping(from, c.own(dst_off + start * size), count * size) };
+            }
+            return Ok(total);
+        }
+        c.gather_blocks(2, |i| Block {
             from: src_off,
             to: dst_off + starts[i] * size,
             len: counts[i] * size,

@@ -25,6 +25,7 @@ mod alltoall;
 mod broadcast;
 mod collect;
 mod exchange;
+mod gather_nodes;
 pub(crate) mod ops;
 mod plan;
 mod reduce;

@@ -46,6 +46,14 @@ pub(super) fn broadcast_by_exchange(c: &Coll, bytes: usize) -> bool {
     c.t.nodes.single() && c.n() > 1 && bytes <= MAPPED_EXCHANGE_MAX.min(c.exchange_capacity())
 }
 
+/// Whether a node's leader writes a broadcast's or a reduction's result
+/// into its members' destinations (one hop each, and done) rather than
+/// letting them copy it from its own and waiting until they have (in
+/// parallel, for large data).
+pub(super) fn fan_out_by_push(bytes: usize) -> bool {
+    bytes <= MAPPED_EXCHANGE_MAX
+}
+
 /// How the members' blocks travel in fcollect, collect and alltoall.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum MoveAlgo {
@@ -58,16 +66,35 @@ pub(super) enum MoveAlgo {
 }
 
 pub(super) fn movement(c: &Coll, largest_block: usize) -> MoveAlgo {
-    let single = c.t.nodes.single();
-    let limit = match single {
-        true => MAPPED_EXCHANGE_MAX.min(c.exchange_capacity()),
-        false => c.exchange_capacity(),
-    };
-    if largest_block <= limit || c.n() == 1 {
+    if largest_block <= movement_exchange_limit(c) || c.n() == 1 {
         return MoveAlgo::Exchange;
     }
-    match single {
+    match c.t.nodes.single() {
         true => MoveAlgo::Pull,
         false => MoveAlgo::Push,
+    }
+}
+
+/// Whether fcollect and collect go node-aware (`gather_nodes`): the team
+/// spans nodes with several members on some node, and the largest node's
+/// blocks (`node_bytes`) fit one exchange region.
+pub(super) fn gather_by_nodes(c: &Coll, node_bytes: usize) -> bool {
+    c.t.nodes.hierarchical() && node_bytes <= c.exchange_capacity()
+}
+
+/// Whether a collect's elements (`bytes` of them from one member) travel
+/// with its count in the first exchange round, as a block that small
+/// would travel in fcollect.
+pub(super) fn collect_inline(c: &Coll, bytes: usize) -> bool {
+    bytes
+        .checked_add(8)
+        .is_some_and(|payload| payload <= movement_exchange_limit(c))
+}
+
+/// The largest block that moves through the exchange.
+fn movement_exchange_limit(c: &Coll) -> usize {
+    match c.t.nodes.single() {
+        true => MAPPED_EXCHANGE_MAX.min(c.exchange_capacity()),
+        false => c.exchange_capacity(),
     }
 }

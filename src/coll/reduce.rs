@@ -227,10 +227,14 @@ impl Coll<'_> {
         let leader = local[0];
         let leaders: Vec<usize> = nodes.groups.iter().map(|g| g[0]).collect();
         let rounds = n.div_ceil((self.exchange_capacity() / size_of::<T>()).max(1)).max(1);
+        let push = plan::fan_out_by_push(n * size_of::<T>());
         if self.me() != leader {
             self.notify(leader, 1)?;
             self.skip_exchanges(rounds as u64);
             self.wait(leader, 3)?;
+            if push {
+                return Ok(());
+            }
             let base = self.peer_base(leader)?;
             // SAFETY: the leader wrote its destination before step 3 and
             // keeps it until we notify step 4.
@@ -259,7 +263,17 @@ impl Coll<'_> {
         // our source ended above.
         unsafe { std::ptr::copy_nonoverlapping(acc.as_ptr(), self.own(dst_off).cast::<T>(), n) };
         for &member in &local[1..] {
+            if push {
+                let base = self.peer_base(member)?;
+                // SAFETY: the member is inside this reduction (it notified
+                // step 1) and we have read its source, so its checked
+                // destination is ours to fill.
+                unsafe { std::ptr::copy_nonoverlapping(acc.as_ptr(), base.add(dst_off).cast::<T>(), n) };
+            }
             self.notify(member, 3)?;
+        }
+        if push {
+            return Ok(());
         }
         for &member in &local[1..] {
             self.wait(member, 4)?;
