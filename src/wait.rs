@@ -198,7 +198,7 @@ impl World {
         if let Some(result) = ready() {
             return Ok(result);
         }
-        let mut driving = self.engine.as_ref().map(|engine| engine.start_driving());
+        let mut driving = self.engine.as_ref().map(|engine| engine.driver().start_driving());
         let mut backoff = Backoff::new(self.spin_waits);
         loop {
             self.check_links()?;

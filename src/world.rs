@@ -124,11 +124,16 @@ pub fn init_with(options: Options) -> Result<World> {
         false => None,
     };
     let mut engine = None;
+    // A rank with a TCP engine spins in its waits only if every local rank
+    // and its engine have a core; its links drive the engine while they
+    // wait for answers, as its local waits do.
+    let spin_with_engine = crate::backoff::may_spin(env.local_size, 2);
     let make_card = |local_ip| {
         let tcp = match want_tcp {
             true => {
-                let started = ProgressEngine::start(env.rank, local_ip, env.secret.clone(), own.raw())
-                    .map_err(|source| Error::TcpListen { rank: env.rank, source })?;
+                let started =
+                    ProgressEngine::start(env.rank, local_ip, env.secret.clone(), own.raw(), spin_with_engine)
+                        .map_err(|source| Error::TcpListen { rank: env.rank, source })?;
                 let addr = started.addr().to_string();
                 engine = Some(started);
                 Some(addr)
@@ -167,14 +172,10 @@ pub fn init_with(options: Options) -> Result<World> {
         })
         .collect::<Result<Vec<Card>>>()?;
     let timeout = std::time::Duration::from_secs(env.bootstrap_timeout_secs.max(1));
-    // A rank with a TCP engine spins in its waits only if every local rank
-    // and its engine have a core; its links drive the engine while they
-    // wait for answers, as its local waits do.
-    let spin_with_engine = crate::backoff::may_spin(env.local_size, 2);
     let dial = Dial {
         secret: env.secret.clone(),
         timeout,
-        driver: engine.as_ref().map(|e: &ProgressEngine| e.driver(spin_with_engine)),
+        driver: engine.as_ref().map(|e: &ProgressEngine| e.driver().clone()),
     };
     let paths = transport::connect_all(env.rank, choice, &cards, &dial)?;
     // A verbs job sends every atomic through the NIC (the rule in the crate
@@ -206,8 +207,8 @@ pub fn init_with(options: Options) -> Result<World> {
         node_of,
         launcher,
     );
-    if engine.is_some() {
-        world.spin_waits = spin_with_engine;
+    if let Some(engine) = &engine {
+        world.spin_waits = engine.driver().spin();
     }
     if !world.tcp_peers.is_empty() {
         world.ctx_connect = Some(crate::ctx::CtxConnect {

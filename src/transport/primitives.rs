@@ -207,16 +207,7 @@ impl World {
                 .signal_word(stream.lane(), target, offset, op, value)
                 .map_err(|f| self.rdma_failed(f));
         }
-        let amo = Amo {
-            op: match op {
-                SignalOp::Set => AmoOp::Set,
-                SignalOp::Add => AmoOp::Add,
-            },
-            width: Width::W64,
-            operand: value,
-            compare: 0,
-            fetch: false,
-        };
+        let amo = signal_amo(op, value);
         // On shared memory the SeqCst store or add releases the data copied
         // before it; over TCP the engine applies requests in order. A
         // context's signal leaves at once: nothing else flushes its links.
@@ -263,21 +254,12 @@ impl World {
                 .map_err(|f| self.rdma_failed(f)),
             // The flag leaves at once, with the data batched before it: a
             // collective may end on a notification nobody waits for here.
-            Route::Tcp(link) => {
-                let store = Amo {
-                    op: AmoOp::Set,
-                    width: Width::W64,
-                    operand: value,
-                    compare: 0,
-                    fetch: false,
-                };
-                lock(link)
-                    .untracked(|link| {
-                        link.amo(offset, store)?;
-                        link.flush()
-                    })
-                    .map_err(|source| self.lost(target, "collective", source))
-            }
+            Route::Tcp(link) => lock(link)
+                .untracked(|link| {
+                    link.amo(offset, signal_amo(SignalOp::Set, value))?;
+                    link.flush()
+                })
+                .map_err(|source| self.lost(target, "collective", source)),
         }
     }
 
@@ -383,7 +365,7 @@ impl World {
     #[inline]
     pub(crate) fn check_links(&self) -> Result<()> {
         if let Some(engine) = &self.engine {
-            engine.drive();
+            engine.driver().drive();
         }
         match &self.rdma {
             Some(rdma) => rdma.poll(0).map_err(|f| self.rdma_failed(f)),
@@ -412,6 +394,20 @@ impl World {
                 .map_err(|source| self.lost(peer, "put", source))?;
         }
         Ok(())
+    }
+}
+
+/// A signal's update of its 64-bit word, as an atomic a transport applies.
+fn signal_amo(op: SignalOp, value: u64) -> Amo {
+    Amo {
+        op: match op {
+            SignalOp::Set => AmoOp::Set,
+            SignalOp::Add => AmoOp::Add,
+        },
+        width: Width::W64,
+        operand: value,
+        compare: 0,
+        fetch: false,
     }
 }
 

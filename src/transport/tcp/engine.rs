@@ -6,7 +6,7 @@
 //! * the **progress thread**, one per rank, sleeps in a mio loop and serves
 //!   the connections that have news;
 //! * a rank's **own thread while it waits** (every local wait holds a
-//!   [`Driving`] guard and calls [`ProgressEngine::drive`] between polls):
+//!   [`Driving`] guard and calls [`Driver::drive`] between polls):
 //!   a rank waiting for a peer's flag reads the peer's request off the
 //!   socket itself, as an MPI rank polls its own sockets. While any thread
 //!   drives, the connection set is out of the progress thread's loop, so
@@ -16,7 +16,7 @@
 //!
 //! The table sits behind a mutex. A driving thread only `try_lock`s it,
 //! so it never waits for the progress thread, and whoever holds the lock
-//! serves a connection until its socket would block ([`serve::serve`]), so
+//! serves a connection until its socket would block (`serve::serve`), so
 //! neither leaves the other a request half read. A driving thread stops
 //! driving when its wait turns into naps (see `backoff`), and the guard
 //! hands the connections back to the progress thread when the wait ends,
@@ -49,7 +49,7 @@ pub const HAND_BACK: Duration = Duration::from_micros(200);
 pub struct ProgressEngine {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
-    table: Arc<Table>,
+    driver: Driver,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -81,8 +81,15 @@ struct Conns {
 }
 
 impl ProgressEngine {
-    /// Listens on an ephemeral port of `ip` and serves `memory` for rank `rank`.
-    pub fn start(rank: usize, ip: IpAddr, secret: Vec<u8>, memory: RawSegment) -> io::Result<ProgressEngine> {
+    /// Listens on an ephemeral port of `ip` and serves `memory` for rank
+    /// `rank`; `spin` is whether the rank's waits that drive it may spin.
+    pub fn start(
+        rank: usize,
+        ip: IpAddr,
+        secret: Vec<u8>,
+        memory: RawSegment,
+        spin: bool,
+    ) -> io::Result<ProgressEngine> {
         let poll = Poll::new()?;
         let mut listener = TcpListener::bind(SocketAddr::new(ip, 0))?;
         poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
@@ -112,7 +119,7 @@ impl ProgressEngine {
         Ok(ProgressEngine {
             addr,
             stop,
-            table,
+            driver: Driver { table, spin },
             thread: Some(thread),
         })
     }
@@ -121,15 +128,23 @@ impl ProgressEngine {
         self.addr
     }
 
-    /// A handle for the rank's TCP links, which drive this engine while
-    /// they wait for a peer's answer; `spin` is whether those waits may spin.
-    pub fn driver(&self, spin: bool) -> Driver {
-        Driver {
-            table: Arc::clone(&self.table),
-            spin,
-        }
+    /// How the rank's threads drive this engine while they wait: every
+    /// local wait, and every TCP link's wait for an answer.
+    pub fn driver(&self) -> &Driver {
+        &self.driver
     }
+}
 
+/// A handle on an engine for the rank's waiting threads: a local wait or a
+/// TCP link's wait for an answer holds a [`Driving`] guard and calls
+/// [`drive`](Self::drive) between its polls.
+#[derive(Clone)]
+pub struct Driver {
+    table: Arc<Table>,
+    spin: bool,
+}
+
+impl Driver {
     /// Starts driving the engine from this thread for the length of a
     /// wait: arrivals stop waking the progress thread, and the waiting
     /// thread must call [`drive`](Self::drive) between its polls. The
@@ -138,45 +153,32 @@ impl ProgressEngine {
     /// rounds, a loop of collectives) cost no system call here.
     #[inline]
     pub fn start_driving(&self) -> Driving<'_> {
-        self.table.start_driving()
+        let table = &*self.table;
+        table.drivers.fetch_add(1, Ordering::SeqCst);
+        if table.armed.load(Ordering::SeqCst) {
+            table.disarm();
+        }
+        Driving { table }
     }
 
     /// Serves the connections that have news, unless another thread is
-    /// serving already: one step of a local wait. Costs one `epoll_wait`
-    /// with a zero timeout when nothing has arrived.
+    /// serving already: one step of a wait. Costs one `epoll_wait` with a
+    /// zero timeout when nothing has arrived.
     #[inline]
     pub fn drive(&self) {
-        self.table.drive();
-    }
-}
-
-/// An engine as a TCP link that waits for an answer sees it: the same
-/// [`start_driving`](ProgressEngine::start_driving) and
-/// [`drive`](ProgressEngine::drive), and whether its waits may spin.
-#[derive(Clone)]
-pub struct Driver {
-    table: Arc<Table>,
-    spin: bool,
-}
-
-impl Driver {
-    #[inline]
-    pub fn start_driving(&self) -> Driving<'_> {
-        self.table.start_driving()
+        if let Ok(mut conns) = self.table.conns.try_lock() {
+            conns.serve_ready(&self.table.ready);
+        }
     }
 
-    #[inline]
-    pub fn drive(&self) {
-        self.table.drive();
-    }
-
+    /// Whether the waits that drive may spin (every local rank and its
+    /// engine have a core).
     pub fn spin(&self) -> bool {
         self.spin
     }
 }
 
-/// A thread's turn at driving the engine (see
-/// [`ProgressEngine::start_driving`]).
+/// A thread's turn at driving the engine (see [`Driver::start_driving`]).
 pub struct Driving<'e> {
     table: &'e Table,
 }
@@ -190,22 +192,6 @@ impl Drop for Driving<'_> {
 }
 
 impl Table {
-    #[inline]
-    fn start_driving(&self) -> Driving<'_> {
-        self.drivers.fetch_add(1, Ordering::SeqCst);
-        if self.armed.load(Ordering::SeqCst) {
-            self.disarm();
-        }
-        Driving { table: self }
-    }
-
-    #[inline]
-    fn drive(&self) {
-        if let Ok(mut conns) = self.conns.try_lock() {
-            conns.serve_ready(&self.ready);
-        }
-    }
-
     /// Puts the connection set into the progress thread's loop. A set
     /// that already has news wakes the thread at once (epoll checks
     /// readiness when a descriptor is added).
@@ -244,7 +230,9 @@ impl Table {
         if self.armed.load(Ordering::SeqCst) || self.drivers.load(Ordering::SeqCst) > 0 {
             return;
         }
-        let idle = self.epoch.elapsed().as_nanos() as u64 - self.last_drive.load(Ordering::SeqCst);
+        // A driver may stop between the two reads: its time is then later.
+        let now = self.epoch.elapsed().as_nanos() as u64;
+        let idle = now.saturating_sub(self.last_drive.load(Ordering::SeqCst));
         if idle >= HAND_BACK.as_nanos() as u64 {
             if let Err(e) = self.arm() {
                 let rank = lock(&self.conns).rank;
@@ -257,7 +245,7 @@ impl Table {
 impl Drop for ProgressEngine {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
-        let _ = self.table.waker.wake();
+        let _ = self.driver.table.waker.wake();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }

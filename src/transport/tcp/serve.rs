@@ -95,14 +95,15 @@ pub(super) fn serve(rank: usize, secret: &[u8], memory: RawSegment, conn: &mut C
     loop {
         let step = match &mut conn.phase {
             Phase::AwaitResponse(_) | Phase::AwaitHello => unreachable!("the handshake finished above"),
-            Phase::Header { header, got } => recv_into(&conn.stream, header[*got..].as_mut_ptr(), HEADER_BYTES - *got)
-                .inspect(|&n| {
+            Phase::Header { header, got } => {
+                recv_into(&conn.stream, header[*got..].as_mut_ptr(), HEADER_BYTES - *got, 0).inspect(|&n| {
                     *got += n;
-                }),
+                })
+            }
             Phase::Payload { at, left } => {
                 // SAFETY: `start_request` checked that [at, at+left) lies in the heap.
                 let dst = unsafe { memory.heap_base().add(*at) };
-                recv_into(&conn.stream, dst, *left).inspect(|&n| {
+                recv_into(&conn.stream, dst, *left, 0).inspect(|&n| {
                     *at += n;
                     *left -= n;
                 })
@@ -116,7 +117,7 @@ pub(super) fn serve(rank: usize, secret: &[u8], memory: RawSegment, conn: &mut C
                 })
             }
             Phase::AtomicTail { tail, got, .. } => {
-                recv_into(&conn.stream, tail[*got..].as_mut_ptr(), ATOMIC_TAIL - *got).inspect(|&n| {
+                recv_into(&conn.stream, tail[*got..].as_mut_ptr(), ATOMIC_TAIL - *got, 0).inspect(|&n| {
                     *got += n;
                 })
             }
@@ -250,10 +251,11 @@ fn apply_atomic(memory: RawSegment, offset: u64, code: u32, operand: u64, compar
     })
 }
 
-/// recv(2) into raw memory: no Rust reference to the (shared) destination.
-fn recv_into(stream: &TcpStream, dst: *mut u8, len: usize) -> io::Result<usize> {
+/// recv(2) into raw memory: no Rust reference to the (shared) destination
+/// is formed. Callers pass a destination valid for `len` bytes of writes.
+pub(super) fn recv_into(socket: &impl AsRawFd, dst: *mut u8, len: usize, flags: i32) -> io::Result<usize> {
     // SAFETY: callers pass a destination valid for `len` bytes of writes.
-    let n = unsafe { libc::recv(stream.as_raw_fd(), dst.cast(), len, 0) };
+    let n = unsafe { libc::recv(socket.as_raw_fd(), dst.cast(), len, flags) };
     if n < 0 {
         Err(io::Error::last_os_error())
     } else {
