@@ -228,7 +228,7 @@ impl World {
     pub(crate) fn coll_copy_in(&self, target: usize, offset: usize, src: &[u8]) -> Result<()> {
         match self.route(Stream::Default, target) {
             Route::Tcp(link) => lock(link)
-                .untracked(|link| link.put(offset, src))
+                .untracked(|link| link.put_before_flag(offset, src))
                 .map_err(|source| self.lost(target, "collective", source)),
             _ => self.copy_in(Stream::Default, target, offset, src),
         }

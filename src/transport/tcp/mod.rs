@@ -134,6 +134,17 @@ impl TcpPeer {
         Ok(())
     }
 
+    /// A put that a flag to the same peer follows at once (a collective's
+    /// step): batched up to [`BATCH_LIMIT`], so that the data and the flag
+    /// leave in one write and arrive in one segment train, and written
+    /// straight from `src` above that.
+    pub fn put_before_flag(&mut self, offset: usize, src: &[u8]) -> io::Result<()> {
+        match src.len() <= BATCH_LIMIT {
+            true => self.put_nbi(offset, src),
+            false => self.put(offset, src),
+        }
+    }
+
     /// Reads `dst.len()` bytes from heap offset `offset`.
     pub fn get(&mut self, offset: usize, dst: &mut [u8]) -> io::Result<()> {
         self.request_answer(Request::Get {
