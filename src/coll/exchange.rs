@@ -1,8 +1,10 @@
 //! The exchange: the small-message engine under most collectives.
 //!
 //! In one exchange round every member puts a payload (possibly empty) into
-//! every other member's scratch, in the region for its own member number,
-//! notifies it, and then waits for all the others. Since every member hears
+//! every other member's scratch, in the region for its own position among
+//! the round's members, notifies it, and then waits for all the others. A
+//! round among a few members (node leaders) splits the half among those
+//! few, so each gets a larger region. Since every member hears
 //! from every other member in every round, no member can begin round r + 2
 //! before every other has finished reading round r; the scratch therefore
 //! has two halves, used alternately.
@@ -36,31 +38,41 @@ impl Bytes {
     }
 }
 
-/// What arrived in one round: one region per member, in this rank's scratch.
-pub(crate) struct Inbox {
+/// What arrived in one round: one region per member of the round, in this
+/// rank's scratch.
+pub(crate) struct Inbox<'m> {
     base: *const u8,
     region: usize,
+    members: Members<'m>,
 }
 
-impl Inbox {
+impl Inbox<'_> {
     /// Where member `from`'s payload of this round lies (valid until this
     /// rank's exchange round after next).
     #[inline]
     pub fn from(&self, from: usize) -> *const u8 {
-        // SAFETY: `from < n` and the scratch holds n regions per half.
-        unsafe { self.base.add(from * self.region) }
+        let at = self.members.position(from).expect("a member of the round");
+        // SAFETY: `at` < the round's member count, and the half holds that
+        // many regions.
+        unsafe { self.base.add(at * self.region) }
     }
 }
 
 impl Coll<'_> {
-    /// The largest payload one member can send another in one round.
+    /// The largest payload one member can send another in one round of the
+    /// whole team.
     pub fn exchange_capacity(&self) -> usize {
         region_bytes(self.n())
     }
 
+    /// The largest payload in one round among `members` members.
+    pub fn exchange_capacity_among(&self, members: usize) -> usize {
+        region_bytes(members)
+    }
+
     /// Runs one exchange round at `step`: sends `payload(j)` to every other
     /// member `j`, then waits for theirs.
-    pub fn exchange(&self, step: u64, payload: impl FnMut(usize) -> Bytes) -> Result<Inbox> {
+    pub fn exchange(&self, step: u64, payload: impl FnMut(usize) -> Bytes) -> Result<Inbox<'static>> {
         self.exchange_among(Members::All(self.n()), self.me(), step, payload)
     }
 
@@ -68,17 +80,17 @@ impl Coll<'_> {
     /// `members[at]`). Every other member of the team must call
     /// [`skip_exchanges`](Coll::skip_exchanges) for it, so that all agree
     /// on which scratch half comes next.
-    pub fn exchange_among(
+    pub fn exchange_among<'m>(
         &self,
-        members: Members,
+        members: Members<'m>,
         at: usize,
         step: u64,
         mut payload: impl FnMut(usize) -> Bytes,
-    ) -> Result<Inbox> {
-        let (n, me, m) = (self.n(), self.me(), members.len());
-        let region = region_bytes(n);
+    ) -> Result<Inbox<'m>> {
+        let m = members.len();
+        let region = region_bytes(m);
         let half = self.t.exchanges.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 2;
-        let base = self.scratch() + half as usize * n * region;
+        let base = self.scratch() + half as usize * SCRATCH_BYTES / 2;
         for k in 1..m {
             let to = members.get((at + k) % m);
             let bytes = payload(to);
@@ -87,7 +99,7 @@ impl Coll<'_> {
                 // SAFETY: the caller's payload points at `len` readable bytes
                 // that nobody writes during this round.
                 let data = unsafe { std::slice::from_raw_parts(bytes.ptr, bytes.len) };
-                self.put(to, base + me * region, data)?;
+                self.put(to, base + at * region, data)?;
             }
             self.notify(to, step)?;
         }
@@ -97,6 +109,7 @@ impl Coll<'_> {
         Ok(Inbox {
             base: self.own(base),
             region,
+            members,
         })
     }
 }
@@ -108,7 +121,8 @@ impl Coll<'_> {
     }
 }
 
-/// Bytes of one member's region: half the scratch split n ways, in whole cache lines.
+/// Bytes of one member's region: half the scratch split n ways, in whole
+/// cache lines.
 fn region_bytes(n: usize) -> usize {
     (SCRATCH_BYTES / 2 / n.max(1)) / 64 * 64
 }

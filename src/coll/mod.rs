@@ -73,6 +73,15 @@ impl Members<'_> {
             Members::Some(list) => list[i],
         }
     }
+
+    /// Where member `member` stands in the list, if it is in it.
+    #[inline]
+    pub fn position(self, member: usize) -> Option<usize> {
+        match self {
+            Members::All(n) => (member < n).then_some(member),
+            Members::Some(list) => list.iter().position(|&m| m == member),
+        }
+    }
 }
 
 /// One collective call in progress on one rank.

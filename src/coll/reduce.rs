@@ -99,7 +99,7 @@ impl Coll<'_> {
         n: usize,
         first: u64,
     ) -> Result<()> {
-        let chunk = (self.exchange_capacity() / size_of::<T>()).max(1);
+        let chunk = (self.exchange_capacity_among(members.len()) / size_of::<T>()).max(1);
         // Combine straight into the destination unless it is the source
         // (then through a buffer, as our own contribution is read last).
         let in_place = std::ptr::eq(src, dst.cast_const());
@@ -226,7 +226,8 @@ impl Coll<'_> {
         let local = &nodes.groups[nodes.mine];
         let leader = local[0];
         let leaders: Vec<usize> = nodes.groups.iter().map(|g| g[0]).collect();
-        let rounds = n.div_ceil((self.exchange_capacity() / size_of::<T>()).max(1)).max(1);
+        let per_round = self.exchange_capacity_among(leaders.len()) / size_of::<T>();
+        let rounds = n.div_ceil(per_round.max(1)).max(1);
         let push = plan::fan_out_by_push(n * size_of::<T>());
         if self.me() != leader {
             self.notify(leader, 1)?;
