@@ -3,6 +3,7 @@
 
 use super::collect::Block;
 use super::exchange::Bytes;
+use super::gather_nodes::Spread;
 use super::Coll;
 use crate::error::Result;
 use crate::sym::{Pod, Sym};
@@ -20,7 +21,7 @@ impl World {
         let total = n.saturating_mul(c.n());
         let (dst_off, src_off) = c.disjoint(dst, src, total, total)?;
         let len = n * size_of::<T>();
-        c.move_blocks(1, |i, j| Block {
+        c.blocks_by_nodes(1, Spread::PerReceiver, |i, j| Block {
             from: src_off + j * len,
             to: dst_off + i * len,
             len,

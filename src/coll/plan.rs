@@ -75,12 +75,13 @@ pub(super) fn movement(c: &Coll, largest_block: usize) -> MoveAlgo {
     }
 }
 
-/// Whether fcollect and collect go node-aware (`gather_nodes`): the team
-/// spans nodes with several members on some node, and the largest node's
-/// blocks (`node_bytes`) fit one region of an exchange among the leaders.
-pub(super) fn gather_by_nodes(c: &Coll, node_bytes: usize) -> bool {
+/// Whether fcollect, collect and alltoall go node-aware (`gather_nodes`):
+/// the team spans nodes with several members on some node, and the most
+/// one leader sends another (`leader_bytes`) fits one region of an
+/// exchange among the leaders.
+pub(super) fn by_nodes(c: &Coll, leader_bytes: usize) -> bool {
     let nodes = &c.t.nodes;
-    nodes.hierarchical() && node_bytes <= c.exchange_capacity_among(nodes.groups.len())
+    nodes.hierarchical() && leader_bytes <= c.exchange_capacity_among(nodes.groups.len())
 }
 
 /// Whether a collect's elements (`bytes` of them from one member) travel
