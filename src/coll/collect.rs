@@ -2,6 +2,7 @@
 //! (counts differ): every member's source, concatenated in member order,
 //! into every member's destination (MPI's allgather and allgatherv).
 
+use super::collect_nodes::starts;
 use super::exchange::Bytes;
 use super::plan::{self, MoveAlgo};
 use super::Coll;
@@ -34,6 +35,9 @@ impl World {
     pub fn collect<T: Pod>(&self, team: &Team, dst: &Sym<T>, src: &Sym<T>, n: usize) -> Result<usize> {
         let c = Coll::begin(self, team, "collect")?;
         let src_off = self.checked_offset("collect", src, self.rank, 0, n)?;
+        if c.collect_by_nodes() {
+            return c.collect_nodes(dst, src, src_off, n);
+        }
         let size = size_of::<T>();
         // The count goes first; the elements ride along when they fit the
         // exchange region, so a small collect takes one round, like fcollect.
@@ -63,13 +67,7 @@ impl World {
             )));
         }
         let (dst_off, _) = c.disjoint(dst, src, total, n)?;
-        let starts: Vec<usize> = counts
-            .iter()
-            .scan(0, |at, &count| {
-                *at += count;
-                Some(*at - count)
-            })
-            .collect();
+        let starts = starts(&counts);
         if counts.iter().all(|&count| inline(count)) {
             for (i, (&count, &start)) in counts.iter().zip(&starts).enumerate() {
                 let from = match i == c.me() {

@@ -89,8 +89,8 @@ impl Coll<'_> {
     ) -> Result<Inbox<'m>> {
         let m = members.len();
         let region = region_bytes(m);
-        let half = self.t.exchanges.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 2;
-        let base = self.scratch() + half as usize * SCRATCH_BYTES / 2;
+        let base = self.next_exchange_half();
+        self.skip_exchanges(1);
         for k in 1..m {
             let to = members.get((at + k) % m);
             let bytes = payload(to);
@@ -115,6 +115,13 @@ impl Coll<'_> {
 }
 
 impl Coll<'_> {
+    /// Heap offset of the scratch half that this rank's next exchange
+    /// round uses.
+    pub fn next_exchange_half(&self) -> usize {
+        let half = self.t.exchanges.load(std::sync::atomic::Ordering::Relaxed) % 2;
+        self.scratch() + half as usize * SCRATCH_BYTES / 2
+    }
+
     /// Accounts for `rounds` exchange rounds this rank took no part in.
     pub fn skip_exchanges(&self, rounds: u64) {
         self.t.exchanges.fetch_add(rounds, std::sync::atomic::Ordering::Relaxed);

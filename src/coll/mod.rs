@@ -24,6 +24,7 @@
 mod alltoall;
 mod broadcast;
 mod collect;
+mod collect_nodes;
 mod exchange;
 mod gather_nodes;
 pub(crate) mod ops;
