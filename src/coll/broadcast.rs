@@ -13,7 +13,6 @@
 //! tell the head they are done, so no member's destination is ever written
 //! by another rank on shared memory.
 
-use super::exchange::Bytes;
 use super::{plan, Coll};
 use crate::error::Result;
 use crate::sym::{Pod, Sym};
@@ -64,19 +63,6 @@ impl Coll<'_> {
     /// Broadcasts `bytes` at `from` of the root's heap to `offset` on every
     /// other member (and on the root only if `from == offset`).
     pub(super) fn broadcast_bytes(&self, from: usize, offset: usize, bytes: usize, root: usize) -> Result<()> {
-        if plan::broadcast_by_exchange(self, bytes) {
-            let data = Bytes {
-                ptr: self.own(from),
-                len: bytes,
-            };
-            let inbox = self.exchange(1, |_| if self.me() == root { data } else { Bytes::EMPTY })?;
-            if self.me() != root {
-                // SAFETY: the root sent `bytes` bytes this round; our
-                // destination is checked and written only by us.
-                unsafe { std::ptr::copy_nonoverlapping(inbox.from(root), self.own(offset), bytes) };
-            }
-            return Ok(());
-        }
         let nodes = &self.t.nodes;
         let heads: Vec<usize> = nodes
             .groups

@@ -40,12 +40,6 @@ pub(super) fn reduce(c: &Coll, bytes: usize, elem: usize) -> ReduceAlgo {
     }
 }
 
-/// Whether a broadcast goes through one exchange round: small messages on
-/// one node, where it costs one hop instead of a read and an acknowledgement.
-pub(super) fn broadcast_by_exchange(c: &Coll, bytes: usize) -> bool {
-    c.t.nodes.single() && c.n() > 1 && bytes <= MAPPED_EXCHANGE_MAX.min(c.exchange_capacity())
-}
-
 /// Whether a node's leader writes a broadcast's or a reduction's result
 /// into its members' destinations (one hop each, and done) rather than
 /// letting them copy it from its own and waiting until they have (in

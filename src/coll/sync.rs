@@ -1,6 +1,8 @@
 //! `sync` and `barrier` on a team.
 //!
-//! Flat teams use the dissemination algorithm (Hensgen, Finkel and Manber):
+//! On one node whose ranks outnumber its cores, members check in with
+//! member 0, which releases them. Other flat teams use the dissemination
+//! algorithm (Hensgen, Finkel and Manber):
 //! in round k, member i notifies member i + 2^k and waits for member
 //! i - 2^k, ⌈log2 n⌉ rounds. Teams spread over several nodes with several
 //! members on some node sync node-aware: each node's members notify their
@@ -48,6 +50,9 @@ impl Coll<'_> {
     /// Syncs the team, using steps from `step` on; returns the next free step.
     pub fn sync(&self, step: u64) -> Result<u64> {
         let nodes = &self.t.nodes;
+        if nodes.single() && !self.w.spin_waits && self.n() > 2 {
+            return self.central(step);
+        }
         if !nodes.hierarchical() {
             return self.dissemination(Members::All(self.n()), self.me(), step);
         }
@@ -68,6 +73,25 @@ impl Coll<'_> {
             self.notify(member, step + 2)?;
         }
         Ok(step + 3 + 64)
+    }
+
+    /// One node whose ranks outnumber its cores: every member notifies
+    /// member 0, which releases them all. Each member waits once, instead
+    /// of once per dissemination round, each wait a turn on a shared core;
+    /// and member 0 leaves first, the root of most rooted collectives.
+    fn central(&self, step: u64) -> Result<u64> {
+        if self.me() != 0 {
+            self.notify(0, step)?;
+            self.wait(0, step + 1)?;
+            return Ok(step + 2);
+        }
+        for member in 1..self.n() {
+            self.wait(member, step)?;
+        }
+        for member in 1..self.n() {
+            self.notify(member, step + 1)?;
+        }
+        Ok(step + 2)
     }
 
     /// Dissemination among `members` (member numbers), this rank being
