@@ -3,15 +3,15 @@
 //! `broadcast_to_others`, 1.4's form, which leaves the root's destination
 //! alone and sends straight from its source.
 //!
-//! Small messages on one node go through one exchange round (the root's
-//! payload to every member's scratch; a single hop). Otherwise one
-//! algorithm, node-aware by construction. Each node has a *head*: the
+//! One algorithm, node-aware by construction. Each node has a *head*: the
 //! root on the root's node, the lowest member elsewhere. The heads form a
 //! binomial tree rooted at the root and push the data down it into each
-//! other's destinations (⌈log2 nodes⌉ hops). Then the other members of each
-//! node copy it from their head's destination in place, in parallel, and
-//! tell the head they are done, so no member's destination is ever written
-//! by another rank on shared memory.
+//! other's destinations (⌈log2 nodes⌉ hops). Then, within each node, the
+//! head writes small data (`plan::fan_out_by_push`) into its members'
+//! destinations and notifies them: one hop, and the head waits for nobody.
+//! Larger data the members copy from their head's destination in place, in
+//! parallel, and tell the head they are done. OpenSHMEM requires every
+//! member's destination to be ready when any member enters.
 
 use super::{plan, Coll};
 use crate::error::Result;
