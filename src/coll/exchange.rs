@@ -1,10 +1,12 @@
 //! The exchange: the small-message engine under most collectives.
 //!
 //! In one exchange round every member puts a payload (possibly empty) into
-//! every other member's scratch, in the region for its own position among
-//! the round's members, notifies it, and then waits for all the others. A
-//! round among a few members (node leaders) splits the half among those
-//! few, so each gets a larger region. Since every member hears
+//! every other member's scratch, notifies it, and then waits for all the
+//! others. A receiver hears from the round's m - 1 other members, so a
+//! scratch half holds m - 1 regions: the member k places after the
+//! receiver (among the round's members, cyclically) writes region k - 1. A
+//! round among a few members (node leaders) thus gets large regions: the
+//! whole half between two. Since every member hears
 //! from every other member in every round, no member can begin round r + 2
 //! before every other has finished reading round r; the scratch therefore
 //! has two halves, used alternately.
@@ -38,24 +40,33 @@ impl Bytes {
     }
 }
 
-/// What arrived in one round: one region per member of the round, in this
-/// rank's scratch.
+/// What arrived in one round: one region per other member of the round,
+/// in this rank's scratch.
 pub(crate) struct Inbox<'m> {
     base: *const u8,
     region: usize,
     members: Members<'m>,
+    /// This rank's position among the members.
+    at: usize,
 }
 
 impl Inbox<'_> {
     /// Where member `from`'s payload of this round lies (valid until this
-    /// rank's exchange round after next).
+    /// rank's exchange round after next). `from` is another member.
     #[inline]
     pub fn from(&self, from: usize) -> *const u8 {
-        let at = self.members.position(from).expect("a member of the round");
-        // SAFETY: `at` < the round's member count, and the half holds that
-        // many regions.
-        unsafe { self.base.add(at * self.region) }
+        let sender = self.members.position(from).expect("a member of the round");
+        assert_ne!(sender, self.at, "no payload from oneself");
+        // SAFETY: the slot is below m - 1, and the half holds m - 1 regions.
+        unsafe { self.base.add(slot(sender, self.at, self.members.len()) * self.region) }
     }
+}
+
+/// The region that the member at position `sender` writes in the scratch of
+/// the member at position `receiver`, among `m`.
+#[inline]
+fn slot(sender: usize, receiver: usize, m: usize) -> usize {
+    (sender + m - receiver - 1) % m
 }
 
 impl Coll<'_> {
@@ -99,7 +110,7 @@ impl Coll<'_> {
                 // SAFETY: the caller's payload points at `len` readable bytes
                 // that nobody writes during this round.
                 let data = unsafe { std::slice::from_raw_parts(bytes.ptr, bytes.len) };
-                self.put(to, base + at * region, data)?;
+                self.put(to, base + slot(at, (at + k) % m, m) * region, data)?;
             }
             self.notify(to, step)?;
         }
@@ -110,6 +121,7 @@ impl Coll<'_> {
             base: self.own(base),
             region,
             members,
+            at,
         })
     }
 }
@@ -128,8 +140,8 @@ impl Coll<'_> {
     }
 }
 
-/// Bytes of one member's region: half the scratch split n ways, in whole
-/// cache lines.
-fn region_bytes(n: usize) -> usize {
-    (SCRATCH_BYTES / 2 / n.max(1)) / 64 * 64
+/// Bytes of one region in a round among `m` members: half the scratch
+/// split m - 1 ways, in whole cache lines.
+fn region_bytes(m: usize) -> usize {
+    (SCRATCH_BYTES / 2 / (m.max(2) - 1)) / 64 * 64
 }
