@@ -59,16 +59,9 @@ impl World {
                 false => unsafe { inbox.from(i).cast::<u64>().read_unaligned() as usize },
             })
             .collect();
-        let total: usize = counts.iter().sum();
-        if total > dst.len() {
-            return Err(c.bad(format!(
-                "the members contribute {total} elements in all ({counts:?}), but the destination holds {}",
-                dst.len()
-            )));
-        }
-        let (dst_off, _) = c.disjoint(dst, src, total, n)?;
-        let starts = starts(&counts);
+        let (total, dst_off) = c.collect_destination(dst, src, &counts, n)?;
         if counts.iter().all(|&count| inline(count)) {
+            let starts = starts(&counts);
             for (i, (&count, &start)) in counts.iter().zip(&starts).enumerate() {
                 let from = match i == c.me() {
                     true => c.own(src_off).cast_const(),
@@ -81,12 +74,50 @@ impl World {
             }
             return Ok(total);
         }
-        c.gather_blocks(2, |i| Block {
+        c.gather_counted(2, src_off, dst_off, &counts, size)?;
+        Ok(total)
+    }
+}
+
+impl Coll<'_> {
+    /// Checks that `dst` takes every member's elements (`counts`) and does
+    /// not overlap this rank's `n`-element source; returns the total and
+    /// the destination's heap offset.
+    pub(super) fn collect_destination<T: Pod>(
+        &self,
+        dst: &Sym<T>,
+        src: &Sym<T>,
+        counts: &[usize],
+        n: usize,
+    ) -> Result<(usize, usize)> {
+        let total: usize = counts.iter().sum();
+        if total > dst.len() {
+            return Err(self.bad(format!(
+                "the members contribute {total} elements in all ({counts:?}), but the destination holds {}",
+                dst.len()
+            )));
+        }
+        let (dst_off, _) = self.disjoint(dst, src, total, n)?;
+        Ok((total, dst_off))
+    }
+
+    /// Moves every member's `counts[i]` elements of `size` bytes from its
+    /// source at `src_off` to their place in every destination at
+    /// `dst_off`, from step `first` (`gather_blocks`).
+    pub(super) fn gather_counted(
+        &self,
+        first: u64,
+        src_off: usize,
+        dst_off: usize,
+        counts: &[usize],
+        size: usize,
+    ) -> Result<()> {
+        let starts = starts(counts);
+        self.gather_blocks(first, |i| Block {
             from: src_off,
             to: dst_off + starts[i] * size,
             len: counts[i] * size,
-        })?;
-        Ok(total)
+        })
     }
 }
 

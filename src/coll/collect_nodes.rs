@@ -12,7 +12,6 @@
 //! part in that round, so nobody else writes a member's half meanwhile, and
 //! the member's next round uses the other half.
 
-use super::collect::Block;
 use super::exchange::Bytes;
 use super::{Coll, Members};
 use crate::error::Result;
@@ -81,21 +80,9 @@ impl Coll<'_> {
                 .map(|i| unsafe { mailbox.add(i).read() as usize })
                 .collect()
         };
-        let total: usize = counts.iter().sum();
-        if total > dst.len() {
-            return Err(self.bad(format!(
-                "the members contribute {total} elements in all ({counts:?}), but the destination holds {}",
-                dst.len()
-            )));
-        }
-        let (dst_off, _) = self.disjoint(dst, src, total, n)?;
+        let (total, dst_off) = self.collect_destination(dst, src, &counts, n)?;
         if !self.inline_by_nodes(&counts, size) {
-            let starts = starts(&counts);
-            self.gather_blocks(4, |i| Block {
-                from: src_off,
-                to: dst_off + starts[i] * size,
-                len: counts[i] * size,
-            })?;
+            self.gather_counted(4, src_off, dst_off, &counts, size)?;
         }
         Ok(total)
     }
