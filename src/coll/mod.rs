@@ -30,6 +30,7 @@ mod gather_nodes;
 pub(crate) mod ops;
 mod plan;
 mod reduce;
+mod reduce_doubling;
 mod scan;
 mod sync;
 

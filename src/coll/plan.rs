@@ -14,6 +14,7 @@ const MAPPED_EXCHANGE_MAX: usize = 2048;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum ReduceAlgo {
     Exchange,
+    Doubling,
     MappedScatterGather,
     RemoteScatterGather,
     NodeAware,
@@ -24,6 +25,9 @@ pub(super) fn reduce(c: &Coll, bytes: usize, elem: usize) -> ReduceAlgo {
     let fits = bytes <= c.exchange_capacity();
     if c.n() == 1 || c.exchange_capacity() < elem {
         return ReduceAlgo::Exchange;
+    }
+    if bytes > 0 && bytes <= c.doubling_capacity() {
+        return ReduceAlgo::Doubling;
     }
     if nodes.hierarchical() {
         return ReduceAlgo::NodeAware;

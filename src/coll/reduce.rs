@@ -13,6 +13,8 @@
 //! * **scatter-gather, remote**: in rounds, an exchange sends each member
 //!   its part of every source, and each member pushes its combined part into
 //!   every destination. Traffic per member stays at about twice the vector.
+//! * **recursive doubling** (`reduce_doubling`): small messages on teams of
+//!   one rank per node, a power of two of them.
 //! * **node-aware**: each node's leader combines its node's sources in
 //!   place, the leaders combine across nodes (exchange), and each node
 //!   copies the result from its leader.
@@ -53,6 +55,7 @@ impl World {
         let bytes = n * size_of::<T>();
         match plan::reduce(&c, bytes, size_of::<T>()) {
             ReduceAlgo::Exchange => c.reduce_exchange::<T, O>(c.own(src_off).cast(), c.own(dst_off).cast(), n),
+            ReduceAlgo::Doubling => c.reduce_doubling::<T, O>(c.own(src_off).cast(), c.own(dst_off).cast(), n),
             ReduceAlgo::MappedScatterGather => c.reduce_mapped::<T, O>(src_off, dst_off, n),
             ReduceAlgo::RemoteScatterGather => c.reduce_remote::<T, O>(src_off, dst_off, n),
             ReduceAlgo::NodeAware => c.reduce_nodes::<T, O>(src_off, dst_off, n),
@@ -65,7 +68,10 @@ impl World {
     pub fn reduce_values<T: Number, O: ReduceOp<T>>(&self, team: &Team, _op: O, values: &mut [T]) -> Result<()> {
         let c = Coll::begin(self, team, "reduce_values")?;
         let ptr = values.as_mut_ptr();
-        c.reduce_exchange::<T, O>(ptr, ptr, values.len())
+        match plan::reduce(&c, size_of_val(values), size_of::<T>()) {
+            ReduceAlgo::Doubling => c.reduce_doubling::<T, O>(ptr, ptr, values.len()),
+            _ => c.reduce_exchange::<T, O>(ptr, ptr, values.len()),
+        }
     }
 
     /// [`reduce_values`](World::reduce_values) of one value.
