@@ -56,6 +56,13 @@ impl Backoff {
         self.slow_pause();
     }
 
+    /// Counts a poll of a wait that sleeps in a system call of its own
+    /// instead of pausing here, so that it turns into naps on time.
+    #[inline]
+    pub(crate) fn note_wait(&mut self) {
+        self.since.get_or_insert_with(Instant::now);
+    }
+
     /// Whether the wait has turned into naps (a long wait: the rank is
     /// idle, not in a collective's lockstep).
     #[inline]

@@ -170,8 +170,11 @@ impl<'a> Coll<'a> {
         if flag.load(Ordering::Acquire) >= target {
             return Ok(());
         }
-        self.w
-            .poll_until(|| (flag.load(Ordering::Acquire) >= target).then_some(()))
+        let ready = || (flag.load(Ordering::Acquire) >= target).then_some(());
+        match self.w.route(Stream::Default, self.rank(from)) {
+            Route::Tcp(_) => self.w.poll_until_tcp(ready),
+            _ => self.w.poll_until(ready),
+        }
     }
 
     fn own_flag(&self, from: usize) -> &AtomicU64 {

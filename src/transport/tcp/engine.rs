@@ -176,6 +176,21 @@ impl Driver {
     pub fn spin(&self) -> bool {
         self.spin
     }
+
+    /// Sleeps until a connection of the engine has news, at most
+    /// `timeout`: how a wait for a peer behind TCP passes the time when it
+    /// may not spin, instead of yielding its core in a loop.
+    pub fn sleep_until_news(&self, timeout: Duration) {
+        let mut fds = [libc::pollfd {
+            fd: self.table.ready.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }];
+        let ms = timeout.as_millis().clamp(1, i32::MAX as u128) as i32;
+        // SAFETY: `fds` holds one valid pollfd for the call's duration; an
+        // error or a timeout just ends the sleep.
+        unsafe { libc::poll(fds.as_mut_ptr(), 1, ms) };
+    }
 }
 
 /// A thread's turn at driving the engine (see [`Driver::start_driving`]).
