@@ -15,6 +15,8 @@
 //!   lockstep work). Spinning 200 µs or 5 ms before yielding instead of
 //!   [`SPIN_POLLS`] polls changed nothing beyond the run-to-run noise
 //!   (`LOAD=1 bench/compare_coll.sh`, 2026-11-22).
+//! * A collective's wait for a member behind TCP sleeps in `poll(2)` on
+//!   the rank's engine after a few yields instead (`World::poll_until_tcp`).
 //! * **Nap** in short sleeps after [`YIELD_FOR`], so a rank idle in a long
 //!   wait (a master waiting for workers) does not burn a core forever.
 
