@@ -191,15 +191,6 @@ impl World {
         Ok((ptrs, list))
     }
 
-    /// Polls `ready` with the shared back-off until it yields a value,
-    /// sending this rank's pending batches first and checking its links
-    /// while it waits: the loop under every wait, for conditions the
-    /// typed waits do not cover (bindings' per-element comparisons).
-    /// `ready` should read local memory only.
-    ///
-    /// A rank with a TCP progress engine serves its peers' requests itself
-    /// while it waits, until the wait turns into naps (see
-    /// `transport::tcp::engine`).
     /// Like [`poll_until`](Self::poll_until), for a condition that only a
     /// peer behind TCP can make true: a rank that may not spin sleeps until
     /// its engine has news instead of yielding in a loop.
@@ -221,7 +212,7 @@ impl World {
                 drop(driving);
                 return Ok(result);
             }
-            polls += 1;
+            polls = polls.saturating_add(1);
             match (backoff.napping(), polls > YIELDS_BEFORE_SLEEP) {
                 (true, _) => {
                     driving = None;
@@ -236,6 +227,15 @@ impl World {
         }
     }
 
+    /// Polls `ready` with the shared back-off until it yields a value,
+    /// sending this rank's pending batches first and checking its links
+    /// while it waits: the loop under every wait, for conditions the
+    /// typed waits do not cover (bindings' per-element comparisons).
+    /// `ready` should read local memory only.
+    ///
+    /// A rank with a TCP progress engine serves its peers' requests itself
+    /// while it waits, until the wait turns into naps (see
+    /// `transport::tcp::engine`).
     pub fn poll_until<R>(&self, mut ready: impl FnMut() -> Option<R>) -> Result<R> {
         self.send_batches()?;
         if let Some(result) = ready() {
