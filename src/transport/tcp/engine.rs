@@ -30,7 +30,7 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -181,15 +181,23 @@ impl Driver {
     /// `timeout`: how a wait for a peer behind TCP passes the time when it
     /// may not spin, instead of yielding its core in a loop.
     pub fn sleep_until_news(&self, timeout: Duration) {
-        let mut fds = [libc::pollfd {
-            fd: self.table.ready.as_raw_fd(),
+        self.sleep_until_news_or(-1, timeout);
+    }
+
+    /// As [`sleep_until_news`](Self::sleep_until_news), or until `socket`
+    /// (a link waiting for an answer; -1 for none) has input.
+    pub fn sleep_until_news_or(&self, socket: RawFd, timeout: Duration) {
+        let watch = |fd| libc::pollfd {
+            fd,
             events: libc::POLLIN,
             revents: 0,
-        }];
+        };
+        let mut fds = [watch(self.table.ready.as_raw_fd()), watch(socket)];
         let ms = timeout.as_millis().clamp(1, i32::MAX as u128) as i32;
-        // SAFETY: `fds` holds one valid pollfd for the call's duration; an
-        // error or a timeout just ends the sleep.
-        unsafe { libc::poll(fds.as_mut_ptr(), 1, ms) };
+        // SAFETY: `fds` holds two valid pollfd entries for the call's
+        // duration (poll skips a negative descriptor); an error or a
+        // timeout just ends the sleep.
+        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
     }
 }
 
