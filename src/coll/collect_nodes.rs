@@ -122,8 +122,8 @@ impl Coll<'_> {
         if packed.len() + asks.iter().map(|a| a.count * size).sum::<usize>() <= capacity {
             (0..local.len()).for_each(|at| packed.extend_from_slice(source(at)));
         }
-        let leaders: Vec<usize> = nodes.groups.iter().map(|g| g[0]).collect();
-        let inbox = self.exchange_among(Members::Some(&leaders), nodes.mine, 2, |_| Bytes::of(&packed))?;
+        let leaders = &nodes.leaders;
+        let inbox = self.exchange_among(Members::Some(leaders), nodes.mine, 2, |_| Bytes::of(&packed))?;
         let mut counts = vec![0; self.n()];
         for (g, group) in nodes.groups.iter().enumerate() {
             let header = match g == nodes.mine {

@@ -93,8 +93,8 @@ impl Coll<'_> {
                 out
             })
             .collect();
-        let leaders: Vec<usize> = nodes.groups.iter().map(|g| g[0]).collect();
-        let inbox = self.exchange_among(Members::Some(&leaders), nodes.mine, first + 1, |to| {
+        let leaders = &nodes.leaders;
+        let inbox = self.exchange_among(Members::Some(leaders), nodes.mine, first + 1, |to| {
             let g = leaders.iter().position(|&l| l == to).expect("a leader");
             Bytes::of(&packed[g])
         })?;

@@ -231,7 +231,7 @@ impl Coll<'_> {
         let nodes = &self.t.nodes;
         let local = &nodes.groups[nodes.mine];
         let leader = local[0];
-        let leaders: Vec<usize> = nodes.groups.iter().map(|g| g[0]).collect();
+        let leaders = &nodes.leaders;
         let per_round = self.exchange_capacity_among(leaders.len()) / size_of::<T>();
         let rounds = n.div_ceil(per_round.max(1)).max(1);
         let push = plan::fan_out_by_push(n * size_of::<T>());
@@ -263,9 +263,8 @@ impl Coll<'_> {
             combine_blocks::<T, O>(&sources, acc.as_mut_ptr(), 0, n);
             acc.set_len(n);
         }
-        let at = leaders.iter().position(|&l| l == leader).expect("a leader");
         let ptr = acc.as_mut_ptr();
-        self.reduce_among::<T, O>(Members::Some(&leaders), at, ptr, ptr, n, 10)?;
+        self.reduce_among::<T, O>(Members::Some(leaders), nodes.mine, ptr, ptr, n, 10)?;
         // SAFETY: our destination holds n elements; the members' reads of
         // our source ended above.
         unsafe { std::ptr::copy_nonoverlapping(acc.as_ptr(), self.own(dst_off).cast::<T>(), n) };

@@ -66,9 +66,9 @@ impl Coll<'_> {
         for &member in &local[1..] {
             self.wait(member, step)?;
         }
-        let leaders: Vec<usize> = nodes.groups.iter().map(|g| g[0]).collect();
+        let leaders = &nodes.leaders;
         let at = nodes.mine;
-        self.dissemination(Members::Some(&leaders), at, step + 3)?;
+        self.dissemination(Members::Some(leaders), at, step + 3)?;
         for &member in &local[1..] {
             self.notify(member, step + 2)?;
         }

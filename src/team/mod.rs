@@ -54,6 +54,8 @@ pub(crate) struct Nodes {
     pub groups: Vec<Vec<usize>>,
     /// Which group this rank is in.
     pub mine: usize,
+    /// Each group's leader: its lowest member.
+    pub leaders: Vec<usize>,
 }
 
 impl Nodes {
@@ -99,7 +101,11 @@ impl Team {
             world_id,
             calls: AtomicU64::new(0),
             exchanges: AtomicU64::new(0),
-            nodes: Nodes { groups, mine },
+            nodes: Nodes {
+                leaders: groups.iter().map(|g| g[0]).collect(),
+                groups,
+                mine,
+            },
         }
     }
 
