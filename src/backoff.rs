@@ -15,8 +15,9 @@
 //!   lockstep work). Spinning 200 µs or 5 ms before yielding instead of
 //!   [`SPIN_POLLS`] polls changed nothing beyond the run-to-run noise
 //!   (`LOAD=1 bench/compare_coll.sh`, 2026-11-22).
-//! * A collective's wait for a member behind TCP sleeps in `poll(2)` on
-//!   the rank's engine after a few yields instead (`World::poll_until_tcp`).
+//! * A wait that only a TCP peer's message can end (a collective's wait for
+//!   a member behind TCP, a link's wait for an answer) sleeps in `poll(2)`
+//!   after a few yields instead (`Backoff::pause_or_sleep`).
 //! * **Nap** in short sleeps after [`YIELD_FOR`], so a rank idle in a long
 //!   wait (a master waiting for workers) does not burn a core forever.
 
@@ -28,6 +29,12 @@ pub(crate) const SPIN_POLLS: u32 = 256;
 pub(crate) const YIELD_FOR: Duration = Duration::from_millis(20);
 /// One nap of a long wait.
 const NAP: Duration = Duration::from_micros(50);
+/// Polls a wait that may not spin yields before it sleeps until a TCP
+/// peer's message arrives (`pause_or_sleep`). 32 and 128 measured alike
+/// across 2 hosts x 2 ranks; sleeping at once made every all-TCP
+/// collective slower (each hop paid a wake-up), never sleeping left four
+/// polling ranks taking turns on two cores.
+const YIELDS_BEFORE_SLEEP: u32 = 32;
 
 /// One wait's back-off state.
 pub(crate) struct Backoff {
@@ -58,11 +65,19 @@ impl Backoff {
         self.slow_pause();
     }
 
-    /// Counts a poll of a wait that sleeps in a system call of its own
-    /// instead of pausing here, so that it turns into naps on time.
+    /// Like [`pause`](Self::pause), for a wait that can sleep until its
+    /// condition may have changed (`sleep`: a `poll(2)` on the sockets a
+    /// TCP peer's message arrives on). A wait that may not spin calls
+    /// `sleep` instead of yielding once it has yielded
+    /// [`YIELDS_BEFORE_SLEEP`] times, until it turns into naps.
     #[inline]
-    pub(crate) fn note_wait(&mut self) {
+    pub(crate) fn pause_or_sleep(&mut self, sleep: impl FnOnce()) {
+        if self.spin || self.polls < YIELDS_BEFORE_SLEEP || self.napping() {
+            return self.pause();
+        }
+        self.polls = self.polls.saturating_add(1);
         self.since.get_or_insert_with(Instant::now);
+        sleep();
     }
 
     /// Whether the wait has turned into naps (a long wait: the rank is

@@ -16,13 +16,6 @@ use crate::sym::{Pod, Sym};
 use crate::world::World;
 use std::sync::atomic::{fence, Ordering};
 
-/// Polls a wait for a peer behind TCP yields before it sleeps until the
-/// engine has news, when it may not spin. 32 and 128 measured alike across
-/// 2 hosts x 2 ranks; sleeping at once made every all-TCP collective
-/// slower (each hop paid a wake-up), never sleeping left four polling
-/// ranks taking turns on two cores.
-const YIELDS_BEFORE_SLEEP: u32 = 32;
-
 /// A comparison against a value, as in OpenSHMEM's `SHMEM_CMP_*`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cmp<T> {
@@ -193,9 +186,12 @@ impl World {
 
     /// Like [`poll_until`](Self::poll_until), for a condition that only a
     /// peer behind TCP can make true: a rank that may not spin sleeps until
-    /// its engine has news instead of yielding in a loop.
+    /// its engine has news (`Backoff::pause_or_sleep`) instead of yielding
+    /// in a loop. It serves what arrived before it looks, since only that
+    /// can make `ready` true (`poll_until` looks first: its conditions are
+    /// mostly set over shared memory).
     pub(crate) fn poll_until_tcp<R>(&self, mut ready: impl FnMut() -> Option<R>) -> Result<R> {
-        let Some(engine) = self.engine.as_ref().filter(|_| !self.spin_waits) else {
+        let Some(engine) = self.engine.as_ref() else {
             return self.poll_until(ready);
         };
         self.send_batches()?;
@@ -204,25 +200,16 @@ impl World {
         }
         let driver = engine.driver();
         let mut driving = Some(driver.start_driving());
-        let mut backoff = Backoff::new(false);
-        let mut polls = 0u32;
+        let mut backoff = Backoff::new(self.spin_waits);
         loop {
             self.check_links()?;
             if let Some(result) = ready() {
                 drop(driving);
                 return Ok(result);
             }
-            polls = polls.saturating_add(1);
-            match (backoff.napping(), polls > YIELDS_BEFORE_SLEEP) {
-                (true, _) => {
-                    driving = None;
-                    backoff.pause();
-                }
-                (false, false) => backoff.pause(),
-                (false, true) => {
-                    backoff.note_wait();
-                    driver.sleep_until_news(std::time::Duration::from_millis(1));
-                }
+            backoff.pause_or_sleep(|| driver.sleep_until_news(None));
+            if backoff.napping() {
+                driving = None;
             }
         }
     }

@@ -18,11 +18,6 @@ use crate::backoff::Backoff;
 use std::io;
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
-use std::time::Duration;
-
-/// Polls a wait that may not spin yields before it sleeps (as a
-/// collective's wait does, `World::poll_until_tcp`).
-const YIELDS_BEFORE_SLEEP: u32 = 32;
 
 /// Reads exactly `len` bytes from `stream` into `dst`, driving `driver`
 /// while none are there (blocking in `recv` without one). No Rust
@@ -45,7 +40,6 @@ pub(super) unsafe fn read_answer(
     let mut backoff = Backoff::new(driver.is_some_and(Driver::spin));
     let mut driving = None;
     let mut done = 0;
-    let mut polls = 0u32;
     while done < len {
         // SAFETY: `dst + done .. dst + len` is inside our caller's destination.
         match recv_into(stream, unsafe { dst.add(done) }, len - done, flags) {
@@ -63,14 +57,7 @@ pub(super) unsafe fn read_answer(
                 }
                 driving.get_or_insert_with(|| driver.start_driving());
                 driver.drive();
-                polls = polls.saturating_add(1);
-                match driver.spin() || polls <= YIELDS_BEFORE_SLEEP {
-                    true => backoff.pause(),
-                    false => {
-                        backoff.note_wait();
-                        driver.sleep_until_news_or(stream.as_raw_fd(), Duration::from_millis(1));
-                    }
-                }
+                backoff.pause_or_sleep(|| driver.sleep_until_news(Some(stream.as_raw_fd())));
             }
             Err(e) => return Err(e),
         }

@@ -45,6 +45,9 @@ const CONNECTIONS: Token = Token(usize::MAX - 2);
 /// a rank that left a wait to compute.
 pub const HAND_BACK: Duration = Duration::from_micros(200);
 
+/// The longest a wait sleeps for news before it checks its condition again.
+const NEWS_TIMEOUT: Duration = Duration::from_millis(1);
+
 /// A running progress engine. Dropping it stops and joins the thread.
 pub struct ProgressEngine {
     addr: SocketAddr,
@@ -177,23 +180,18 @@ impl Driver {
         self.spin
     }
 
-    /// Sleeps until a connection of the engine has news, at most
-    /// `timeout`: how a wait for a peer behind TCP passes the time when it
-    /// may not spin, instead of yielding its core in a loop.
-    pub fn sleep_until_news(&self, timeout: Duration) {
-        self.sleep_until_news_or(-1, timeout);
-    }
-
-    /// As [`sleep_until_news`](Self::sleep_until_news), or until `socket`
-    /// (a link waiting for an answer; -1 for none) has input.
-    pub fn sleep_until_news_or(&self, socket: RawFd, timeout: Duration) {
+    /// Sleeps until a connection of the engine has news, or `socket` (a
+    /// link waiting for an answer) has input, at most [`NEWS_TIMEOUT`]:
+    /// how a wait for a peer behind TCP passes the time when it may not
+    /// spin, instead of yielding its core in a loop.
+    pub fn sleep_until_news(&self, socket: Option<RawFd>) {
         let watch = |fd| libc::pollfd {
             fd,
             events: libc::POLLIN,
             revents: 0,
         };
-        let mut fds = [watch(self.table.ready.as_raw_fd()), watch(socket)];
-        let ms = timeout.as_millis().clamp(1, i32::MAX as u128) as i32;
+        let mut fds = [watch(self.table.ready.as_raw_fd()), watch(socket.unwrap_or(-1))];
+        let ms = NEWS_TIMEOUT.as_millis() as i32;
         // SAFETY: `fds` holds two valid pollfd entries for the call's
         // duration (poll skips a negative descriptor); an error or a
         // timeout just ends the sleep.
