@@ -13,7 +13,7 @@
 //! `recv` instead, so a rank idle in a long get does not poll for ever.
 
 use super::engine::Driver;
-use super::serve::recv_into;
+use super::input::recv_into;
 use crate::backoff::Backoff;
 use std::io;
 use std::net::TcpStream;

@@ -17,6 +17,7 @@
 
 mod answer;
 pub mod engine;
+mod input;
 mod ready;
 mod request;
 mod serve;

@@ -1,6 +1,7 @@
 //! One connection's request state machine: the handshake, then requests
-//! applied in order. Put payloads are received straight into the heap, get
-//! replies are sent straight from it, and a quiet is answered only after
+//! applied in order. Requests are taken from the connection's [`Input`]
+//! (one read holds many of them); a large put payload is received straight
+//! into the heap, get replies are sent straight from it, and a quiet is answered only after
 //! every earlier request on that connection. Atomics are applied with CPU
 //! atomics on this rank's memory (`amo::apply`), so they are atomic with the
 //! atomics of same-host peers and of this rank itself. Every offset is
@@ -11,6 +12,7 @@
 //! so whichever thread holds the connection table (the progress thread, or
 //! a rank's own thread while it waits) may call it whenever it likes.
 
+use super::input::Input;
 use super::request::{atomic_from_code, Request, ATOMIC_TAIL, HEADER_BYTES};
 use crate::protocol::auth::Acceptor;
 use crate::protocol::wire::{FrameBuf, Msg, MAX_UNAUTHENTICATED_FRAME};
@@ -56,6 +58,7 @@ enum Phase {
 pub(super) struct Conn {
     pub(super) stream: TcpStream,
     frames: FrameBuf,
+    input: Input,
     phase: Phase,
 }
 
@@ -67,6 +70,7 @@ impl Conn {
         Conn {
             stream,
             frames,
+            input: Input::new(),
             phase: Phase::AwaitResponse(acceptor),
         }
     }
@@ -95,19 +99,21 @@ pub(super) fn serve(rank: usize, secret: &[u8], memory: RawSegment, conn: &mut C
     loop {
         let step = match &mut conn.phase {
             Phase::AwaitResponse(_) | Phase::AwaitHello => unreachable!("the handshake finished above"),
-            Phase::Header { header, got } => {
-                recv_into(&conn.stream, header[*got..].as_mut_ptr(), HEADER_BYTES - *got, 0).inspect(|&n| {
-                    *got += n;
-                })
+            // SAFETY: the rest of the header array.
+            Phase::Header { header, got } => unsafe {
+                let dst = header[*got..].as_mut_ptr();
+                conn.input.read(&conn.stream, dst, HEADER_BYTES - *got)
             }
-            Phase::Payload { at, left } => {
-                // SAFETY: `start_request` checked that [at, at+left) lies in the heap.
-                let dst = unsafe { memory.heap_base().add(*at) };
-                recv_into(&conn.stream, dst, *left, 0).inspect(|&n| {
-                    *at += n;
-                    *left -= n;
-                })
+            .inspect(|&n| *got += n),
+            // SAFETY: `start_request` checked that [at, at+left) lies in the heap.
+            Phase::Payload { at, left } => unsafe {
+                let dst = memory.heap_base().add(*at);
+                conn.input.read(&conn.stream, dst, *left)
             }
+            .inspect(|&n| {
+                *at += n;
+                *left -= n;
+            }),
             Phase::Reply { at, left } => {
                 // SAFETY: `start_request` checked that [at, at+left) lies in the heap.
                 let src = unsafe { memory.heap_base().add(*at) };
@@ -116,11 +122,12 @@ pub(super) fn serve(rank: usize, secret: &[u8], memory: RawSegment, conn: &mut C
                     *left -= n;
                 })
             }
-            Phase::AtomicTail { tail, got, .. } => {
-                recv_into(&conn.stream, tail[*got..].as_mut_ptr(), ATOMIC_TAIL - *got, 0).inspect(|&n| {
-                    *got += n;
-                })
+            // SAFETY: the rest of the tail array.
+            Phase::AtomicTail { tail, got, .. } => unsafe {
+                let dst = tail[*got..].as_mut_ptr();
+                conn.input.read(&conn.stream, dst, ATOMIC_TAIL - *got)
             }
+            .inspect(|&n| *got += n),
             Phase::Word { word, sent } => send_from(&conn.stream, word[*sent..].as_ptr(), 8 - *sent).inspect(|&n| {
                 *sent += n;
             }),
@@ -249,18 +256,6 @@ fn apply_atomic(memory: RawSegment, offset: u64, code: u32, operand: u64, compar
         },
         false => fresh_header(),
     })
-}
-
-/// recv(2) into raw memory: no Rust reference to the (shared) destination
-/// is formed. Callers pass a destination valid for `len` bytes of writes.
-pub(super) fn recv_into(socket: &impl AsRawFd, dst: *mut u8, len: usize, flags: i32) -> io::Result<usize> {
-    // SAFETY: callers pass a destination valid for `len` bytes of writes.
-    let n = unsafe { libc::recv(socket.as_raw_fd(), dst.cast(), len, flags) };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
 }
 
 /// send(2) from raw memory, without SIGPIPE.

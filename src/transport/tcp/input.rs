@@ -1,0 +1,120 @@
+//! A served connection's input: one `recv` takes in as many requests as
+//! the socket holds (a batch of 64 puts is one read, not 128), and the
+//! request machine (`serve`) takes its headers and payloads from there. A
+//! payload of [`DIRECT_BYTES`] or more that finds nothing buffered is
+//! received straight into the heap instead, so large puts are not copied
+//! twice.
+
+use std::io;
+use std::os::fd::AsRawFd;
+
+/// What one read may take in. A batch (up to 64 KiB) arrives in a few reads.
+const CAPACITY: usize = 16 * 1024;
+/// A payload at least this long, with nothing buffered, skips the buffer.
+pub(super) const DIRECT_BYTES: usize = 4096;
+
+pub(super) struct Input {
+    bytes: Box<[u8]>,
+    /// The buffered bytes not yet taken are `bytes[start..end]`.
+    start: usize,
+    end: usize,
+}
+
+impl Input {
+    pub(super) fn new() -> Input {
+        Input {
+            bytes: vec![0; CAPACITY].into_boxed_slice(),
+            start: 0,
+            end: 0,
+        }
+    }
+
+    /// Moves up to `len` bytes into `dst`: buffered ones first; with none
+    /// buffered, a long read goes straight from the socket into `dst` and a
+    /// short one refills the buffer. `Ok(0)` means the peer closed the
+    /// connection; `WouldBlock` that nothing is there yet.
+    ///
+    /// # Safety
+    /// `dst` must be valid for `len` bytes of writes. No Rust reference to
+    /// it is formed: it may be shared memory that others read meanwhile.
+    pub(super) unsafe fn read(&mut self, socket: &impl AsRawFd, dst: *mut u8, len: usize) -> io::Result<usize> {
+        if self.start == self.end {
+            if len >= DIRECT_BYTES {
+                // SAFETY: our caller's destination, valid for `len` bytes.
+                return unsafe { recv_into(socket, dst, len, 0) };
+            }
+            // SAFETY: the whole buffer is ours and free.
+            let got = unsafe { recv_into(socket, self.bytes.as_mut_ptr(), CAPACITY, 0) }?;
+            (self.start, self.end) = (0, got);
+        }
+        let n = len.min(self.end - self.start);
+        // SAFETY: `n` bytes are buffered from `start`; `dst` is valid for
+        // `len >= n` bytes and cannot overlap this private buffer.
+        unsafe { std::ptr::copy_nonoverlapping(self.bytes.as_ptr().add(self.start), dst, n) };
+        self.start += n;
+        Ok(n)
+    }
+}
+
+/// recv(2) into raw memory: no Rust reference to the (shared) destination
+/// is formed.
+///
+/// # Safety
+/// `dst` must be valid for `len` bytes of writes.
+pub(super) unsafe fn recv_into(socket: &impl AsRawFd, dst: *mut u8, len: usize, flags: i32) -> io::Result<usize> {
+    // SAFETY: our caller passes a destination valid for `len` bytes of writes.
+    let n = unsafe { libc::recv(socket.as_raw_fd(), dst.cast(), len, flags) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::os::unix::net::UnixStream;
+
+    fn read(input: &mut Input, socket: &UnixStream, len: usize) -> Vec<u8> {
+        let mut out = vec![0u8; len];
+        // SAFETY: `out` is valid for `len` bytes.
+        let n = unsafe { input.read(socket, out.as_mut_ptr(), len) }.unwrap();
+        out.truncate(n);
+        out
+    }
+
+    #[test]
+    fn short_reads_come_from_one_refill_in_order() {
+        let (mut tx, rx) = UnixStream::pair().unwrap();
+        tx.write_all(b"headerpayloadtail").unwrap();
+        let mut input = Input::new();
+        assert_eq!(read(&mut input, &rx, 6), b"header");
+        assert_eq!(read(&mut input, &rx, 7), b"payload");
+        assert_eq!(
+            read(&mut input, &rx, 10),
+            b"tail",
+            "a read never goes past what is buffered"
+        );
+        tx.write_all(b"more").unwrap();
+        assert_eq!(read(&mut input, &rx, 4), b"more");
+    }
+
+    #[test]
+    fn a_long_read_with_nothing_buffered_skips_the_buffer() {
+        let (mut tx, rx) = UnixStream::pair().unwrap();
+        let payload: Vec<u8> = (0..DIRECT_BYTES).map(|i| i as u8).collect();
+        tx.write_all(&payload).unwrap();
+        let mut input = Input::new();
+        assert_eq!(read(&mut input, &rx, DIRECT_BYTES), payload);
+        assert_eq!(input.start, input.end, "nothing was buffered");
+    }
+
+    #[test]
+    fn a_closed_peer_reads_as_zero() {
+        let (tx, rx) = UnixStream::pair().unwrap();
+        drop(tx);
+        assert!(read(&mut Input::new(), &rx, 8).is_empty());
+    }
+}
