@@ -4,6 +4,12 @@
 //! payload of [`DIRECT_BYTES`] or more that finds nothing buffered is
 //! received straight into the heap instead, so large puts are not copied
 //! twice.
+//!
+//! A read that came back short emptied the socket, and the engine's epoll
+//! set is edge-triggered: anything that arrives later is a new event. So
+//! once the bytes of a short read are used up, the next read reports
+//! `WouldBlock` without asking the kernel again, saving the `recv` that
+//! would only have said so (one per served event).
 
 use std::io;
 use std::os::fd::AsRawFd;
@@ -18,6 +24,8 @@ pub(super) struct Input {
     /// The buffered bytes not yet taken are `bytes[start..end]`.
     start: usize,
     end: usize,
+    /// The last `recv` came back short: the socket had nothing more.
+    drained: bool,
 }
 
 impl Input {
@@ -26,6 +34,7 @@ impl Input {
             bytes: vec![0; CAPACITY].into_boxed_slice(),
             start: 0,
             end: 0,
+            drained: false,
         }
     }
 
@@ -39,13 +48,18 @@ impl Input {
     /// it is formed: it may be shared memory that others read meanwhile.
     pub(super) unsafe fn read(&mut self, socket: &impl AsRawFd, dst: *mut u8, len: usize) -> io::Result<usize> {
         if self.start == self.end {
+            if std::mem::take(&mut self.drained) {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
             if len >= DIRECT_BYTES {
                 // SAFETY: our caller's destination, valid for `len` bytes.
-                return unsafe { recv_into(socket, dst, len, 0) };
+                let got = unsafe { recv_into(socket, dst, len, 0) }?;
+                self.drained = got < len;
+                return Ok(got);
             }
             // SAFETY: the whole buffer is ours and free.
             let got = unsafe { recv_into(socket, self.bytes.as_mut_ptr(), CAPACITY, 0) }?;
-            (self.start, self.end) = (0, got);
+            (self.start, self.end, self.drained) = (0, got, got < CAPACITY);
         }
         let n = len.min(self.end - self.start);
         // SAFETY: `n` bytes are buffered from `start`; `dst` is valid for
@@ -98,7 +112,18 @@ mod tests {
             "a read never goes past what is buffered"
         );
         tx.write_all(b"more").unwrap();
-        assert_eq!(read(&mut input, &rx, 4), b"more");
+        // SAFETY: a valid one-byte destination.
+        let after_short = unsafe { input.read(&rx, [0u8; 1].as_mut_ptr(), 1) };
+        assert_eq!(
+            after_short.unwrap_err().kind(),
+            io::ErrorKind::WouldBlock,
+            "a short read emptied the socket: what comes later is a new event"
+        );
+        assert_eq!(
+            read(&mut input, &rx, 4),
+            b"more",
+            "the next event's read asks the socket"
+        );
     }
 
     #[test]
