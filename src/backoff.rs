@@ -1,20 +1,21 @@
 //! The wait policy shared by every local wait (barriers, collectives,
 //! `wait_until`, locks): spin briefly, then yield, then nap.
 //!
-//! * **Spin** for [`SPIN_POLLS`] polls while every rank on this host (and
-//!   its TCP progress thread, if it has one) has a core of its own: enough
-//!   for a peer that is running to answer. rlaunch pins ranks to disjoint
-//!   CPU shares when they fit (`--bind-to core`, as Open MPI does), so two
-//!   ranks never start out on one core: unpinned, a short benchmark whose
-//!   ranks the kernel happened to place together ran 80x slower.
+//! * **Spin** for [`SPIN_FOR`] (1 ms) while every rank on this host (and
+//!   its TCP progress thread, if it has one) has a core of its own. rlaunch
+//!   pins ranks to disjoint CPU shares when they fit (`--bind-to core`, as
+//!   Open MPI does), so two ranks never start out on one core: unpinned, a
+//!   short benchmark whose ranks the kernel happened to place together ran
+//!   80x slower. Spinning costs nobody anything then, and a yield does: on
+//!   a core shared with a CPU-bound process, `sched_yield` hands that
+//!   process the rest of its slice (1-4 ms). A 2-rank broadcast of 512 KiB
+//!   or 1 MiB, whose root waits some 15-45 µs for its member's copy, took
+//!   42-90x its quiet time beside one busy process when it yielded after
+//!   256 polls, and 2.3-5.8x spinning 1 ms or 5 ms (`LOAD=1
+//!   bench/compare_coll.sh`-style runs, alternating, 2026-11-22).
 //! * **Yield** after that, and at once when ranks outnumber cores, as Open
 //!   MPI's `mpi_yield_when_idle` does: the rank we wait for may need this
-//!   core. With one CPU-bound process beside a 2-rank job, most
-//!   collectives stay within 2× of their quiet time (a rank sharing its core
-//!   with that process runs about half the time, so 2× is the floor for
-//!   lockstep work). Spinning 200 µs or 5 ms before yielding instead of
-//!   [`SPIN_POLLS`] polls changed nothing beyond the run-to-run noise
-//!   (`LOAD=1 bench/compare_coll.sh`, 2026-11-22).
+//!   core.
 //! * A wait that only a TCP peer's message can end (a collective's wait for
 //!   a member behind TCP, a link's wait for an answer) sleeps in `poll(2)`
 //!   after a few yields instead (`Backoff::pause_or_sleep`).
@@ -23,8 +24,10 @@
 
 use std::time::{Duration, Instant};
 
-/// Polls a wait spins before it yields, when it may spin at all.
+/// Polls a wait that may spin makes before it starts timing its spin.
 pub(crate) const SPIN_POLLS: u32 = 256;
+/// How long a wait that may spin spins before it yields.
+const SPIN_FOR: Duration = Duration::from_millis(1);
 /// How long a wait yields before it starts napping.
 pub(crate) const YIELD_FOR: Duration = Duration::from_millis(20);
 /// One nap of a long wait.
@@ -58,11 +61,19 @@ impl Backoff {
     #[inline]
     pub(crate) fn pause(&mut self) {
         self.polls = self.polls.saturating_add(1);
-        if self.spin && self.polls < SPIN_POLLS {
+        if self.spin && (self.polls < SPIN_POLLS || self.spinning_on()) {
             std::hint::spin_loop();
             return;
         }
         self.slow_pause();
+    }
+
+    /// Whether a wait that may spin is still within [`SPIN_FOR`] (timed
+    /// from its first poll past [`SPIN_POLLS`], so short waits never read
+    /// the clock).
+    #[inline(never)]
+    fn spinning_on(&mut self) -> bool {
+        self.since.get_or_insert_with(Instant::now).elapsed() < SPIN_FOR
     }
 
     /// Like [`pause`](Self::pause), for a wait that can sleep until its
