@@ -19,8 +19,9 @@
 //! * A wait that only a TCP peer's message can end (a collective's wait for
 //!   a member behind TCP, a link's wait for an answer) sleeps in `poll(2)`
 //!   after a few yields instead (`Backoff::pause_or_sleep`).
-//! * **Nap** in short sleeps after [`YIELD_FOR`], so a rank idle in a long
-//!   wait (a master waiting for workers) does not burn a core forever.
+//! * **Nap** after [`YIELD_FOR`], so a rank idle in a long wait (a master
+//!   waiting for workers) does not burn a core forever: sleeps of a
+//!   twentieth of the wait so far, from 50 µs up to [`MAX_NAP`] (1 ms).
 
 use std::time::{Duration, Instant};
 
@@ -30,8 +31,13 @@ pub(crate) const SPIN_POLLS: u32 = 256;
 const SPIN_FOR: Duration = Duration::from_millis(1);
 /// How long a wait yields before it starts napping.
 pub(crate) const YIELD_FOR: Duration = Duration::from_millis(20);
-/// One nap of a long wait.
+/// The shortest nap of a long wait.
 const NAP: Duration = Duration::from_micros(50);
+/// The longest nap: a wait that has lasted 20 ms or more naps a
+/// twentieth of its length so far, between these two, so napping adds
+/// at most about 5% to a long wait and wakes a long-idle rank at most
+/// 1000 times a second.
+const MAX_NAP: Duration = Duration::from_millis(1);
 /// Polls a wait that may not spin yields before it sleeps until a TCP
 /// peer's message arrives (`pause_or_sleep`). 32 and 128 measured alike
 /// across 2 hosts x 2 ranks; sleeping at once made every all-TCP
@@ -104,7 +110,7 @@ impl Backoff {
         if waited < YIELD_FOR {
             std::thread::yield_now();
         } else {
-            std::thread::sleep(NAP);
+            std::thread::sleep((waited / 20).clamp(NAP, MAX_NAP));
         }
     }
 }
