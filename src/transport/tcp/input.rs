@@ -7,9 +7,11 @@
 //!
 //! A read that came back short emptied the socket, and the engine's epoll
 //! set is edge-triggered: anything that arrives later is a new event. So
-//! once the bytes of a short read are used up, the next read reports
+//! within one serving of an event ([`Input::new_event`] starts one), once
+//! the bytes of a short read are used up, the next read reports
 //! `WouldBlock` without asking the kernel again, saving the `recv` that
-//! would only have said so (one per served event).
+//! would only have said so. The next event always asks: it may be the one
+//! that reports what arrived after the short read.
 
 use std::io;
 use std::os::fd::AsRawFd;
@@ -36,6 +38,12 @@ impl Input {
             end: 0,
             drained: false,
         }
+    }
+
+    /// Starts serving a new event: the next read with nothing buffered
+    /// asks the socket, whatever the last one found.
+    pub(super) fn new_event(&mut self) {
+        self.drained = false;
     }
 
     /// Moves up to `len` bytes into `dst`: buffered ones first; with none
@@ -119,6 +127,7 @@ mod tests {
             io::ErrorKind::WouldBlock,
             "a short read emptied the socket: what comes later is a new event"
         );
+        input.new_event();
         assert_eq!(
             read(&mut input, &rx, 4),
             b"more",

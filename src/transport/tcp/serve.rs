@@ -91,6 +91,7 @@ pub(super) fn serve(rank: usize, secret: &[u8], memory: RawSegment, conn: &mut C
             None => return Verdict::Close,
         }
     }
+    conn.input.new_event();
     match conn.frames.flush_to(&mut conn.stream) {
         Ok(true) => {}
         Ok(false) => return Verdict::KeepOpen,
