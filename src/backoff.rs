@@ -26,11 +26,11 @@
 use std::time::{Duration, Instant};
 
 /// Polls a wait that may spin makes before it starts timing its spin.
-pub(crate) const SPIN_POLLS: u32 = 256;
+const SPIN_POLLS: u32 = 256;
 /// How long a wait that may spin spins before it yields.
 const SPIN_FOR: Duration = Duration::from_millis(1);
 /// How long a wait yields before it starts napping.
-pub(crate) const YIELD_FOR: Duration = Duration::from_millis(20);
+const YIELD_FOR: Duration = Duration::from_millis(20);
 /// The shortest nap of a long wait.
 const NAP: Duration = Duration::from_micros(50);
 /// The longest nap: a wait that has lasted 20 ms or more naps a

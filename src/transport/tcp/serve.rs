@@ -1,12 +1,12 @@
 //! One connection's request state machine: the handshake, then requests
 //! applied in order. Requests are taken from the connection's [`Input`]
 //! (one read holds many of them); a large put payload is received straight
-//! into the heap, get replies are sent straight from it, and a quiet is answered only after
-//! every earlier request on that connection. Atomics are applied with CPU
-//! atomics on this rank's memory (`amo::apply`), so they are atomic with the
-//! atomics of same-host peers and of this rank itself. Every offset is
-//! bounds-checked: a bad request closes the connection, it never touches
-//! memory.
+//! into the heap, get replies are sent straight from it, and a quiet is
+//! answered only after every earlier request on that connection. Atomics
+//! are applied with CPU atomics on this rank's memory (`amo::apply`), so
+//! they are atomic with the atomics of same-host peers and of this rank
+//! itself. Every offset is bounds-checked: a bad request closes the
+//! connection, it never touches memory.
 //!
 //! [`serve`] makes as much progress as the socket allows without blocking,
 //! so whichever thread holds the connection table (the progress thread, or
