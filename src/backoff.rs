@@ -21,7 +21,7 @@
 //!   after a few yields instead (`Backoff::pause_or_sleep`).
 //! * **Nap** after [`YIELD_FOR`], so a rank idle in a long wait (a master
 //!   waiting for workers) does not burn a core forever: sleeps of a
-//!   twentieth of the wait so far, from 50 µs up to [`MAX_NAP`] (1 ms).
+//!   twentieth of the wait so far, from 50 µs up to [`MAX_NAP`] (10 ms).
 
 use std::time::{Duration, Instant};
 
@@ -36,8 +36,12 @@ const NAP: Duration = Duration::from_micros(50);
 /// The longest nap: a wait that has lasted 20 ms or more naps a
 /// twentieth of its length so far, between these two, so napping adds
 /// at most about 5% to a long wait and wakes a long-idle rank at most
-/// 1000 times a second.
-const MAX_NAP: Duration = Duration::from_millis(1);
+/// 100 times a second. With 1 ms naps, an idle rank's 1000 wake-ups a
+/// second took 5-10% of a vCPU in the Soft-RoCE guest, from a neighbour
+/// whose two threads needed both (2 threads / 1 thread over verbs, three
+/// alternating runs in one boot: put 1.68-1.74 -> 1.76-1.90, fetch-add
+/// 1.72-1.83 -> 1.80-1.89).
+const MAX_NAP: Duration = Duration::from_millis(10);
 /// Polls a wait that may not spin yields before it sleeps until a TCP
 /// peer's message arrives (`pause_or_sleep`). 32 and 128 measured alike
 /// across 2 hosts x 2 ranks; sleeping at once made every all-TCP
