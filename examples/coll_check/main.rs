@@ -285,6 +285,8 @@ fn errors(world: &World) -> Result<Check> {
     let n = world.size();
     let root = world.broadcast(team, &x, &x, 4, n).map(drop);
     let bounds = world.fcollect(team, &x, &x, 4).map(drop);
+    let small = world.alloc::<u64>(2)?;
+    let collected = world.collect(team, &small, &x, 4).map(drop);
     let split = world.split_strided(team, 0, 1, n + 1).map(drop);
     let differ = match n {
         1 => Err(None),
@@ -293,10 +295,12 @@ fn errors(world: &World) -> Result<Check> {
             .map(|_| ())
             .map_err(Some),
     };
+    world.free(small)?;
     world.free(x)?;
     let wanted = [
         ("a root outside the team", root),
         ("an fcollect into too small a destination", bounds),
+        ("a collect into too small a destination", collected),
         ("a split past the parent", split),
     ];
     for (what, result) in wanted {
@@ -312,7 +316,7 @@ fn errors(world: &World) -> Result<Check> {
         ));
     }
     if world.rank() == 0 {
-        println!("checked errors: a root outside the team, a destination too small, a split past the parent, arguments that differ");
+        println!("checked errors: a root outside the team, an fcollect's and a collect's destination too small, a split past the parent, arguments that differ");
     }
     Ok(Ok(()))
 }

@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::sym::{Pod, Sym};
 use crate::team::Team;
 use crate::world::World;
-use std::mem::size_of;
+use std::mem::{size_of, MaybeUninit};
 
 impl World {
     /// Concatenates the first `n` elements of `src` of every member, in
@@ -41,64 +41,88 @@ impl World {
         let size = size_of::<T>();
         // The count goes first; the elements ride along when they fit the
         // exchange region, so a small collect takes one round, like fcollect.
-        let inline = |count: usize| {
-            count
-                .checked_mul(size)
-                .is_some_and(|bytes| plan::collect_inline(&c, bytes))
-        };
-        let mut first = (n as u64).to_ne_bytes().to_vec();
-        if inline(n) {
-            // SAFETY: `src_off` is checked for `n` elements of this heap.
-            first.extend_from_slice(unsafe { std::slice::from_raw_parts(c.own(src_off), n * size) });
-        }
-        let inbox = c.exchange(1, |_| Bytes::of(&first))?;
-        let counts: Vec<usize> = (0..c.n())
-            .map(|i| match i == c.me() {
-                true => n,
-                // SAFETY: every member sent its count first in this round.
-                false => unsafe { inbox.from(i).cast::<u64>().read_unaligned() as usize },
-            })
-            .collect();
-        let (total, dst_off) = c.collect_destination(dst, src, &counts, n)?;
-        if counts.iter().all(|&count| inline(count)) {
-            let starts = starts(&counts);
-            for (i, (&count, &start)) in counts.iter().zip(&starts).enumerate() {
-                let from = match i == c.me() {
-                    true => c.own(src_off).cast_const(),
-                    // SAFETY: member i's elements follow its count.
-                    false => unsafe { inbox.from(i).add(8) },
-                };
-                // SAFETY: the destination range is ours, inside the checked
-                // object, and disjoint from the source and the scratch.
-                unsafe { std::ptr::copy_nonoverlapping(from, c.own(dst_off + start * size), count * size) };
+        // A small collect allocates nothing: its payload is built on the
+        // stack and the counts are read where they arrived.
+        let inline_max = plan::collect_inline_max(&c);
+        let inline = |count: usize| count.checked_mul(size).is_some_and(|bytes| bytes <= inline_max);
+        let elements = if inline(n) { n * size } else { 0 };
+        let mut stack = [MaybeUninit::<u8>::uninit(); INLINE_STACK];
+        let mut heap = Vec::new();
+        let buf: *mut u8 = match 8 + elements <= INLINE_STACK {
+            true => stack.as_mut_ptr().cast(),
+            false => {
+                heap.reserve_exact(8 + elements);
+                heap.as_mut_ptr()
             }
+        };
+        // SAFETY: `buf` has room for 8 + `elements` bytes (the stack array
+        // or the reserved vector), and `src_off` is checked for `n`
+        // elements of this heap; both ranges are initialized before the
+        // slice over them is made.
+        let first: &[u8] = unsafe {
+            std::ptr::copy_nonoverlapping((n as u64).to_ne_bytes().as_ptr(), buf, 8);
+            std::ptr::copy_nonoverlapping(c.own(src_off), buf.add(8), elements);
+            std::slice::from_raw_parts(buf, 8 + elements)
+        };
+        let inbox = c.exchange(1, |_| Bytes::of(first))?;
+        let count = |i: usize| match i == c.me() {
+            true => n,
+            // SAFETY: every member sent its count first in this round.
+            false => unsafe { inbox.from(i).cast::<u64>().read_unaligned() as usize },
+        };
+        let (mut total, mut all_inline) = (0usize, true);
+        for i in 0..c.n() {
+            total = total.saturating_add(count(i));
+            all_inline &= inline(count(i));
+        }
+        let counts = || (0..c.n()).map(count).collect::<Vec<_>>();
+        let dst_off = c.collect_destination(dst, src, total, n, counts)?;
+        if !all_inline {
+            c.gather_counted(2, src_off, dst_off, &counts(), size)?;
             return Ok(total);
         }
-        c.gather_counted(2, src_off, dst_off, &counts, size)?;
+        let mut start = 0;
+        for i in 0..c.n() {
+            let from = match i == c.me() {
+                true => c.own(src_off).cast_const(),
+                // SAFETY: member i's elements follow its count.
+                false => unsafe { inbox.from(i).add(8) },
+            };
+            // SAFETY: the destination range is ours, inside the checked
+            // object, and disjoint from the source and the scratch.
+            unsafe { std::ptr::copy_nonoverlapping(from, c.own(dst_off + start * size), count(i) * size) };
+            start += count(i);
+        }
         Ok(total)
     }
 }
 
+/// Bytes of a small collect's first payload (its count and its elements)
+/// built on the stack; a larger one goes to the heap.
+const INLINE_STACK: usize = 2048 + 8;
+
 impl Coll<'_> {
-    /// Checks that `dst` takes every member's elements (`counts`) and does
-    /// not overlap this rank's `n`-element source; returns the total and
-    /// the destination's heap offset.
+    /// Checks that `dst` takes every member's elements (`total` of them)
+    /// and does not overlap this rank's `n`-element source; returns the
+    /// destination's heap offset. `counts` lists every member's count for
+    /// the error message.
     pub(super) fn collect_destination<T: Pod>(
         &self,
         dst: &Sym<T>,
         src: &Sym<T>,
-        counts: &[usize],
+        total: usize,
         n: usize,
-    ) -> Result<(usize, usize)> {
-        let total: usize = counts.iter().sum();
+        counts: impl FnOnce() -> Vec<usize>,
+    ) -> Result<usize> {
         if total > dst.len() {
             return Err(self.bad(format!(
-                "the members contribute {total} elements in all ({counts:?}), but the destination holds {}",
+                "the members contribute {total} elements in all ({:?}), but the destination holds {}",
+                counts(),
                 dst.len()
             )));
         }
         let (dst_off, _) = self.disjoint(dst, src, total, n)?;
-        Ok((total, dst_off))
+        Ok(dst_off)
     }
 
     /// Moves every member's `counts[i]` elements of `size` bytes from its

@@ -80,7 +80,8 @@ impl Coll<'_> {
                 .map(|i| unsafe { mailbox.add(i).read() as usize })
                 .collect()
         };
-        let (total, dst_off) = self.collect_destination(dst, src, &counts, n)?;
+        let total = counts.iter().sum();
+        let dst_off = self.collect_destination(dst, src, total, n, || counts.clone())?;
         if !self.inline_by_nodes(&counts, size) {
             self.gather_counted(4, src_off, dst_off, &counts, size)?;
         }

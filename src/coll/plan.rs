@@ -82,13 +82,11 @@ pub(super) fn by_nodes(c: &Coll, leader_bytes: usize) -> bool {
     nodes.hierarchical() && leader_bytes <= c.exchange_capacity_among(nodes.groups.len())
 }
 
-/// Whether a collect's elements (`bytes` of them from one member) travel
-/// with its count in the first exchange round, as a block that small
-/// would travel in fcollect.
-pub(super) fn collect_inline(c: &Coll, bytes: usize) -> bool {
-    bytes
-        .checked_add(8)
-        .is_some_and(|payload| payload <= movement_exchange_limit(c))
+/// The most bytes of elements a collect's member sends with its count in
+/// the first exchange round, as a block that small would travel in
+/// fcollect.
+pub(super) fn collect_inline_max(c: &Coll) -> usize {
+    movement_exchange_limit(c).saturating_sub(8)
 }
 
 /// The largest block that moves through the exchange.
