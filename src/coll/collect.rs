@@ -98,8 +98,9 @@ impl World {
 }
 
 /// Bytes of a small collect's first payload (its count and its elements)
-/// built on the stack; a larger one goes to the heap.
-const INLINE_STACK: usize = 2048 + 8;
+/// built on the stack: every inline payload on one node. A larger one (an
+/// exchange among nodes has larger regions) goes to the heap.
+const INLINE_STACK: usize = plan::MAPPED_EXCHANGE_MAX + 8;
 
 impl Coll<'_> {
     /// Checks that `dst` takes every member's elements (`total` of them)

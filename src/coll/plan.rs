@@ -9,7 +9,7 @@ use super::Coll;
 /// Largest per-member payload that goes through the exchange on one node,
 /// when the exchange could take more. Above it, members read each other's
 /// objects in place.
-const MAPPED_EXCHANGE_MAX: usize = 2048;
+pub(super) const MAPPED_EXCHANGE_MAX: usize = 2048;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum ReduceAlgo {
@@ -86,7 +86,11 @@ pub(super) fn by_nodes(c: &Coll, leader_bytes: usize) -> bool {
 /// the first exchange round, as a block that small would travel in
 /// fcollect.
 pub(super) fn collect_inline_max(c: &Coll) -> usize {
-    movement_exchange_limit(c).saturating_sub(8)
+    let room = c.exchange_capacity().saturating_sub(8);
+    match c.t.nodes.single() {
+        true => MAPPED_EXCHANGE_MAX.min(room),
+        false => room,
+    }
 }
 
 /// The largest block that moves through the exchange.
