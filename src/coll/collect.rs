@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::sym::{Pod, Sym};
 use crate::team::Team;
 use crate::world::World;
-use std::mem::{size_of, MaybeUninit};
+use std::mem::size_of;
 
 impl World {
     /// Concatenates the first `n` elements of `src` of every member, in
@@ -39,36 +39,23 @@ impl World {
             return c.collect_nodes(dst, src, src_off, n);
         }
         let size = size_of::<T>();
-        // The count goes first; the elements ride along when they fit the
-        // exchange region, so a small collect takes one round, like fcollect.
-        // A small collect allocates nothing: its payload is built on the
-        // stack and the counts are read where they arrived.
+        // The count travels beside the exchange flag (`exchange_noted`: no
+        // cache line of its own on one node); the elements ride along when
+        // they fit the exchange region, so a small collect takes one round
+        // and the same cache lines as fcollect, and allocates nothing.
         let inline_max = plan::collect_inline_max(&c);
         let inline = |count: usize| count.checked_mul(size).is_some_and(|bytes| bytes <= inline_max);
-        let elements = if inline(n) { n * size } else { 0 };
-        let mut stack = [MaybeUninit::<u8>::uninit(); INLINE_STACK];
-        let mut heap = Vec::new();
-        let buf: *mut u8 = match 8 + elements <= INLINE_STACK {
-            true => stack.as_mut_ptr().cast(),
-            false => {
-                heap.reserve_exact(8 + elements);
-                heap.as_mut_ptr()
-            }
+        let payload = match inline(n) {
+            true => Bytes {
+                ptr: c.own(src_off),
+                len: n * size,
+            },
+            false => Bytes::EMPTY,
         };
-        // SAFETY: `buf` has room for 8 + `elements` bytes (the stack array
-        // or the reserved vector), and `src_off` is checked for `n`
-        // elements of this heap; both ranges are initialized before the
-        // slice over them is made.
-        let first: &[u8] = unsafe {
-            std::ptr::copy_nonoverlapping((n as u64).to_ne_bytes().as_ptr(), buf, 8);
-            std::ptr::copy_nonoverlapping(c.own(src_off), buf.add(8), elements);
-            std::slice::from_raw_parts(buf, 8 + elements)
-        };
-        let inbox = c.exchange(1, |_| Bytes::of(first))?;
+        let inbox = c.exchange_noted(1, n as u64, |_| payload)?;
         let count = |i: usize| match i == c.me() {
             true => n,
-            // SAFETY: every member sent its count first in this round.
-            false => unsafe { inbox.from(i).cast::<u64>().read_unaligned() as usize },
+            false => inbox.note(i) as usize,
         };
         let (mut total, mut all_inline) = (0usize, true);
         for i in 0..c.n() {
@@ -85,8 +72,7 @@ impl World {
         for i in 0..c.n() {
             let from = match i == c.me() {
                 true => c.own(src_off).cast_const(),
-                // SAFETY: member i's elements follow its count.
-                false => unsafe { inbox.from(i).add(8) },
+                false => inbox.from(i),
             };
             // SAFETY: the destination range is ours, inside the checked
             // object, and disjoint from the source and the scratch.
@@ -96,11 +82,6 @@ impl World {
         Ok(total)
     }
 }
-
-/// Bytes of a small collect's first payload (its count and its elements)
-/// built on the stack: every inline payload on one node. A larger one (an
-/// exchange among nodes has larger regions) goes to the heap.
-const INLINE_STACK: usize = plan::MAPPED_EXCHANGE_MAX + 8;
 
 impl Coll<'_> {
     /// Checks that `dst` takes every member's elements (`total` of them)

@@ -17,7 +17,7 @@
 
 use super::{Coll, Members};
 use crate::error::Result;
-use crate::team::layout::SCRATCH_BYTES;
+use crate::team::layout::{FLAG_STRIDE, SCRATCH_BYTES};
 
 /// A payload: bytes this rank sends, from private memory or its own heap.
 #[derive(Clone, Copy)]
@@ -45,6 +45,8 @@ impl Bytes {
 pub(crate) struct Inbox<'m> {
     base: *const u8,
     region: usize,
+    /// Heap offsets of this round's notes, by member (`Coll::note_base`).
+    notes: *const u8,
     members: Members<'m>,
     /// This rank's position among the members.
     at: usize,
@@ -59,6 +61,16 @@ impl Inbox<'_> {
         assert_ne!(sender, self.at, "no payload from oneself");
         // SAFETY: the slot is below m - 1, and the half holds m - 1 regions.
         unsafe { self.base.add(slot(sender, self.at, self.members.len()) * self.region) }
+    }
+
+    /// The note that member `from` sent this round with
+    /// [`exchange_noted`](Coll::exchange_noted).
+    #[inline]
+    pub fn note(&self, from: usize) -> u64 {
+        // SAFETY: the note lies in this rank's team area, 8-byte aligned in
+        // member `from`'s flag line, written before the flag we waited for
+        // and not again before our exchange round after next.
+        unsafe { self.notes.add(from * FLAG_STRIDE).cast::<u64>().read() }
     }
 }
 
@@ -87,6 +99,13 @@ impl Coll<'_> {
         self.exchange_among(Members::All(self.n()), self.me(), step, payload)
     }
 
+    /// An exchange round that also leaves `note` beside this rank's flag
+    /// on every other member ([`Inbox::note`]): a word that costs no cache
+    /// line of its own on one node.
+    pub fn exchange_noted(&self, step: u64, note: u64, payload: impl FnMut(usize) -> Bytes) -> Result<Inbox<'static>> {
+        self.exchange_round(Members::All(self.n()), self.me(), step, Some(note), payload)
+    }
+
     /// An exchange round among `members` only (this rank is
     /// `members[at]`). Every other member of the team must call
     /// [`skip_exchanges`](Coll::skip_exchanges) for it, so that all agree
@@ -96,9 +115,21 @@ impl Coll<'_> {
         members: Members<'m>,
         at: usize,
         step: u64,
+        payload: impl FnMut(usize) -> Bytes,
+    ) -> Result<Inbox<'m>> {
+        self.exchange_round(members, at, step, None, payload)
+    }
+
+    fn exchange_round<'m>(
+        &self,
+        members: Members<'m>,
+        at: usize,
+        step: u64,
+        note: Option<u64>,
         mut payload: impl FnMut(usize) -> Bytes,
     ) -> Result<Inbox<'m>> {
         let m = members.len();
+        let half = self.exchange_half();
         let region = region_bytes(m);
         let base = self.next_exchange_half();
         self.skip_exchanges(1);
@@ -112,6 +143,9 @@ impl Coll<'_> {
                 let data = unsafe { std::slice::from_raw_parts(bytes.ptr, bytes.len) };
                 self.put(to, base + slot(at, (at + k) % m, m) * region, data)?;
             }
+            if let Some(note) = note {
+                self.put(to, self.note_offset(self.me(), half), &note.to_ne_bytes())?;
+            }
             self.notify(to, step)?;
         }
         for k in 1..m {
@@ -120,6 +154,7 @@ impl Coll<'_> {
         Ok(Inbox {
             base: self.own(base),
             region,
+            notes: self.own(self.note_offset(0, half)),
             members,
             at,
         })
@@ -130,8 +165,12 @@ impl Coll<'_> {
     /// Heap offset of the scratch half that this rank's next exchange
     /// round uses.
     pub fn next_exchange_half(&self) -> usize {
-        let half = self.t.exchanges.load(std::sync::atomic::Ordering::Relaxed) % 2;
-        self.scratch() + half as usize * SCRATCH_BYTES / 2
+        self.scratch() + self.exchange_half() * SCRATCH_BYTES / 2
+    }
+
+    /// Which half (0 or 1) this rank's next exchange round uses.
+    fn exchange_half(&self) -> usize {
+        (self.t.exchanges.load(std::sync::atomic::Ordering::Relaxed) % 2) as usize
     }
 
     /// Accounts for `rounds` exchange rounds this rank took no part in.

@@ -177,6 +177,13 @@ impl<'a> Coll<'a> {
         }
     }
 
+    /// Heap offset of the note member `from` leaves beside its flag for
+    /// exchange half `half` (`Layout::note`).
+    #[inline]
+    pub fn note_offset(&self, from: usize, half: usize) -> usize {
+        self.layout.note(self.t.slot, from, half)
+    }
+
     fn own_flag(&self, from: usize) -> &AtomicU64 {
         let offset = self.layout.flag(self.t.slot, from);
         // SAFETY: the flag lies in the team area of our own heap, 8-byte

@@ -9,7 +9,7 @@ use super::Coll;
 /// Largest per-member payload that goes through the exchange on one node,
 /// when the exchange could take more. Above it, members read each other's
 /// objects in place.
-pub(super) const MAPPED_EXCHANGE_MAX: usize = 2048;
+const MAPPED_EXCHANGE_MAX: usize = 2048;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum ReduceAlgo {
@@ -86,11 +86,7 @@ pub(super) fn by_nodes(c: &Coll, leader_bytes: usize) -> bool {
 /// the first exchange round, as a block that small would travel in
 /// fcollect.
 pub(super) fn collect_inline_max(c: &Coll) -> usize {
-    let room = c.exchange_capacity().saturating_sub(8);
-    match c.t.nodes.single() {
-        true => MAPPED_EXCHANGE_MAX.min(room),
-        false => room,
-    }
+    movement_exchange_limit(c)
 }
 
 /// The largest block that moves through the exchange.

@@ -12,7 +12,11 @@
 //!
 //! A flag word at index `i` is written only by the member with team index
 //! `i`, with values that only grow (see `coll::Steps`), so it never needs
-//! resetting while the team lives.
+//! resetting while the team lives. The same member may leave a *note* (one
+//! word per exchange half) in the rest of the flag's cache line before it
+//! raises the flag: a receiver that sees the flag has the note in the same
+//! line, so a small word (a collect's count) travels without a cache miss
+//! of its own.
 
 /// Teams a rank can belong to at once, the world team included.
 pub const MAX_TEAMS: usize = 32;
@@ -20,7 +24,7 @@ pub const MAX_TEAMS: usize = 32;
 /// arriving from other members. Larger collectives run in chunks.
 pub const SCRATCH_BYTES: usize = 64 << 10;
 /// Every flag word has its own cache line, so concurrent writers do not share one.
-const FLAG_STRIDE: usize = 64;
+pub const FLAG_STRIDE: usize = 64;
 const PAGE: usize = 4096;
 
 /// The team area's geometry for a job of `world_size` ranks.
@@ -52,6 +56,13 @@ impl Layout {
     pub fn flag(self, slot: usize, from: usize) -> usize {
         debug_assert!(slot < MAX_TEAMS && from < self.world_size);
         slot * self.slot_bytes() + from * FLAG_STRIDE
+    }
+
+    /// Heap offset of the note that the member with team index `from`
+    /// leaves beside its flag in slot `slot`, for exchange half `half`.
+    pub fn note(self, slot: usize, from: usize, half: usize) -> usize {
+        debug_assert!(half < 2);
+        self.flag(slot, from) + 8 + half * 8
     }
 
     /// Heap offset of slot `slot`'s scratch.
