@@ -17,7 +17,7 @@
 
 use super::{Coll, Members};
 use crate::error::Result;
-use crate::team::layout::{FLAG_STRIDE, SCRATCH_BYTES};
+use crate::team::layout::{Layout, SCRATCH_BYTES};
 
 /// A payload: bytes this rank sends, from private memory or its own heap.
 #[derive(Clone, Copy)]
@@ -45,8 +45,7 @@ impl Bytes {
 pub(crate) struct Inbox<'m> {
     base: *const u8,
     region: usize,
-    /// Heap offsets of this round's notes, by member (`Coll::note_base`).
-    notes: *const u8,
+    notes: Notes,
     members: Members<'m>,
     /// This rank's position among the members.
     at: usize,
@@ -67,11 +66,21 @@ impl Inbox<'_> {
     /// [`exchange_noted`](Coll::exchange_noted).
     #[inline]
     pub fn note(&self, from: usize) -> u64 {
+        let n = &self.notes;
         // SAFETY: the note lies in this rank's team area, 8-byte aligned in
         // member `from`'s flag line, written before the flag we waited for
         // and not again before our exchange round after next.
-        unsafe { self.notes.add(from * FLAG_STRIDE).cast::<u64>().read() }
+        unsafe { n.heap.add(n.layout.note(n.slot, from, n.half)).cast::<u64>().read() }
     }
+}
+
+/// Where a round's notes lie in this rank's heap: the team slot's flag
+/// lines, at the round's exchange half (`Layout::note`).
+struct Notes {
+    heap: *const u8,
+    layout: Layout,
+    slot: usize,
+    half: usize,
 }
 
 /// The region that the member at position `sender` writes in the scratch of
@@ -154,7 +163,12 @@ impl Coll<'_> {
         Ok(Inbox {
             base: self.own(base),
             region,
-            notes: self.own(self.note_offset(0, half)),
+            notes: Notes {
+                heap: self.own(0),
+                layout: self.layout,
+                slot: self.t.slot,
+                half,
+            },
             members,
             at,
         })

@@ -82,9 +82,9 @@ pub(super) fn by_nodes(c: &Coll, leader_bytes: usize) -> bool {
     nodes.hierarchical() && leader_bytes <= c.exchange_capacity_among(nodes.groups.len())
 }
 
-/// The most bytes of elements a collect's member sends with its count in
-/// the first exchange round, as a block that small would travel in
-/// fcollect.
+/// The most bytes of elements a collect's member sends in the first
+/// exchange round (its count goes beside the flag): the largest block
+/// fcollect moves through the exchange.
 pub(super) fn collect_inline_max(c: &Coll) -> usize {
     movement_exchange_limit(c)
 }

@@ -24,7 +24,7 @@ pub const MAX_TEAMS: usize = 32;
 /// arriving from other members. Larger collectives run in chunks.
 pub const SCRATCH_BYTES: usize = 64 << 10;
 /// Every flag word has its own cache line, so concurrent writers do not share one.
-pub const FLAG_STRIDE: usize = 64;
+const FLAG_STRIDE: usize = 64;
 const PAGE: usize = 4096;
 
 /// The team area's geometry for a job of `world_size` ranks.
