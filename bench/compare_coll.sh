@@ -18,7 +18,8 @@
 # LOAD=1 also runs oneside under one busy CPU-bound process (started before
 # and killed after each loaded run) in every round, and prints oneside loaded
 # / oneside quiet (goal <= 2). LOAD_PEERS=1 runs the peers under load too and
-# prints ours / best peer under load; loaded, the OSU programs run
+# prints ours / best peer under load and each peer's own loaded / quiet
+# count, the same measure for runtimes that spin; loaded, the OSU programs run
 # LOAD_ITERS (100) calls per size after their warm-up instead of 1000 and
 # mpi_coll caps each size at about a second (its --budget), else a loaded
 # round at 4 ranks lasts many minutes.
@@ -133,6 +134,16 @@ for np in $NPS; do
       awk -f bench/best_ratios.awk -v names="loaded|quiet" -v goal=2 \
         "$OUT/ours-loaded-np$np.txt" "$OUT/ours-np$np.txt"
       echo "goal: <= 2"
+    fi
+    if [ "$LOAD" = 1 ] && [ "$LOAD_PEERS" = 1 ]; then
+      echo
+      echo "== each peer loaded / that peer quiet, $np ranks, same run (the same measure for the spinning peers)"
+      for s in oshmem mpi; do
+        printf '%-8s' "$s:"
+        awk -f bench/best_ratios.awk -v names="loaded|quiet" -v goal=2 \
+          "$OUT/$s-loaded-np$np.txt" "$OUT/$s-np$np.txt" | tail -n 1
+      done
+      echo "(oshmem loaded runs $LOAD_ITERS calls per size, quiet 1000: its loaded windows are shorter)"
     fi
   } | tee -a "$OUT/ratios.txt"
 done
