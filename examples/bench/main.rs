@@ -6,13 +6,15 @@
 //! (`coll.rs`, `--only-coll`) collective latencies on the world team.
 //!
 //! ```text
-//! rlaunch -n 2 target/release/examples/bench [--smoke] [--only-barrier] [--only-ops] [--only-coll] [--max BYTES]
+//! rlaunch -n 2 target/release/examples/bench [--smoke] [--only-barrier] [--only-ops] [--only-coll] [--osu-iters] [--max BYTES]
 //!         [--csv FILE] [--plot FILE.svg] [--peer FILE] [--peer-name NAME]
 //! ```
 //!
 //! Prints a table, then one machine-readable line per figure:
 //! `<metric> <bytes> <value> <unit>`. `--peer` reads the same lines from
 //! another implementation (`bench/mpi_rma.c`) to draw next to ours.
+//! `--osu-iters` runs the collectives OSU's counts of calls per size
+//! (`coll::Counts::Osu`), as `bench/mpi_coll.c` does.
 
 mod coll;
 mod measure;
@@ -30,6 +32,7 @@ struct Options {
     only_barrier: bool,
     only_ops: bool,
     only_coll: bool,
+    osu_iters: bool,
     max: usize,
     csv: Option<PathBuf>,
     plot: Option<PathBuf>,
@@ -51,6 +54,7 @@ fn parse_options() -> Result<Options, String> {
             "--only-barrier" => opts.only_barrier = true,
             "--only-ops" => opts.only_ops = true,
             "--only-coll" => opts.only_coll = true,
+            "--osu-iters" => opts.osu_iters = true,
             "--max" => opts.max = value()?.parse().map_err(|_| "--max takes a byte count".to_string())?,
             "--csv" => opts.csv = Some(value()?.into()),
             "--plot" => opts.plot = Some(value()?.into()),
@@ -92,7 +96,12 @@ fn run(opts: &Options) -> Result<ExitCode, Box<dyn std::error::Error>> {
         return Ok(ExitCode::from(2));
     }
     if opts.only_coll {
-        let figures = coll::collectives(&world, opts.max.min(1 << 20), opts.smoke)?;
+        let counts = match (opts.smoke, opts.osu_iters) {
+            (true, _) => coll::Counts::Smoke,
+            (false, true) => coll::Counts::Osu,
+            (false, false) => coll::Counts::Steady,
+        };
+        let figures = coll::collectives(&world, opts.max.min(1 << 20), counts)?;
         if world.rank() == 0 {
             print!("{}", coll::table(world.size(), &figures));
             for figure in &figures {
