@@ -20,9 +20,10 @@
 # / oneside quiet (goal <= 2). Both of those runs make OSU's counts of calls
 # (examples/bench --osu-iters: 1000 up to 8 KiB, 100 above, as the peers),
 # so a time slice of the busy process is as likely to land in one of our
-# figures' windows as in a peer's; the quiet one is an extra run ("ours-osu"). LOAD_PEERS=1 runs the peers under load too and
-# prints ours / best peer under load and each peer's own loaded / quiet
-# count, the same measure for runtimes that spin; loaded, the OSU programs run
+# figures' windows as in a peer's; the quiet one is an extra run
+# ("ours-osu"). LOAD_PEERS=1 runs the peers under load too and prints ours /
+# best peer under load and each peer's own loaded / quiet count, the same
+# measure for runtimes that spin; loaded, the OSU programs run
 # LOAD_ITERS (100) calls per size after their warm-up instead of 1000 and
 # mpi_coll caps each size at about a second (its --budget), else a loaded
 # round at 4 ranks lasts many minutes.

@@ -13,7 +13,7 @@
 //! Prints a table, then one machine-readable line per figure:
 //! `<metric> <bytes> <value> <unit>`. `--peer` reads the same lines from
 //! another implementation (`bench/mpi_rma.c`) to draw next to ours.
-//! `--osu-iters` runs the collectives OSU's counts of calls per size
+//! `--osu-iters` runs each collective OSU's number of calls per size
 //! (`coll::Counts::Osu`), as `bench/mpi_coll.c` does.
 
 mod coll;
