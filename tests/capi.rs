@@ -246,3 +246,120 @@ fn oshcxx_through_a_symlink_compiles_cxx() {
     let out = oshrun(2, "shm", &exe, &[]);
     assert_eq!((out.code, out.stdout.as_str()), (Some(0), "ring ok\n"), "{out:?}");
 }
+
+/// The profiling interface: a tool library (`tests/c/profiler.c`) that
+/// defines `shmem_putmem`, `shmem_long_p`, `shmem_long_atomic_fetch_add`,
+/// `shmem_barrier_all` and `shmem_pcontrol` on top of their `pshmem_`
+/// names sees every call of a program compiled with plain oshcc, counted
+/// exactly, when preloaded and when linked ahead of the library; the
+/// calls shmem.h would inline (all targets mapped over shm) included.
+#[test]
+fn a_preloaded_or_linked_ahead_tool_counts_every_call() {
+    let dir = scratch().join("profiler");
+    std::fs::create_dir_all(&dir).unwrap();
+    let tool_lib = dir.join("libprofiler.so");
+    let oshcc = |args: &[&std::ffi::OsStr]| {
+        let out = Command::new(tool("oshcc"))
+            .args(["-std=c11", "-Wall", "-Werror"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "oshcc {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    build_capi();
+    let source = |name: &str| repo_file(&format!("tests/c/{name}.c"));
+    oshcc(&[
+        "-shared".as_ref(),
+        "-fPIC".as_ref(),
+        "-o".as_ref(),
+        tool_lib.as_os_str(),
+        source("profiler").as_ref(),
+    ]);
+    let plain = compile("profiled");
+    let linked = dir.join("profiled_linked");
+    let libdir = format!("-L{}", dir.display());
+    let rpath = format!("-Wl,-rpath,{}", dir.display());
+    oshcc(&[
+        "-o".as_ref(),
+        linked.as_os_str(),
+        source("profiled").as_ref(),
+        libdir.as_ref(),
+        rpath.as_ref(),
+        "-lprofiler".as_ref(),
+    ]);
+    for transport in transports_for_c() {
+        for n in [2, 4] {
+            let expected: Vec<String> = (0..n)
+                .map(|pe| {
+                    format!(
+                        "profiler: PE {pe}: putmem 3, long_p 5, long_atomic_fetch_add 7, barrier_all 4, pcontrol 2 (level 1)"
+                    )
+                })
+                .collect();
+            for (how, exe, preload) in [("preloaded", &plain, true), ("linked ahead", &linked, false)] {
+                let mut command = Command::new(tool("oshrun"));
+                command
+                    .args(["-np", &n.to_string(), "--timeout", "90"])
+                    .arg(exe)
+                    .env("ONESIDE_TRANSPORT", transport)
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped());
+                if preload {
+                    command.env("LD_PRELOAD", &tool_lib);
+                }
+                let out = finish(command.spawn().unwrap());
+                let what = format!("{how}, -np {n} over {transport}: {out:?}");
+                assert_eq!(out.code, Some(0), "{what}");
+                let mut lines: Vec<String> = out.stdout.lines().map(str::to_string).collect();
+                lines.sort();
+                assert_eq!(lines, expected, "{what}");
+            }
+        }
+    }
+}
+
+/// Every routine the library exports has its profiling name, and pshmem.h
+/// declares them (compiled and linked by a C program that calls some).
+#[test]
+fn every_routine_has_a_pshmem_name() {
+    build_capi();
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(tool("liboneside_shmem.so"))
+        .output()
+        .expect("nm runs");
+    assert!(out.status.success());
+    let symbols: std::collections::BTreeSet<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2).map(str::to_string))
+        .collect();
+    let routines: Vec<&String> = symbols
+        .iter()
+        .filter(|s| {
+            s.starts_with("shmem_") || ["start_pes", "_my_pe", "_num_pes", "shmalloc", "shfree"].contains(&s.as_str())
+        })
+        .collect();
+    assert!(routines.len() > 1500, "{} routines", routines.len());
+    let missing: Vec<&&String> = routines
+        .iter()
+        .filter(|r| !symbols.contains(&format!("p{r}")))
+        .collect();
+    assert!(missing.is_empty(), "no pshmem_ name for {missing:?}");
+    let header = std::fs::read_to_string(repo_file("capi/include/pshmem.h")).unwrap();
+    for routine in [
+        "shmem_putmem",
+        "shmem_ctx_long_atomic_fetch_add",
+        "shmem_pcontrol",
+        "shmem_team_split_2d",
+    ] {
+        assert!(
+            header.contains(&format!(" p{routine}(")),
+            "pshmem.h declares p{routine}"
+        );
+    }
+}

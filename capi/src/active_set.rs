@@ -139,16 +139,18 @@ pub fn barrier(api: &'static str, members: Members, quiet: bool) {
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn shmem_barrier(start: c_int, log_stride: c_int, size: c_int, psync: *mut c_long) {
-    const API: &str = "shmem_barrier";
-    barrier(API, members(API, start, log_stride, size, psync), true);
+export! {
+    pub unsafe extern "C" fn shmem_barrier(start: c_int, log_stride: c_int, size: c_int, psync: *mut c_long) {
+        const API: &str = "shmem_barrier";
+        barrier(API, members(API, start, log_stride, size, psync), true);
+    }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn shmem_sync(start: c_int, log_stride: c_int, size: c_int, psync: *mut c_long) {
-    const API: &str = "shmem_sync";
-    barrier(API, members(API, start, log_stride, size, psync), false);
+export! {
+    pub unsafe extern "C" fn shmem_sync(start: c_int, log_stride: c_int, size: c_int, psync: *mut c_long) {
+        const API: &str = "shmem_sync";
+        barrier(API, members(API, start, log_stride, size, psync), false);
+    }
 }
 
 /// OpenSHMEM 1.4 broadcast: the root's `dest` is not written.
@@ -259,30 +261,35 @@ pub fn alltoalls<T: Pod>(
 macro_rules! sized_active {
     ($bits:tt, $t:ty) => {
         paste::paste! {
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_broadcast $bits>](dest: *mut c_void, source: *const c_void, nelems: usize, root: c_int, start: c_int, log_stride: c_int, size: c_int, psync: *mut c_long) {
-                const API: &str = stringify!([<shmem_broadcast $bits>]);
-                broadcast::<$t>(API, members(API, start, log_stride, size, psync), dest.cast(), source.cast(), nelems, root);
+            export! {
+                pub unsafe extern "C" fn [<shmem_broadcast $bits>](dest: *mut c_void, source: *const c_void, nelems: usize, root: c_int, start: c_int, log_stride: c_int, size: c_int, psync: *mut c_long) {
+                    const API: &str = stringify!([<shmem_broadcast $bits>]);
+                    broadcast::<$t>(API, members(API, start, log_stride, size, psync), dest.cast(), source.cast(), nelems, root);
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_fcollect $bits>](dest: *mut c_void, source: *const c_void, nelems: usize, start: c_int, log_stride: c_int, size: c_int, psync: *mut c_long) {
-                const API: &str = stringify!([<shmem_fcollect $bits>]);
-                fcollect::<$t>(API, members(API, start, log_stride, size, psync), dest.cast(), source.cast(), nelems);
+            export! {
+                pub unsafe extern "C" fn [<shmem_fcollect $bits>](dest: *mut c_void, source: *const c_void, nelems: usize, start: c_int, log_stride: c_int, size: c_int, psync: *mut c_long) {
+                    const API: &str = stringify!([<shmem_fcollect $bits>]);
+                    fcollect::<$t>(API, members(API, start, log_stride, size, psync), dest.cast(), source.cast(), nelems);
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_collect $bits>](dest: *mut c_void, source: *const c_void, nelems: usize, start: c_int, log_stride: c_int, size: c_int, psync: *mut c_long) {
-                const API: &str = stringify!([<shmem_collect $bits>]);
-                collect::<$t>(API, members(API, start, log_stride, size, psync), dest.cast(), source.cast(), nelems);
+            export! {
+                pub unsafe extern "C" fn [<shmem_collect $bits>](dest: *mut c_void, source: *const c_void, nelems: usize, start: c_int, log_stride: c_int, size: c_int, psync: *mut c_long) {
+                    const API: &str = stringify!([<shmem_collect $bits>]);
+                    collect::<$t>(API, members(API, start, log_stride, size, psync), dest.cast(), source.cast(), nelems);
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_alltoall $bits>](dest: *mut c_void, source: *const c_void, nelems: usize, start: c_int, log_stride: c_int, size: c_int, psync: *mut c_long) {
-                const API: &str = stringify!([<shmem_alltoall $bits>]);
-                alltoall::<$t>(API, members(API, start, log_stride, size, psync), dest.cast(), source.cast(), nelems);
+            export! {
+                pub unsafe extern "C" fn [<shmem_alltoall $bits>](dest: *mut c_void, source: *const c_void, nelems: usize, start: c_int, log_stride: c_int, size: c_int, psync: *mut c_long) {
+                    const API: &str = stringify!([<shmem_alltoall $bits>]);
+                    alltoall::<$t>(API, members(API, start, log_stride, size, psync), dest.cast(), source.cast(), nelems);
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_alltoalls $bits>](dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, start: c_int, log_stride: c_int, size: c_int, psync: *mut c_long) {
-                const API: &str = stringify!([<shmem_alltoalls $bits>]);
-                alltoalls::<$t>(API, members(API, start, log_stride, size, psync), dest.cast(), source.cast(), dst, sst, nelems);
+            export! {
+                pub unsafe extern "C" fn [<shmem_alltoalls $bits>](dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, start: c_int, log_stride: c_int, size: c_int, psync: *mut c_long) {
+                    const API: &str = stringify!([<shmem_alltoalls $bits>]);
+                    alltoalls::<$t>(API, members(API, start, log_stride, size, psync), dest.cast(), source.cast(), dst, sst, nelems);
+                }
             }
         }
     };
@@ -355,9 +362,10 @@ pub fn to_all_with(
 macro_rules! to_all_ops {
     ($n:ident, $t:ty, $($op:ident => $marker:ident),*) => {
         paste::paste! {$(
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _ $op _to_all>](dest: *mut $t, source: *const $t, nreduce: c_int, start: c_int, log_stride: c_int, size: c_int, _pwrk: *mut $t, psync: *mut c_long) {
-                to_all(stringify!([<shmem_ $n _ $op _to_all>]), oneside::$marker, dest, source, nreduce, start, log_stride, size, psync);
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _ $op _to_all>](dest: *mut $t, source: *const $t, nreduce: c_int, start: c_int, log_stride: c_int, size: c_int, _pwrk: *mut $t, psync: *mut c_long) {
+                    to_all(stringify!([<shmem_ $n _ $op _to_all>]), oneside::$marker, dest, source, nreduce, start, log_stride, size, psync);
+                }
             }
         )*}
     };
@@ -378,15 +386,17 @@ macro_rules! float_to_all {
 macro_rules! complex_to_all {
     ($n:ident, $t:ty, $c:literal) => {
         paste::paste! {
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _sum_to_all>](dest: *mut $t, source: *const $t, nreduce: c_int, start: c_int, log_stride: c_int, size: c_int, _pwrk: *mut $t, psync: *mut c_long) {
-                let mut c = coll::complex_combiner::<$t>(<$t as coll::Complex>::add);
-                to_all_with(stringify!([<shmem_ $n _sum_to_all>]), dest.cast(), source.cast(), nreduce, std::mem::size_of::<$t>(), start, log_stride, size, psync, &mut c);
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _sum_to_all>](dest: *mut $t, source: *const $t, nreduce: c_int, start: c_int, log_stride: c_int, size: c_int, _pwrk: *mut $t, psync: *mut c_long) {
+                    let mut c = coll::complex_combiner::<$t>(<$t as coll::Complex>::add);
+                    to_all_with(stringify!([<shmem_ $n _sum_to_all>]), dest.cast(), source.cast(), nreduce, std::mem::size_of::<$t>(), start, log_stride, size, psync, &mut c);
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _prod_to_all>](dest: *mut $t, source: *const $t, nreduce: c_int, start: c_int, log_stride: c_int, size: c_int, _pwrk: *mut $t, psync: *mut c_long) {
-                let mut c = coll::complex_combiner::<$t>(<$t as coll::Complex>::mul);
-                to_all_with(stringify!([<shmem_ $n _prod_to_all>]), dest.cast(), source.cast(), nreduce, std::mem::size_of::<$t>(), start, log_stride, size, psync, &mut c);
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _prod_to_all>](dest: *mut $t, source: *const $t, nreduce: c_int, start: c_int, log_stride: c_int, size: c_int, _pwrk: *mut $t, psync: *mut c_long) {
+                    let mut c = coll::complex_combiner::<$t>(<$t as coll::Complex>::mul);
+                    to_all_with(stringify!([<shmem_ $n _prod_to_all>]), dest.cast(), source.cast(), nreduce, std::mem::size_of::<$t>(), start, log_stride, size, psync, &mut c);
+                }
             }
         }
     };

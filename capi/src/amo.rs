@@ -109,17 +109,20 @@ macro_rules! extended_amo {
                 (fetch_to: *mut $t, dest: *mut $t, value: $t, pe: c_int), pe, ctx, {
                 deliver(fetch_to, swap(ctx, stringify!([<shmem_ $n _atomic_swap_nbi>]), dest, value, pe))
             });
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _fetch>](source: *const $t, pe: c_int) -> $t {
-                fetch(std::ptr::null_mut(), stringify!([<shmem_ $n _fetch>]), source, pe)
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _fetch>](source: *const $t, pe: c_int) -> $t {
+                    fetch(std::ptr::null_mut(), stringify!([<shmem_ $n _fetch>]), source, pe)
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _set>](dest: *mut $t, value: $t, pe: c_int) {
-                set(std::ptr::null_mut(), stringify!([<shmem_ $n _set>]), dest, value, pe)
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _set>](dest: *mut $t, value: $t, pe: c_int) {
+                    set(std::ptr::null_mut(), stringify!([<shmem_ $n _set>]), dest, value, pe)
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _swap>](dest: *mut $t, value: $t, pe: c_int) -> $t {
-                swap(std::ptr::null_mut(), stringify!([<shmem_ $n _swap>]), dest, value, pe)
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _swap>](dest: *mut $t, value: $t, pe: c_int) -> $t {
+                    swap(std::ptr::null_mut(), stringify!([<shmem_ $n _swap>]), dest, value, pe)
+                }
             }
         }
     };
@@ -149,25 +152,30 @@ macro_rules! standard_amo {
                 (fetch_to: *mut $t, dest: *mut $t, pe: c_int), pe, ctx, {
                 deliver(fetch_to, fetch_inc(ctx, stringify!([<shmem_ $n _atomic_fetch_inc_nbi>]), dest, pe))
             });
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _cswap>](dest: *mut $t, cond: $t, value: $t, pe: c_int) -> $t {
-                compare_swap(std::ptr::null_mut(), stringify!([<shmem_ $n _cswap>]), dest, cond, value, pe)
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _cswap>](dest: *mut $t, cond: $t, value: $t, pe: c_int) -> $t {
+                    compare_swap(std::ptr::null_mut(), stringify!([<shmem_ $n _cswap>]), dest, cond, value, pe)
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _finc>](dest: *mut $t, pe: c_int) -> $t {
-                fetch_inc(std::ptr::null_mut(), stringify!([<shmem_ $n _finc>]), dest, pe)
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _finc>](dest: *mut $t, pe: c_int) -> $t {
+                    fetch_inc(std::ptr::null_mut(), stringify!([<shmem_ $n _finc>]), dest, pe)
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _inc>](dest: *mut $t, pe: c_int) {
-                inc(std::ptr::null_mut(), stringify!([<shmem_ $n _inc>]), dest, pe)
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _inc>](dest: *mut $t, pe: c_int) {
+                    inc(std::ptr::null_mut(), stringify!([<shmem_ $n _inc>]), dest, pe)
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _fadd>](dest: *mut $t, value: $t, pe: c_int) -> $t {
-                on(std::ptr::null_mut(), stringify!([<shmem_ $n _fadd>]), dest, |w, s| w.atomic_fetch_add(s, $crate::convert::pe(pe), 0, value))
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _fadd>](dest: *mut $t, value: $t, pe: c_int) -> $t {
+                    on(std::ptr::null_mut(), stringify!([<shmem_ $n _fadd>]), dest, |w, s| w.atomic_fetch_add(s, $crate::convert::pe(pe), 0, value))
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _add>](dest: *mut $t, value: $t, pe: c_int) {
-                on(std::ptr::null_mut(), stringify!([<shmem_ $n _add>]), dest, |w, s| w.atomic_add(s, $crate::convert::pe(pe), 0, value))
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _add>](dest: *mut $t, value: $t, pe: c_int) {
+                    on(std::ptr::null_mut(), stringify!([<shmem_ $n _add>]), dest, |w, s| w.atomic_add(s, $crate::convert::pe(pe), 0, value))
+                }
             }
         }
     };
@@ -186,8 +194,9 @@ for_extended_amo_types!(extended_amo);
 for_amo_types!(standard_amo);
 for_bitwise_amo_types!(bitwise_amo);
 
-/// `shmem_swap(long *, long, int)`, the untyped name of OpenSHMEM 1.0.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_swap(dest: *mut i64, value: i64, pe: c_int) -> i64 {
-    swap(std::ptr::null_mut(), "shmem_swap", dest, value, pe)
+export! {
+    /// `shmem_swap(long *, long, int)`, the untyped name of OpenSHMEM 1.0.
+    pub unsafe extern "C" fn shmem_swap(dest: *mut i64, value: i64, pe: c_int) -> i64 {
+        swap(std::ptr::null_mut(), "shmem_swap", dest, value, pe)
+    }
 }

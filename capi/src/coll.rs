@@ -15,11 +15,12 @@ use libc::{c_int, c_void};
 use oneside::prelude::*;
 use oneside::{Pod, ReduceOp, Team, World};
 
-#[no_mangle]
-pub unsafe extern "C" fn shmem_team_sync(team: ShmemTeam) -> c_int {
-    const API: &str = "shmem_team_sync";
-    ok(API, world(API).team_sync(team_handle(API, team)));
-    0
+export! {
+    pub unsafe extern "C" fn shmem_team_sync(team: ShmemTeam) -> c_int {
+        const API: &str = "shmem_team_sync";
+        ok(API, world(API).team_sync(team_handle(API, team)));
+        0
+    }
 }
 
 fn root(api: &'static str, root: c_int) -> usize {
@@ -163,35 +164,40 @@ pub fn alltoalls<T: Pod>(
 macro_rules! data_coll {
     ($n:tt, $t:ty, $c:literal) => {
         paste::paste! {
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _broadcast>](team: ShmemTeam, dest: *mut $t, source: *const $t, nelems: usize, pe_root: c_int) -> c_int {
-                const API: &str = stringify!([<shmem_ $n _broadcast>]);
-                broadcast(API, team_handle(API, team), dest, source, nelems, pe_root);
-                0
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _broadcast>](team: ShmemTeam, dest: *mut $t, source: *const $t, nelems: usize, pe_root: c_int) -> c_int {
+                    const API: &str = stringify!([<shmem_ $n _broadcast>]);
+                    broadcast(API, team_handle(API, team), dest, source, nelems, pe_root);
+                    0
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _collect>](team: ShmemTeam, dest: *mut $t, source: *const $t, nelems: usize) -> c_int {
-                const API: &str = stringify!([<shmem_ $n _collect>]);
-                collect(API, team_handle(API, team), dest, source, nelems);
-                0
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _collect>](team: ShmemTeam, dest: *mut $t, source: *const $t, nelems: usize) -> c_int {
+                    const API: &str = stringify!([<shmem_ $n _collect>]);
+                    collect(API, team_handle(API, team), dest, source, nelems);
+                    0
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _fcollect>](team: ShmemTeam, dest: *mut $t, source: *const $t, nelems: usize) -> c_int {
-                const API: &str = stringify!([<shmem_ $n _fcollect>]);
-                fcollect(API, team_handle(API, team), dest, source, nelems);
-                0
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _fcollect>](team: ShmemTeam, dest: *mut $t, source: *const $t, nelems: usize) -> c_int {
+                    const API: &str = stringify!([<shmem_ $n _fcollect>]);
+                    fcollect(API, team_handle(API, team), dest, source, nelems);
+                    0
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _alltoall>](team: ShmemTeam, dest: *mut $t, source: *const $t, nelems: usize) -> c_int {
-                const API: &str = stringify!([<shmem_ $n _alltoall>]);
-                alltoall(API, team_handle(API, team), dest, source, nelems);
-                0
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _alltoall>](team: ShmemTeam, dest: *mut $t, source: *const $t, nelems: usize) -> c_int {
+                    const API: &str = stringify!([<shmem_ $n _alltoall>]);
+                    alltoall(API, team_handle(API, team), dest, source, nelems);
+                    0
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _alltoalls>](team: ShmemTeam, dest: *mut $t, source: *const $t, dst: isize, sst: isize, nelems: usize) -> c_int {
-                const API: &str = stringify!([<shmem_ $n _alltoalls>]);
-                alltoalls(API, team_handle(API, team), dest, source, dst, sst, nelems);
-                0
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _alltoalls>](team: ShmemTeam, dest: *mut $t, source: *const $t, dst: isize, sst: isize, nelems: usize) -> c_int {
+                    const API: &str = stringify!([<shmem_ $n _alltoalls>]);
+                    alltoalls(API, team_handle(API, team), dest, source, dst, sst, nelems);
+                    0
+                }
             }
         }
     };
@@ -202,11 +208,12 @@ for_rma_types!(data_coll);
 /// The `mem` forms (`shmem_broadcastmem`): the byte form of each call.
 macro_rules! mem_coll {
     ($($name:ident => $generic:ident($($arg:ident: $ty:ty),*);)*) => {$(
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(team: ShmemTeam, dest: *mut c_void, source: *const c_void, $($arg: $ty),*) -> c_int {
-            const API: &str = stringify!($name);
-            $generic::<u8>(API, team_handle(API, team), dest.cast(), source.cast(), $($arg),*);
-            0
+        export! {
+            pub unsafe extern "C" fn $name(team: ShmemTeam, dest: *mut c_void, source: *const c_void, $($arg: $ty),*) -> c_int {
+                const API: &str = stringify!($name);
+                $generic::<u8>(API, team_handle(API, team), dest.cast(), source.cast(), $($arg),*);
+                0
+            }
         }
     )*};
 }
@@ -237,11 +244,12 @@ pub fn reduce<T: oneside::Number, O: ReduceOp<T>>(
 macro_rules! reduce_ops {
     ($n:ident, $t:ty, $($op:ident => $marker:ident),*) => {
         paste::paste! {$(
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _ $op _reduce>](team: ShmemTeam, dest: *mut $t, source: *const $t, nreduce: usize) -> c_int {
-                const API: &str = stringify!([<shmem_ $n _ $op _reduce>]);
-                reduce(API, team_handle(API, team), oneside::$marker, dest, source, nreduce);
-                0
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _ $op _reduce>](team: ShmemTeam, dest: *mut $t, source: *const $t, nreduce: usize) -> c_int {
+                    const API: &str = stringify!([<shmem_ $n _ $op _reduce>]);
+                    reduce(API, team_handle(API, team), oneside::$marker, dest, source, nreduce);
+                    0
+                }
             }
         )*}
     };
@@ -257,19 +265,21 @@ macro_rules! arith_reduce {
     ($n:ident, $t:ty, $c:literal) => {
         reduce_ops!($n, $t, min => Min, max => Max, sum => Sum, prod => Prod);
         paste::paste! {
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _sum_inscan>](team: ShmemTeam, dest: *mut $t, source: *const $t, nelems: usize) -> c_int {
-                const API: &str = stringify!([<shmem_ $n _sum_inscan>]);
-                let w = world(API);
-                ok(API, w.inscan(team_handle(API, team), oneside::Sum, &sym(API, w, dest, nelems), &sym(API, w, source, nelems), nelems));
-                0
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _sum_inscan>](team: ShmemTeam, dest: *mut $t, source: *const $t, nelems: usize) -> c_int {
+                    const API: &str = stringify!([<shmem_ $n _sum_inscan>]);
+                    let w = world(API);
+                    ok(API, w.inscan(team_handle(API, team), oneside::Sum, &sym(API, w, dest, nelems), &sym(API, w, source, nelems), nelems));
+                    0
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _sum_exscan>](team: ShmemTeam, dest: *mut $t, source: *const $t, nelems: usize) -> c_int {
-                const API: &str = stringify!([<shmem_ $n _sum_exscan>]);
-                let w = world(API);
-                ok(API, w.exscan(team_handle(API, team), oneside::Sum, &sym(API, w, dest, nelems), &sym(API, w, source, nelems), nelems));
-                0
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _sum_exscan>](team: ShmemTeam, dest: *mut $t, source: *const $t, nelems: usize) -> c_int {
+                    const API: &str = stringify!([<shmem_ $n _sum_exscan>]);
+                    let w = world(API);
+                    ok(API, w.exscan(team_handle(API, team), oneside::Sum, &sym(API, w, dest, nelems), &sym(API, w, source, nelems), nelems));
+                    0
+                }
             }
         }
     };
@@ -397,19 +407,21 @@ pub fn complex_combiner<T: Complex>(f: fn(T, T) -> T) -> impl FnMut(*mut u8, *co
 macro_rules! complex_reduce {
     ($n:ident, $t:ty, $c:literal) => {
         paste::paste! {
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _sum_reduce>](team: ShmemTeam, dest: *mut $t, source: *const $t, nreduce: usize) -> c_int {
-                const API: &str = stringify!([<shmem_ $n _sum_reduce>]);
-                let mut c = complex_combiner::<$t>(<$t as Complex>::add);
-                gather(API, team_handle(API, team), dest.cast(), source.cast(), nreduce, std::mem::size_of::<$t>(), &mut c);
-                0
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _sum_reduce>](team: ShmemTeam, dest: *mut $t, source: *const $t, nreduce: usize) -> c_int {
+                    const API: &str = stringify!([<shmem_ $n _sum_reduce>]);
+                    let mut c = complex_combiner::<$t>(<$t as Complex>::add);
+                    gather(API, team_handle(API, team), dest.cast(), source.cast(), nreduce, std::mem::size_of::<$t>(), &mut c);
+                    0
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _prod_reduce>](team: ShmemTeam, dest: *mut $t, source: *const $t, nreduce: usize) -> c_int {
-                const API: &str = stringify!([<shmem_ $n _prod_reduce>]);
-                let mut c = complex_combiner::<$t>(<$t as Complex>::mul);
-                gather(API, team_handle(API, team), dest.cast(), source.cast(), nreduce, std::mem::size_of::<$t>(), &mut c);
-                0
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _prod_reduce>](team: ShmemTeam, dest: *mut $t, source: *const $t, nreduce: usize) -> c_int {
+                    const API: &str = stringify!([<shmem_ $n _prod_reduce>]);
+                    let mut c = complex_combiner::<$t>(<$t as Complex>::mul);
+                    gather(API, team_handle(API, team), dest.cast(), source.cast(), nreduce, std::mem::size_of::<$t>(), &mut c);
+                    0
+                }
             }
         }
     };

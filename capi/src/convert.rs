@@ -84,16 +84,18 @@ pub fn signal_op(api: &'static str, op: libc::c_int) -> oneside::SignalOp {
 /// a world rank.
 macro_rules! with_ctx {
     ($name:ident, $ctx_name:ident, ($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?, $pe:ident, $ctx:ident, $body:block) => {
-        #[no_mangle]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) $(-> $ret)? {
-            let $ctx: $crate::ctx::ShmemCtx = std::ptr::null_mut();
-            $body
+        export! {
+            pub unsafe extern "C" fn $name($($arg: $ty),*) $(-> $ret)? {
+                let $ctx: $crate::ctx::ShmemCtx = std::ptr::null_mut();
+                $body
+            }
         }
 
-        #[no_mangle]
-        pub unsafe extern "C" fn $ctx_name($ctx: $crate::ctx::ShmemCtx, $($arg: $ty),*) $(-> $ret)? {
-            let $pe = $crate::ctx::world_pe($ctx, $pe);
-            $body
+        export! {
+            pub unsafe extern "C" fn $ctx_name($ctx: $crate::ctx::ShmemCtx, $($arg: $ty),*) $(-> $ret)? {
+                let $pe = $crate::ctx::world_pe($ctx, $pe);
+                $body
+            }
         }
     };
 }

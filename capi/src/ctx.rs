@@ -100,42 +100,45 @@ unsafe fn create(api: &'static str, team: ShmemTeam, ctx: *mut ShmemCtx) -> c_in
     0
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_create(_options: c_long, ctx: *mut ShmemCtx) -> c_int {
-    // SAFETY: forwarded from the caller.
-    unsafe { create("shmem_ctx_create", crate::teams::world_handle(), ctx) }
+export! {
+    pub unsafe extern "C" fn shmem_ctx_create(_options: c_long, ctx: *mut ShmemCtx) -> c_int {
+        // SAFETY: forwarded from the caller.
+        unsafe { create("shmem_ctx_create", crate::teams::world_handle(), ctx) }
+    }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn shmem_team_create_ctx(team: ShmemTeam, _options: c_long, ctx: *mut ShmemCtx) -> c_int {
-    if team.is_null() {
-        // SAFETY: the caller passes a writable `shmem_ctx_t`.
-        unsafe { ctx.write(std::ptr::null_mut()) };
-        return -1;
+export! {
+    pub unsafe extern "C" fn shmem_team_create_ctx(team: ShmemTeam, _options: c_long, ctx: *mut ShmemCtx) -> c_int {
+        if team.is_null() {
+            // SAFETY: the caller passes a writable `shmem_ctx_t`.
+            unsafe { ctx.write(std::ptr::null_mut()) };
+            return -1;
+        }
+        team_handle("shmem_team_create_ctx", team);
+        // SAFETY: forwarded from the caller.
+        unsafe { create("shmem_team_create_ctx", team, ctx) }
     }
-    team_handle("shmem_team_create_ctx", team);
-    // SAFETY: forwarded from the caller.
-    unsafe { create("shmem_team_create_ctx", team, ctx) }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_destroy(ctx: ShmemCtx) {
-    if ctx.is_null() || ctx == &raw mut oneside_ctx_default {
-        return;
-    }
-    {
-        let mut live = live();
-        let Some(at) = live.iter().position(|&c| c == ctx as usize) else {
+export! {
+    pub unsafe extern "C" fn shmem_ctx_destroy(ctx: ShmemCtx) {
+        if ctx.is_null() || ctx == &raw mut oneside_ctx_default {
             return;
-        };
-        live.swap_remove(at);
-    }
-    // SAFETY: every other context came from Box::into_raw in `create`, and
-    // it was live until just now.
-    let ctx = unsafe { Box::from_raw(ctx) };
-    if let Some(inner) = ctx.inner {
-        // The spec: destroying a context quiets it first.
-        ok("shmem_ctx_destroy", inner.destroy());
+        }
+        {
+            let mut live = live();
+            let Some(at) = live.iter().position(|&c| c == ctx as usize) else {
+                return;
+            };
+            live.swap_remove(at);
+        }
+        // SAFETY: every other context came from Box::into_raw in `create`, and
+        // it was live until just now.
+        let ctx = unsafe { Box::from_raw(ctx) };
+        if let Some(inner) = ctx.inner {
+            // The spec: destroying a context quiets it first.
+            ok("shmem_ctx_destroy", inner.destroy());
+        }
     }
 }
 
@@ -151,28 +154,31 @@ pub fn destroy_all() {
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_get_team(ctx: ShmemCtx, team: *mut ShmemTeam) -> c_int {
-    if ctx.is_null() || team.is_null() {
-        return -1;
+export! {
+    pub unsafe extern "C" fn shmem_ctx_get_team(ctx: ShmemCtx, team: *mut ShmemTeam) -> c_int {
+        if ctx.is_null() || team.is_null() {
+            return -1;
+        }
+        // SAFETY: a non-null context is the default or one of ours.
+        let mine = unsafe { (*ctx).team };
+        let mine = match mine.is_null() {
+            true => crate::teams::world_handle(),
+            false => mine,
+        };
+        // SAFETY: the caller passes a writable `shmem_team_t`.
+        unsafe { team.write(mine) };
+        0
     }
-    // SAFETY: a non-null context is the default or one of ours.
-    let mine = unsafe { (*ctx).team };
-    let mine = match mine.is_null() {
-        true => crate::teams::world_handle(),
-        false => mine,
-    };
-    // SAFETY: the caller passes a writable `shmem_team_t`.
-    unsafe { team.write(mine) };
-    0
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_quiet(ctx: ShmemCtx) {
-    ok("shmem_ctx_quiet", endpoint("shmem_ctx_quiet", ctx).quiet());
+export! {
+    pub unsafe extern "C" fn shmem_ctx_quiet(ctx: ShmemCtx) {
+        ok("shmem_ctx_quiet", endpoint("shmem_ctx_quiet", ctx).quiet());
+    }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_fence(ctx: ShmemCtx) {
-    ok("shmem_ctx_fence", endpoint("shmem_ctx_fence", ctx).fence());
+export! {
+    pub unsafe extern "C" fn shmem_ctx_fence(ctx: ShmemCtx) {
+        ok("shmem_ctx_fence", endpoint("shmem_ctx_fence", ctx).fence());
+    }
 }

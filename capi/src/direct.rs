@@ -5,10 +5,35 @@
 //! empties it (`n_pes` 0 sends every call to the library, which reports a
 //! call outside init .. finalize). It is written only by those two calls,
 //! which no other call may overlap, like the state in `state`.
+//!
+//! A profiling tool that defines one of the inlined names in an object
+//! loaded ahead of this library (`LD_PRELOAD`, or linked first) must see
+//! those calls too: `shmem_init` then leaves the table empty
+//! (`interposed`), and every inline function calls the named routine,
+//! which the dynamic linker resolves to the tool's.
 
-use libc::c_int;
+use libc::{c_int, c_void};
 use oneside::World;
 use std::cell::UnsafeCell;
+use std::ffi::CString;
+
+/// The array calls `shmem.h` inlines per standard RMA type (`shmem_long_put`).
+pub const RMA_OPS: [&str; 4] = ["put", "get", "put_nbi", "get_nbi"];
+/// The sized calls it inlines (`shmem_put64`, `shmem_putmem`).
+pub const SIZED_OPS: [&str; 2] = ["put", "get"];
+/// The by-value calls it inlines per scalar type (`shmem_long_p`).
+pub const SCALAR_OPS: [&str; 2] = ["p", "g"];
+/// The atomics it inlines per standard AMO type, with their arguments.
+pub const AMO_OPS: [(&str, &str); 8] = [
+    ("fetch_add", "dest, value, pe"),
+    ("add", "dest, value, pe"),
+    ("fetch_inc", "dest, pe"),
+    ("inc", "dest, pe"),
+    ("compare_swap", "dest, cond, value, pe"),
+    ("swap", "dest, value, pe"),
+    ("fetch", "source, pe"),
+    ("set", "dest, value, pe"),
+];
 
 /// `struct oneside_direct` of `header_direct.h`, field for field.
 #[repr(C)]
@@ -52,8 +77,76 @@ pub struct Published {
     _bases: Box<[*mut u8]>,
 }
 
-/// Fills the table from `world`.
+/// Every routine name `shmem.h` turns into an inline direct path.
+pub fn inlined_names() -> Vec<String> {
+    let mut names = vec!["shmem_quiet".to_string(), "shmem_fence".to_string()];
+    macro_rules! rma {
+        ($n:tt, $t:ty, $c:literal) => {
+            names.extend(RMA_OPS.iter().map(|op| format!("shmem_{}_{op}", stringify!($n))));
+        };
+    }
+    macro_rules! sized {
+        ($n:tt, $t:ty, $c:literal) => {
+            names.extend(SIZED_OPS.iter().map(|op| format!("shmem_{op}{}", stringify!($n))));
+        };
+    }
+    macro_rules! scalar {
+        ($n:tt, $t:ty, $c:literal) => {
+            names.extend(
+                SCALAR_OPS
+                    .iter()
+                    .map(|op| format!("shmem_{}_{op}", stringify!($n))),
+            );
+        };
+    }
+    macro_rules! amo {
+        ($n:tt, $t:ty, $c:literal) => {
+            names.extend(
+                AMO_OPS
+                    .iter()
+                    .map(|(op, _)| format!("shmem_{}_atomic_{op}", stringify!($n))),
+            );
+        };
+    }
+    for_rma_types!(rma);
+    for_sizes!(sized);
+    for_scalar_rma_types!(scalar);
+    for_amo_types!(amo);
+    names
+}
+
+/// Where the loaded object holding `addr` starts, if any holds it.
+fn object_base(addr: *const c_void) -> Option<usize> {
+    // SAFETY: Dl_info is plain data; dladdr only writes it.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr reads no memory at `addr`, only the loader's tables.
+    let found = unsafe { libc::dladdr(addr, &mut info) };
+    (found != 0).then_some(info.dli_fbase as usize)
+}
+
+/// A private item of this library, which no other object can interpose.
+static ANCHOR: u8 = 0;
+
+/// The first inlined routine whose name the dynamic linker resolves to an
+/// object other than this library (a profiling tool's wrapper), if any.
+pub fn interposed() -> Option<String> {
+    let own = object_base(std::ptr::addr_of!(ANCHOR).cast())?;
+    inlined_names().into_iter().find(|name| {
+        let Ok(symbol) = CString::new(name.as_str()) else {
+            return false;
+        };
+        // SAFETY: a NUL-terminated name looked up in the global scope.
+        let at = unsafe { libc::dlsym(libc::RTLD_DEFAULT, symbol.as_ptr()) };
+        !at.is_null() && object_base(at) != Some(own)
+    })
+}
+
+/// Fills the table from `world`, or leaves it empty when a tool interposes
+/// an inlined routine (so that the program's calls reach the tool).
 pub fn publish(world: &World) -> Published {
+    if interposed().is_some() {
+        return Published { _bases: Box::new([]) };
+    }
     let map = world.direct_map();
     let bases = map.bases.into_boxed_slice();
     let table = Direct {

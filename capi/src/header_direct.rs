@@ -3,6 +3,7 @@
 //! standard names to them (see `direct` for the table they read).
 
 use super::Table;
+use crate::direct::{AMO_OPS, RMA_OPS, SIZED_OPS};
 use std::fmt::Write;
 
 /// Arguments of the macro that replaces a call by its inline function.
@@ -13,7 +14,7 @@ pub fn section(rma: &Table, sizes: &Table, scalar: &Table, amo: &Table) -> Strin
     h.push_str(include_str!("header_direct.h"));
     for (n, c) in rma {
         let _ = writeln!(h, "ONESIDE_DIRECT_RMA({n}_, {c}, sizeof({c}))");
-        for op in ["put", "get", "put_nbi", "get_nbi"] {
+        for op in RMA_OPS {
             let _ = writeln!(
                 h,
                 "#define shmem_{n}_{op}({RMA_ARGS}) oneside_direct_{n}_{op}({RMA_ARGS})"
@@ -26,7 +27,7 @@ pub fn section(rma: &Table, sizes: &Table, scalar: &Table, amo: &Table) -> Strin
             bits => format!("{}", bits.parse::<usize>().expect("a size in bits") / 8),
         };
         let _ = writeln!(h, "ONESIDE_DIRECT_SIZED({n}, {bytes})");
-        for op in ["put", "get"] {
+        for op in SIZED_OPS {
             let _ = writeln!(
                 h,
                 "#define shmem_{op}{n}({RMA_ARGS}) oneside_direct_{op}{n}({RMA_ARGS})"
@@ -43,16 +44,7 @@ pub fn section(rma: &Table, sizes: &Table, scalar: &Table, amo: &Table) -> Strin
     }
     for (n, c) in amo {
         let _ = writeln!(h, "ONESIDE_DIRECT_AMO({n}, {c})");
-        for (op, args) in [
-            ("fetch_add", "dest, value, pe"),
-            ("add", "dest, value, pe"),
-            ("fetch_inc", "dest, pe"),
-            ("inc", "dest, pe"),
-            ("compare_swap", "dest, cond, value, pe"),
-            ("swap", "dest, value, pe"),
-            ("fetch", "source, pe"),
-            ("set", "dest, value, pe"),
-        ] {
+        for (op, args) in AMO_OPS {
             let _ = writeln!(
                 h,
                 "#define shmem_{n}_atomic_{op}({args}) oneside_direct_{n}_atomic_{op}({args})"

@@ -115,6 +115,11 @@ SHMEM_DEPRECATED void start_pes(int npes);
 SHMEM_DEPRECATED int _my_pe(void);
 SHMEM_DEPRECATED int _num_pes(void);
 
+/* Profiling control: 0 pauses profiling, 1 (the default) resumes it, 2 asks
+ * for detail; further arguments are a tool's own. pshmem.h declares every
+ * routine under its profiling name (pshmem_...). */
+void shmem_pcontrol(const int level, ...);
+
 /* Symmetric memory */
 void *shmem_malloc(size_t size);
 void *shmem_malloc_with_hints(size_t size, long hints);

@@ -18,6 +18,8 @@
 #![allow(clippy::missing_safety_doc)]
 
 #[macro_use]
+mod export;
+#[macro_use]
 mod types;
 #[macro_use]
 mod convert;

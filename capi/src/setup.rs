@@ -60,79 +60,91 @@ fn finalize() {
     ok("shmem_finalize", world.finalize());
 }
 
-#[no_mangle]
-pub extern "C" fn shmem_init() {
-    init("shmem_init", 0);
+export! {
+    pub extern "C" fn shmem_init() {
+        init("shmem_init", 0);
+    }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn shmem_init_thread(requested: c_int, provided: *mut c_int) -> c_int {
-    init("shmem_init_thread", requested);
-    if !provided.is_null() {
+export! {
+    pub unsafe extern "C" fn shmem_init_thread(requested: c_int, provided: *mut c_int) -> c_int {
+        init("shmem_init_thread", requested);
+        if !provided.is_null() {
+            // SAFETY: the caller passes a writable int.
+            unsafe { provided.write(state::state("shmem_init_thread").thread_level) };
+        }
+        0
+    }
+}
+
+export! {
+    pub unsafe extern "C" fn shmem_query_thread(provided: *mut c_int) {
         // SAFETY: the caller passes a writable int.
-        unsafe { provided.write(state::state("shmem_init_thread").thread_level) };
-    }
-    0
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn shmem_query_thread(provided: *mut c_int) {
-    // SAFETY: the caller passes a writable int.
-    unsafe { provided.write(state::state("shmem_query_thread").thread_level) };
-}
-
-#[no_mangle]
-pub extern "C" fn shmem_finalize() {
-    finalize();
-}
-
-#[no_mangle]
-pub extern "C" fn shmem_my_pe() -> c_int {
-    world("shmem_my_pe").rank() as c_int
-}
-
-#[no_mangle]
-pub extern "C" fn shmem_n_pes() -> c_int {
-    world("shmem_n_pes").size() as c_int
-}
-
-#[no_mangle]
-pub extern "C" fn shmem_global_exit(status: c_int) -> ! {
-    state::global_exit(status)
-}
-
-#[no_mangle]
-pub extern "C" fn shmem_pe_accessible(pe: c_int) -> c_int {
-    c_int::from((0..shmem_n_pes()).contains(&pe))
-}
-
-#[no_mangle]
-pub extern "C" fn shmem_addr_accessible(addr: *const c_void, pe: c_int) -> c_int {
-    let symmetric = world("shmem_addr_accessible").offset_of(addr as usize, 1).is_some();
-    c_int::from(symmetric && shmem_pe_accessible(pe) == 1)
-}
-
-#[no_mangle]
-pub extern "C" fn shmem_ptr(dest: *const c_void, pe: c_int) -> *mut c_void {
-    let target = crate::convert::pe(pe);
-    world("shmem_ptr")
-        .peer_address(dest as usize, target)
-        .map_or(std::ptr::null_mut(), |p| p.cast())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn shmem_info_get_version(major: *mut c_int, minor: *mut c_int) {
-    // SAFETY: the caller passes writable ints.
-    unsafe {
-        major.write(1);
-        minor.write(5);
+        unsafe { provided.write(state::state("shmem_query_thread").thread_level) };
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn shmem_info_get_name(name: *mut c_char) {
-    // SAFETY: the caller passes SHMEM_MAX_NAME_LEN writable bytes.
-    unsafe { std::ptr::copy_nonoverlapping(VENDOR.as_ptr().cast(), name, VENDOR.len()) };
+export! {
+    pub extern "C" fn shmem_finalize() {
+        finalize();
+    }
+}
+
+export! {
+    pub extern "C" fn shmem_my_pe() -> c_int {
+        world("shmem_my_pe").rank() as c_int
+    }
+}
+
+export! {
+    pub extern "C" fn shmem_n_pes() -> c_int {
+        world("shmem_n_pes").size() as c_int
+    }
+}
+
+export! {
+    pub extern "C" fn shmem_global_exit(status: c_int) -> ! {
+        state::global_exit(status)
+    }
+}
+
+export! {
+    pub extern "C" fn shmem_pe_accessible(pe: c_int) -> c_int {
+        c_int::from((0..shmem_n_pes()).contains(&pe))
+    }
+}
+
+export! {
+    pub extern "C" fn shmem_addr_accessible(addr: *const c_void, pe: c_int) -> c_int {
+        let symmetric = world("shmem_addr_accessible").offset_of(addr as usize, 1).is_some();
+        c_int::from(symmetric && shmem_pe_accessible(pe) == 1)
+    }
+}
+
+export! {
+    pub extern "C" fn shmem_ptr(dest: *const c_void, pe: c_int) -> *mut c_void {
+        let target = crate::convert::pe(pe);
+        world("shmem_ptr")
+            .peer_address(dest as usize, target)
+            .map_or(std::ptr::null_mut(), |p| p.cast())
+    }
+}
+
+export! {
+    pub unsafe extern "C" fn shmem_info_get_version(major: *mut c_int, minor: *mut c_int) {
+        // SAFETY: the caller passes writable ints.
+        unsafe {
+            major.write(1);
+            minor.write(5);
+        }
+    }
+}
+
+export! {
+    pub unsafe extern "C" fn shmem_info_get_name(name: *mut c_char) {
+        // SAFETY: the caller passes SHMEM_MAX_NAME_LEN writable bytes.
+        unsafe { std::ptr::copy_nonoverlapping(VENDOR.as_ptr().cast(), name, VENDOR.len()) };
+    }
 }
 
 /// Collective allocation of `size` bytes aligned to `align`; NULL for 0.
@@ -153,27 +165,31 @@ fn allocate(api: &'static str, size: usize, align: usize) -> *mut c_void {
     }
 }
 
-#[no_mangle]
-pub extern "C" fn shmem_malloc(size: usize) -> *mut c_void {
-    allocate("shmem_malloc", size, 64)
-}
-
-#[no_mangle]
-pub extern "C" fn shmem_malloc_with_hints(size: usize, _hints: c_long) -> *mut c_void {
-    allocate("shmem_malloc_with_hints", size, 64)
-}
-
-#[no_mangle]
-pub extern "C" fn shmem_calloc(count: usize, size: usize) -> *mut c_void {
-    match count.checked_mul(size) {
-        Some(bytes) => allocate("shmem_calloc", bytes, 64),
-        None => fail("shmem_calloc", &format!("{count} x {size} bytes overflows")),
+export! {
+    pub extern "C" fn shmem_malloc(size: usize) -> *mut c_void {
+        allocate("shmem_malloc", size, 64)
     }
 }
 
-#[no_mangle]
-pub extern "C" fn shmem_align(alignment: usize, size: usize) -> *mut c_void {
-    allocate("shmem_align", size, alignment)
+export! {
+    pub extern "C" fn shmem_malloc_with_hints(size: usize, _hints: c_long) -> *mut c_void {
+        allocate("shmem_malloc_with_hints", size, 64)
+    }
+}
+
+export! {
+    pub extern "C" fn shmem_calloc(count: usize, size: usize) -> *mut c_void {
+        match count.checked_mul(size) {
+            Some(bytes) => allocate("shmem_calloc", bytes, 64),
+            None => fail("shmem_calloc", &format!("{count} x {size} bytes overflows")),
+        }
+    }
+}
+
+export! {
+    pub extern "C" fn shmem_align(alignment: usize, size: usize) -> *mut c_void {
+        allocate("shmem_align", size, alignment)
+    }
 }
 
 fn release(api: &'static str, ptr: *mut c_void) {
@@ -185,118 +201,146 @@ fn release(api: &'static str, ptr: *mut c_void) {
     ok(api, w.free(sym(api, w, ptr.cast::<u8>().cast_const(), 1)));
 }
 
-#[no_mangle]
-pub extern "C" fn shmem_free(ptr: *mut c_void) {
-    release("shmem_free", ptr);
+export! {
+    pub extern "C" fn shmem_free(ptr: *mut c_void) {
+        release("shmem_free", ptr);
+    }
 }
 
-#[no_mangle]
-pub extern "C" fn shmem_realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
-    const API: &str = "shmem_realloc";
-    if ptr.is_null() {
-        return allocate(API, size, 64);
-    }
-    if size == 0 {
+export! {
+    pub extern "C" fn shmem_realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
+        const API: &str = "shmem_realloc";
+        if ptr.is_null() {
+            return allocate(API, size, 64);
+        }
+        if size == 0 {
+            release(API, ptr);
+            return std::ptr::null_mut();
+        }
+        let w = world(API);
+        let offset = w.offset_of(ptr as usize, 0);
+        let Some(old) = offset.and_then(|o| w.allocation_bytes(o)) else {
+            fail(API, &format!("{ptr:?} is not memory from shmem_malloc"));
+        };
+        let new = allocate(API, size, 64);
+        // SAFETY: both blocks are live in this rank's heap and disjoint.
+        unsafe { std::ptr::copy_nonoverlapping(ptr.cast::<u8>(), new.cast::<u8>(), old.min(size)) };
         release(API, ptr);
-        return std::ptr::null_mut();
+        new
     }
-    let w = world(API);
-    let offset = w.offset_of(ptr as usize, 0);
-    let Some(old) = offset.and_then(|o| w.allocation_bytes(o)) else {
-        fail(API, &format!("{ptr:?} is not memory from shmem_malloc"));
-    };
-    let new = allocate(API, size, 64);
-    // SAFETY: both blocks are live in this rank's heap and disjoint.
-    unsafe { std::ptr::copy_nonoverlapping(ptr.cast::<u8>(), new.cast::<u8>(), old.min(size)) };
-    release(API, ptr);
-    new
 }
 
-#[no_mangle]
-pub extern "C" fn shmem_quiet() {
-    ok("shmem_quiet", world("shmem_quiet").quiet());
+export! {
+    pub extern "C" fn shmem_quiet() {
+        ok("shmem_quiet", world("shmem_quiet").quiet());
+    }
 }
 
-#[no_mangle]
-pub extern "C" fn shmem_fence() {
-    ok("shmem_fence", world("shmem_fence").fence());
+export! {
+    pub extern "C" fn shmem_fence() {
+        ok("shmem_fence", world("shmem_fence").fence());
+    }
 }
 
-#[no_mangle]
-pub extern "C" fn shmem_barrier_all() {
-    ok("shmem_barrier_all", world("shmem_barrier_all").barrier());
+export! {
+    pub extern "C" fn shmem_barrier_all() {
+        ok("shmem_barrier_all", world("shmem_barrier_all").barrier());
+    }
 }
 
-#[no_mangle]
-pub extern "C" fn shmem_sync_all() {
-    ok("shmem_sync_all", world("shmem_sync_all").sync_all());
+export! {
+    pub extern "C" fn shmem_sync_all() {
+        ok("shmem_sync_all", world("shmem_sync_all").sync_all());
+    }
 }
 
 fn lock_at(api: &'static str, lock: *mut c_long) -> Lock {
     Lock::from_word(sym(api, world(api), lock.cast::<u64>().cast_const(), 1))
 }
 
-#[no_mangle]
-pub extern "C" fn shmem_set_lock(lock: *mut c_long) {
-    const API: &str = "shmem_set_lock";
-    ok(API, world(API).set_lock(&lock_at(API, lock)));
+export! {
+    pub extern "C" fn shmem_set_lock(lock: *mut c_long) {
+        const API: &str = "shmem_set_lock";
+        ok(API, world(API).set_lock(&lock_at(API, lock)));
+    }
 }
 
-#[no_mangle]
-pub extern "C" fn shmem_test_lock(lock: *mut c_long) -> c_int {
-    const API: &str = "shmem_test_lock";
-    // OpenSHMEM returns 0 when the lock was taken.
-    c_int::from(!ok(API, world(API).test_lock(&lock_at(API, lock))))
+export! {
+    pub extern "C" fn shmem_test_lock(lock: *mut c_long) -> c_int {
+        const API: &str = "shmem_test_lock";
+        // OpenSHMEM returns 0 when the lock was taken.
+        c_int::from(!ok(API, world(API).test_lock(&lock_at(API, lock))))
+    }
 }
 
-#[no_mangle]
-pub extern "C" fn shmem_clear_lock(lock: *mut c_long) {
-    const API: &str = "shmem_clear_lock";
-    ok(API, world(API).clear_lock(&lock_at(API, lock)));
+export! {
+    pub extern "C" fn shmem_clear_lock(lock: *mut c_long) {
+        const API: &str = "shmem_clear_lock";
+        ok(API, world(API).clear_lock(&lock_at(API, lock)));
+    }
 }
 
-#[no_mangle]
-pub extern "C" fn start_pes(_npes: c_int) {
-    init("start_pes", 0);
+export! {
+    pub extern "C" fn start_pes(_npes: c_int) {
+        init("start_pes", 0);
+    }
 }
 
-#[no_mangle]
-pub extern "C" fn _my_pe() -> c_int {
-    shmem_my_pe()
+export! {
+    pub extern "C" fn _my_pe() -> c_int {
+        shmem_my_pe()
+    }
 }
 
-#[no_mangle]
-pub extern "C" fn _num_pes() -> c_int {
-    shmem_n_pes()
+export! {
+    pub extern "C" fn _num_pes() -> c_int {
+        shmem_n_pes()
+    }
 }
 
-#[no_mangle]
-pub extern "C" fn shmalloc(size: usize) -> *mut c_void {
-    allocate("shmalloc", size, 64)
+export! {
+    pub extern "C" fn shmalloc(size: usize) -> *mut c_void {
+        allocate("shmalloc", size, 64)
+    }
 }
 
-#[no_mangle]
-pub extern "C" fn shmemalign(alignment: usize, size: usize) -> *mut c_void {
-    allocate("shmemalign", size, alignment)
+export! {
+    pub extern "C" fn shmemalign(alignment: usize, size: usize) -> *mut c_void {
+        allocate("shmemalign", size, alignment)
+    }
 }
 
-#[no_mangle]
-pub extern "C" fn shrealloc(ptr: *mut c_void, size: usize) -> *mut c_void {
-    shmem_realloc(ptr, size)
+export! {
+    pub extern "C" fn shrealloc(ptr: *mut c_void, size: usize) -> *mut c_void {
+        shmem_realloc(ptr, size)
+    }
 }
 
-#[no_mangle]
-pub extern "C" fn shfree(ptr: *mut c_void) {
-    release("shfree", ptr);
+export! {
+    pub extern "C" fn shfree(ptr: *mut c_void) {
+        release("shfree", ptr);
+    }
+}
+
+export! {
+    /// `shmem_pcontrol(level, ...)`: records the profiling level where the
+    /// library's own profiling and any tool read it (`oneside::profiling_level`).
+    /// The C declaration is variadic, as the specification's; the arguments
+    /// after `level` are a tool's own, and on the System V ABIs a variadic
+    /// call passes `level` in the register this definition reads.
+    pub extern "C" fn shmem_pcontrol(level: c_int) {
+        oneside::set_profiling_level(level);
+    }
 }
 
 /// The cache-management calls of OpenSHMEM 1.0, deprecated and without
 /// effect on cache-coherent machines.
 macro_rules! no_effect {
     ($($name:ident($($arg:ident: $ty:ty),*);)*) => {$(
-        #[no_mangle]
-        pub extern "C" fn $name($($arg: $ty),*) {
-            $(let _ = $arg;)*
+        export! {
+            pub extern "C" fn $name($($arg: $ty),*) {
+                $(let _ = $arg;)*
+            }
         }
     )*};
 }

@@ -133,61 +133,75 @@ fn first<T: Pod>(values: Values<T>) -> T {
 macro_rules! sync_family {
     ($n:ident, $t:ty, $c:literal) => {
         paste::paste! {
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _wait_until>](ivar: *mut $t, op: c_int, value: $t) {
-                sync(stringify!([<shmem_ $n _wait_until>]), ivar, 1, std::ptr::null(), op, Values::One(value), Need::All, std::ptr::null_mut(), true);
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _wait_until>](ivar: *mut $t, op: c_int, value: $t) {
+                    sync(stringify!([<shmem_ $n _wait_until>]), ivar, 1, std::ptr::null(), op, Values::One(value), Need::All, std::ptr::null_mut(), true);
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _test>](ivar: *mut $t, op: c_int, value: $t) -> c_int {
-                sync(stringify!([<shmem_ $n _test>]), ivar, 1, std::ptr::null(), op, Values::One(value), Need::All, std::ptr::null_mut(), false).is_some() as c_int
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _test>](ivar: *mut $t, op: c_int, value: $t) -> c_int {
+                    sync(stringify!([<shmem_ $n _test>]), ivar, 1, std::ptr::null(), op, Values::One(value), Need::All, std::ptr::null_mut(), false).is_some() as c_int
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _wait_until_all>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, value: $t) {
-                sync(stringify!([<shmem_ $n _wait_until_all>]), ivars, n, status, op, Values::One(value), Need::All, std::ptr::null_mut(), true);
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _wait_until_all>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, value: $t) {
+                    sync(stringify!([<shmem_ $n _wait_until_all>]), ivars, n, status, op, Values::One(value), Need::All, std::ptr::null_mut(), true);
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _wait_until_any>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, value: $t) -> usize {
-                sync(stringify!([<shmem_ $n _wait_until_any>]), ivars, n, status, op, Values::One(value), Need::Any, std::ptr::null_mut(), true).unwrap_or(usize::MAX)
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _wait_until_any>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, value: $t) -> usize {
+                    sync(stringify!([<shmem_ $n _wait_until_any>]), ivars, n, status, op, Values::One(value), Need::Any, std::ptr::null_mut(), true).unwrap_or(usize::MAX)
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _wait_until_some>](ivars: *mut $t, n: usize, indices: *mut usize, status: *const c_int, op: c_int, value: $t) -> usize {
-                sync(stringify!([<shmem_ $n _wait_until_some>]), ivars, n, status, op, Values::One(value), Need::Some, indices, true).unwrap_or(0)
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _wait_until_some>](ivars: *mut $t, n: usize, indices: *mut usize, status: *const c_int, op: c_int, value: $t) -> usize {
+                    sync(stringify!([<shmem_ $n _wait_until_some>]), ivars, n, status, op, Values::One(value), Need::Some, indices, true).unwrap_or(0)
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _wait_until_all_vector>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, values: *const $t) {
-                sync(stringify!([<shmem_ $n _wait_until_all_vector>]), ivars, n, status, op, Values::Each(values), Need::All, std::ptr::null_mut(), true);
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _wait_until_all_vector>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, values: *const $t) {
+                    sync(stringify!([<shmem_ $n _wait_until_all_vector>]), ivars, n, status, op, Values::Each(values), Need::All, std::ptr::null_mut(), true);
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _wait_until_any_vector>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, values: *const $t) -> usize {
-                sync(stringify!([<shmem_ $n _wait_until_any_vector>]), ivars, n, status, op, Values::Each(values), Need::Any, std::ptr::null_mut(), true).unwrap_or(usize::MAX)
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _wait_until_any_vector>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, values: *const $t) -> usize {
+                    sync(stringify!([<shmem_ $n _wait_until_any_vector>]), ivars, n, status, op, Values::Each(values), Need::Any, std::ptr::null_mut(), true).unwrap_or(usize::MAX)
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _wait_until_some_vector>](ivars: *mut $t, n: usize, indices: *mut usize, status: *const c_int, op: c_int, values: *const $t) -> usize {
-                sync(stringify!([<shmem_ $n _wait_until_some_vector>]), ivars, n, status, op, Values::Each(values), Need::Some, indices, true).unwrap_or(0)
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _wait_until_some_vector>](ivars: *mut $t, n: usize, indices: *mut usize, status: *const c_int, op: c_int, values: *const $t) -> usize {
+                    sync(stringify!([<shmem_ $n _wait_until_some_vector>]), ivars, n, status, op, Values::Each(values), Need::Some, indices, true).unwrap_or(0)
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _test_all>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, value: $t) -> c_int {
-                sync(stringify!([<shmem_ $n _test_all>]), ivars, n, status, op, Values::One(value), Need::All, std::ptr::null_mut(), false).is_some() as c_int
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _test_all>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, value: $t) -> c_int {
+                    sync(stringify!([<shmem_ $n _test_all>]), ivars, n, status, op, Values::One(value), Need::All, std::ptr::null_mut(), false).is_some() as c_int
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _test_any>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, value: $t) -> usize {
-                sync(stringify!([<shmem_ $n _test_any>]), ivars, n, status, op, Values::One(value), Need::Any, std::ptr::null_mut(), false).unwrap_or(usize::MAX)
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _test_any>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, value: $t) -> usize {
+                    sync(stringify!([<shmem_ $n _test_any>]), ivars, n, status, op, Values::One(value), Need::Any, std::ptr::null_mut(), false).unwrap_or(usize::MAX)
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _test_some>](ivars: *mut $t, n: usize, indices: *mut usize, status: *const c_int, op: c_int, value: $t) -> usize {
-                sync(stringify!([<shmem_ $n _test_some>]), ivars, n, status, op, Values::One(value), Need::Some, indices, false).unwrap_or(0)
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _test_some>](ivars: *mut $t, n: usize, indices: *mut usize, status: *const c_int, op: c_int, value: $t) -> usize {
+                    sync(stringify!([<shmem_ $n _test_some>]), ivars, n, status, op, Values::One(value), Need::Some, indices, false).unwrap_or(0)
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _test_all_vector>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, values: *const $t) -> c_int {
-                sync(stringify!([<shmem_ $n _test_all_vector>]), ivars, n, status, op, Values::Each(values), Need::All, std::ptr::null_mut(), false).is_some() as c_int
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _test_all_vector>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, values: *const $t) -> c_int {
+                    sync(stringify!([<shmem_ $n _test_all_vector>]), ivars, n, status, op, Values::Each(values), Need::All, std::ptr::null_mut(), false).is_some() as c_int
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _test_any_vector>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, values: *const $t) -> usize {
-                sync(stringify!([<shmem_ $n _test_any_vector>]), ivars, n, status, op, Values::Each(values), Need::Any, std::ptr::null_mut(), false).unwrap_or(usize::MAX)
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _test_any_vector>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, values: *const $t) -> usize {
+                    sync(stringify!([<shmem_ $n _test_any_vector>]), ivars, n, status, op, Values::Each(values), Need::Any, std::ptr::null_mut(), false).unwrap_or(usize::MAX)
+                }
             }
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _test_some_vector>](ivars: *mut $t, n: usize, indices: *mut usize, status: *const c_int, op: c_int, values: *const $t) -> usize {
-                sync(stringify!([<shmem_ $n _test_some_vector>]), ivars, n, status, op, Values::Each(values), Need::Some, indices, false).unwrap_or(0)
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _test_some_vector>](ivars: *mut $t, n: usize, indices: *mut usize, status: *const c_int, op: c_int, values: *const $t) -> usize {
+                    sync(stringify!([<shmem_ $n _test_some_vector>]), ivars, n, status, op, Values::Each(values), Need::Some, indices, false).unwrap_or(0)
+                }
             }
         }
     };
@@ -196,9 +210,10 @@ macro_rules! sync_family {
 macro_rules! deprecated_wait {
     ($n:ident, $t:ty, $c:literal) => {
         paste::paste! {
-            #[no_mangle]
-            pub unsafe extern "C" fn [<shmem_ $n _wait>](ivar: *mut $t, value: $t) {
-                sync(stringify!([<shmem_ $n _wait>]), ivar, 1, std::ptr::null(), 1, Values::One(value), Need::All, std::ptr::null_mut(), true);
+            export! {
+                pub unsafe extern "C" fn [<shmem_ $n _wait>](ivar: *mut $t, value: $t) {
+                    sync(stringify!([<shmem_ $n _wait>]), ivar, 1, std::ptr::null(), 1, Values::One(value), Need::All, std::ptr::null_mut(), true);
+                }
             }
         }
     };
@@ -207,49 +222,53 @@ macro_rules! deprecated_wait {
 for_sync_types!(sync_family);
 for_deprecated_wait_types!(deprecated_wait);
 
-/// `shmem_wait(long *, long)`: until the value differs.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_wait(ivar: *mut i64, value: i64) {
-    sync(
-        "shmem_wait",
-        ivar,
-        1,
-        std::ptr::null(),
-        1,
-        Values::One(value),
-        Need::All,
-        std::ptr::null_mut(),
-        true,
-    );
+export! {
+    /// `shmem_wait(long *, long)`: until the value differs.
+    pub unsafe extern "C" fn shmem_wait(ivar: *mut i64, value: i64) {
+        sync(
+            "shmem_wait",
+            ivar,
+            1,
+            std::ptr::null(),
+            1,
+            Values::One(value),
+            Need::All,
+            std::ptr::null_mut(),
+            true,
+        );
+    }
 }
 
-/// `shmem_wait_until(long *, int, long)`, the untyped name of OpenSHMEM 1.0.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_wait_until(ivar: *mut i64, op: c_int, value: i64) {
-    sync(
-        "shmem_wait_until",
-        ivar,
-        1,
-        std::ptr::null(),
-        op,
-        Values::One(value),
-        Need::All,
-        std::ptr::null_mut(),
-        true,
-    );
+export! {
+    /// `shmem_wait_until(long *, int, long)`, the untyped name of OpenSHMEM 1.0.
+    pub unsafe extern "C" fn shmem_wait_until(ivar: *mut i64, op: c_int, value: i64) {
+        sync(
+            "shmem_wait_until",
+            ivar,
+            1,
+            std::ptr::null(),
+            op,
+            Values::One(value),
+            Need::All,
+            std::ptr::null_mut(),
+            true,
+        );
+    }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn shmem_signal_fetch(sig_addr: *const u64) -> u64 {
-    const API: &str = "shmem_signal_fetch";
-    let w = world(API);
-    ok(API, w.signal_fetch(&sym(API, w, sig_addr, 1), 0))
+export! {
+    pub unsafe extern "C" fn shmem_signal_fetch(sig_addr: *const u64) -> u64 {
+        const API: &str = "shmem_signal_fetch";
+        let w = world(API);
+        ok(API, w.signal_fetch(&sym(API, w, sig_addr, 1), 0))
+    }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn shmem_signal_wait_until(sig_addr: *mut u64, op: c_int, value: u64) -> u64 {
-    const API: &str = "shmem_signal_wait_until";
-    let w = world(API);
-    let condition: Cmp<u64> = cmp(API, op, value);
-    ok(API, w.signal_wait_until(&sym(API, w, sig_addr, 1), 0, condition))
+export! {
+    pub unsafe extern "C" fn shmem_signal_wait_until(sig_addr: *mut u64, op: c_int, value: u64) -> u64 {
+        const API: &str = "shmem_signal_wait_until";
+        let w = world(API);
+        let condition: Cmp<u64> = cmp(API, op, value);
+        ok(API, w.signal_wait_until(&sym(API, w, sig_addr, 1), 0, condition))
+    }
 }

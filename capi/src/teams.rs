@@ -88,123 +88,131 @@ fn boxed(team: Option<Team>, config: *const TeamConfig, mask: c_long) -> ShmemTe
 
 const SHMEM_TEAM_NUM_CONTEXTS: c_long = 1;
 
-#[no_mangle]
-pub unsafe extern "C" fn shmem_team_my_pe(team: ShmemTeam) -> c_int {
-    try_team("shmem_team_my_pe", team).map_or(-1, |t| t.my_pe() as c_int)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn shmem_team_n_pes(team: ShmemTeam) -> c_int {
-    try_team("shmem_team_n_pes", team).map_or(-1, |t| t.n_pes() as c_int)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn shmem_team_translate_pe(src_team: ShmemTeam, src_pe: c_int, dest_team: ShmemTeam) -> c_int {
-    const API: &str = "shmem_team_translate_pe";
-    let (Some(from), Some(to)) = (try_team(API, src_team), try_team(API, dest_team)) else {
-        return -1;
-    };
-    let Ok(pe) = usize::try_from(src_pe) else {
-        return -1;
-    };
-    from.translate_pe(pe, to).map_or(-1, |p| p as c_int)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn shmem_team_get_config(team: ShmemTeam, mask: c_long, config: *mut TeamConfig) -> c_int {
-    if try_team("shmem_team_get_config", team).is_none() || config.is_null() {
-        return -1;
-    }
-    if mask & SHMEM_TEAM_NUM_CONTEXTS != 0 {
-        // SAFETY: a valid handle points to a TeamObj (predefined or boxed);
-        // the caller passes a writable config.
-        unsafe { (*config).num_contexts = (*team).config.num_contexts };
-    }
-    0
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn shmem_team_split_strided(
-    parent: ShmemTeam,
-    start: c_int,
-    stride: c_int,
-    size: c_int,
-    config: *const TeamConfig,
-    mask: c_long,
-    new_team: *mut ShmemTeam,
-) -> c_int {
-    const API: &str = "shmem_team_split_strided";
-    // SAFETY: the caller passes a writable shmem_team_t.
-    unsafe { new_team.write(std::ptr::null_mut()) };
-    let Some(parent) = try_team(API, parent) else {
-        return -1;
-    };
-    let (Ok(start), Ok(size)) = (usize::try_from(start), usize::try_from(size)) else {
-        return -1;
-    };
-    match world(API).split_strided(parent, start, stride as isize, size) {
-        // SAFETY: as above.
-        Ok(team) => unsafe { new_team.write(boxed(team, config, mask)) },
-        Err(_) => return -1,
-    }
-    0
-}
-
-#[no_mangle]
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn shmem_team_split_2d(
-    parent: ShmemTeam,
-    xrange: c_int,
-    xaxis_config: *const TeamConfig,
-    xaxis_mask: c_long,
-    xaxis_team: *mut ShmemTeam,
-    yaxis_config: *const TeamConfig,
-    yaxis_mask: c_long,
-    yaxis_team: *mut ShmemTeam,
-) -> c_int {
-    const API: &str = "shmem_team_split_2d";
-    // SAFETY: the caller passes writable shmem_team_t objects.
-    unsafe {
-        xaxis_team.write(std::ptr::null_mut());
-        yaxis_team.write(std::ptr::null_mut());
-    }
-    let (Some(parent), Ok(xrange)) = (try_team(API, parent), usize::try_from(xrange)) else {
-        return -1;
-    };
-    match world(API).split_2d(parent, xrange) {
-        // SAFETY: as above.
-        Ok((row, column)) => unsafe {
-            xaxis_team.write(boxed(Some(row), xaxis_config, xaxis_mask));
-            yaxis_team.write(boxed(Some(column), yaxis_config, yaxis_mask));
-        },
-        Err(_) => return -1,
-    }
-    0
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn shmem_team_destroy(team: ShmemTeam) {
-    const API: &str = "shmem_team_destroy";
-    if team.is_null() || team == &raw mut oneside_team_world || team == &raw mut oneside_team_shared {
-        return;
-    }
-    // SAFETY: a non-predefined, non-null handle was boxed by a split.
-    let obj = unsafe { Box::from_raw(team) };
-    if let Some(team) = obj.team {
-        crate::state::ok(API, world(API).team_destroy(team));
+export! {
+    pub unsafe extern "C" fn shmem_team_my_pe(team: ShmemTeam) -> c_int {
+        try_team("shmem_team_my_pe", team).map_or(-1, |t| t.my_pe() as c_int)
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn shmem_team_ptr(team: ShmemTeam, dest: *const c_void, pe: c_int) -> *mut c_void {
-    const API: &str = "shmem_team_ptr";
-    let Some(team) = try_team(API, team) else {
-        return std::ptr::null_mut();
-    };
-    let w = world(API);
-    let rank = usize::try_from(pe)
-        .ok()
-        .and_then(|pe| team.translate_pe(pe, w.team_world()));
-    rank.and_then(|rank| w.peer_address(dest as usize, rank))
-        .map_or(std::ptr::null_mut(), |p| p.cast())
+export! {
+    pub unsafe extern "C" fn shmem_team_n_pes(team: ShmemTeam) -> c_int {
+        try_team("shmem_team_n_pes", team).map_or(-1, |t| t.n_pes() as c_int)
+    }
+}
+
+export! {
+    pub unsafe extern "C" fn shmem_team_translate_pe(src_team: ShmemTeam, src_pe: c_int, dest_team: ShmemTeam) -> c_int {
+        const API: &str = "shmem_team_translate_pe";
+        let (Some(from), Some(to)) = (try_team(API, src_team), try_team(API, dest_team)) else {
+            return -1;
+        };
+        let Ok(pe) = usize::try_from(src_pe) else {
+            return -1;
+        };
+        from.translate_pe(pe, to).map_or(-1, |p| p as c_int)
+    }
+}
+
+export! {
+    pub unsafe extern "C" fn shmem_team_get_config(team: ShmemTeam, mask: c_long, config: *mut TeamConfig) -> c_int {
+        if try_team("shmem_team_get_config", team).is_none() || config.is_null() {
+            return -1;
+        }
+        if mask & SHMEM_TEAM_NUM_CONTEXTS != 0 {
+            // SAFETY: a valid handle points to a TeamObj (predefined or boxed);
+            // the caller passes a writable config.
+            unsafe { (*config).num_contexts = (*team).config.num_contexts };
+        }
+        0
+    }
+}
+
+export! {
+    pub unsafe extern "C" fn shmem_team_split_strided(
+        parent: ShmemTeam,
+        start: c_int,
+        stride: c_int,
+        size: c_int,
+        config: *const TeamConfig,
+        mask: c_long,
+        new_team: *mut ShmemTeam,
+    ) -> c_int {
+        const API: &str = "shmem_team_split_strided";
+        // SAFETY: the caller passes a writable shmem_team_t.
+        unsafe { new_team.write(std::ptr::null_mut()) };
+        let Some(parent) = try_team(API, parent) else {
+            return -1;
+        };
+        let (Ok(start), Ok(size)) = (usize::try_from(start), usize::try_from(size)) else {
+            return -1;
+        };
+        match world(API).split_strided(parent, start, stride as isize, size) {
+            // SAFETY: as above.
+            Ok(team) => unsafe { new_team.write(boxed(team, config, mask)) },
+            Err(_) => return -1,
+        }
+        0
+    }
+}
+
+export! {
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe extern "C" fn shmem_team_split_2d(
+        parent: ShmemTeam,
+        xrange: c_int,
+        xaxis_config: *const TeamConfig,
+        xaxis_mask: c_long,
+        xaxis_team: *mut ShmemTeam,
+        yaxis_config: *const TeamConfig,
+        yaxis_mask: c_long,
+        yaxis_team: *mut ShmemTeam,
+    ) -> c_int {
+        const API: &str = "shmem_team_split_2d";
+        // SAFETY: the caller passes writable shmem_team_t objects.
+        unsafe {
+            xaxis_team.write(std::ptr::null_mut());
+            yaxis_team.write(std::ptr::null_mut());
+        }
+        let (Some(parent), Ok(xrange)) = (try_team(API, parent), usize::try_from(xrange)) else {
+            return -1;
+        };
+        match world(API).split_2d(parent, xrange) {
+            // SAFETY: as above.
+            Ok((row, column)) => unsafe {
+                xaxis_team.write(boxed(Some(row), xaxis_config, xaxis_mask));
+                yaxis_team.write(boxed(Some(column), yaxis_config, yaxis_mask));
+            },
+            Err(_) => return -1,
+        }
+        0
+    }
+}
+
+export! {
+    pub unsafe extern "C" fn shmem_team_destroy(team: ShmemTeam) {
+        const API: &str = "shmem_team_destroy";
+        if team.is_null() || team == &raw mut oneside_team_world || team == &raw mut oneside_team_shared {
+            return;
+        }
+        // SAFETY: a non-predefined, non-null handle was boxed by a split.
+        let obj = unsafe { Box::from_raw(team) };
+        if let Some(team) = obj.team {
+            crate::state::ok(API, world(API).team_destroy(team));
+        }
+    }
+}
+
+export! {
+    pub unsafe extern "C" fn shmem_team_ptr(team: ShmemTeam, dest: *const c_void, pe: c_int) -> *mut c_void {
+        const API: &str = "shmem_team_ptr";
+        let Some(team) = try_team(API, team) else {
+            return std::ptr::null_mut();
+        };
+        let w = world(API);
+        let rank = usize::try_from(pe)
+            .ok()
+            .and_then(|pe| team.translate_pe(pe, w.team_world()));
+        rank.and_then(|rank| w.peer_address(dest as usize, rank))
+            .map_or(std::ptr::null_mut(), |p| p.cast())
+    }
 }
