@@ -88,6 +88,119 @@ pub trait Rma: Endpoint {
     fn quiet(&self) -> Result<()> {
         self.world().quiet_on(self.stream())
     }
+
+    /// Completes this endpoint's earlier puts, non-blocking gets and
+    /// non-fetching atomics to the ranks in `targets` only (OpenSHMEM
+    /// 1.6's `pe_quiet`). Over TCP only those peers are asked for an
+    /// acknowledgement, so it costs less than [`quiet`](Rma::quiet) when
+    /// the endpoint wrote to others; elsewhere it is a quiet.
+    fn pe_quiet(&self, targets: &[usize]) -> Result<()> {
+        let w = self.world();
+        for &target in targets {
+            w.check_rank("pe_quiet", target)?;
+        }
+        w.quiet_pes_on(self.stream(), targets)
+    }
+
+    /// Pushes out this endpoint's batched puts, signals and non-fetching
+    /// atomics without waiting for them to complete (the end of an
+    /// OpenSHMEM 1.6 communication session): they reach their targets
+    /// without another call of this rank.
+    fn flush(&self) -> Result<()> {
+        self.world().send_batch_of(self.stream())
+    }
+
+    /// Puts `nblocks` blocks of `block` elements (OpenSHMEM 1.6's
+    /// `ibput`): block `b` is `src[b * src_stride..][..block]` and lands at
+    /// element `index + b * dst_stride` of `target`'s copy of `sym`. Every
+    /// block is checked before any is written; returns when `src` may be
+    /// reused.
+    #[allow(clippy::too_many_arguments)]
+    fn ibput<T: Pod>(
+        &self,
+        sym: &Sym<T>,
+        target: usize,
+        index: usize,
+        dst_stride: usize,
+        src: &[T],
+        src_stride: usize,
+        block: usize,
+        nblocks: usize,
+    ) -> Result<()> {
+        let w = self.world();
+        let blocks = Blocks { block, nblocks };
+        blocks.check(w, "ibput", src.len(), src_stride)?;
+        blocks.check_remote(w, "ibput", sym, target, index, dst_stride)?;
+        for b in 0..nblocks {
+            self.put(sym, target, index + b * dst_stride, &src[b * src_stride..][..block])?;
+        }
+        Ok(())
+    }
+
+    /// Gets `nblocks` blocks of `block` elements (OpenSHMEM 1.6's
+    /// `ibget`), the mirror of [`ibput`](Rma::ibput): block `b` of
+    /// `target`'s `sym` from element `index + b * src_stride` lands at
+    /// `dst[b * dst_stride..][..block]`.
+    #[allow(clippy::too_many_arguments)]
+    fn ibget<T: Pod>(
+        &self,
+        sym: &Sym<T>,
+        target: usize,
+        index: usize,
+        src_stride: usize,
+        dst: &mut [T],
+        dst_stride: usize,
+        block: usize,
+        nblocks: usize,
+    ) -> Result<()> {
+        let w = self.world();
+        let blocks = Blocks { block, nblocks };
+        blocks.check(w, "ibget", dst.len(), dst_stride)?;
+        blocks.check_remote(w, "ibget", sym, target, index, src_stride)?;
+        for b in 0..nblocks {
+            self.get(sym, target, index + b * src_stride, &mut dst[b * dst_stride..][..block])?;
+        }
+        Ok(())
+    }
+}
+
+/// The shape of a blocked strided transfer (`ibput`, `ibget`).
+struct Blocks {
+    block: usize,
+    nblocks: usize,
+}
+
+impl Blocks {
+    /// The elements from the first block's start to the last block's end
+    /// at `stride`, or `None` on overflow; 0 for no blocks.
+    fn span(&self, stride: usize) -> Option<usize> {
+        match self.nblocks {
+            0 => Some(0),
+            n => (n - 1).checked_mul(stride)?.checked_add(self.block),
+        }
+    }
+
+    /// Checks that a local buffer of `len` elements holds every block.
+    fn check(&self, w: &World, op: &'static str, len: usize, stride: usize) -> Result<()> {
+        match self.span(stride) {
+            Some(span) if span <= len => Ok(()),
+            _ => Err(w.out_of_range(op, 0, self.span(stride).unwrap_or(usize::MAX), len)),
+        }
+    }
+
+    /// Checks every block's range of `target`'s copy of `sym` from `index`.
+    fn check_remote<T: Pod>(
+        &self,
+        w: &World,
+        op: &'static str,
+        sym: &Sym<T>,
+        target: usize,
+        index: usize,
+        stride: usize,
+    ) -> Result<()> {
+        let span = self.span(stride).unwrap_or(usize::MAX);
+        w.checked_offset(op, sym, target, index, span).map(|_| ())
+    }
 }
 
 impl Rma for World {}

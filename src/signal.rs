@@ -67,6 +67,29 @@ pub trait Signals: Endpoint {
             true,
         )
     }
+
+    /// Sets `target`'s signal word `signal[index]` to `value`, atomically
+    /// (OpenSHMEM 1.6's `signal_set`); ordered after this endpoint's
+    /// earlier puts to `target` like a put-with-signal's update.
+    fn signal_set(&self, signal: &Sym<u64>, target: usize, index: usize, value: u64) -> Result<()> {
+        self.world().update_signal(
+            self.stream(),
+            "signal_set",
+            (signal, index, SignalOp::Set, value),
+            target,
+        )
+    }
+
+    /// Adds `value` to `target`'s signal word `signal[index]`, atomically
+    /// (OpenSHMEM 1.6's `signal_add`).
+    fn signal_add(&self, signal: &Sym<u64>, target: usize, index: usize, value: u64) -> Result<()> {
+        self.world().update_signal(
+            self.stream(),
+            "signal_add",
+            (signal, index, SignalOp::Add, value),
+            target,
+        )
+    }
 }
 
 impl Signals for World {}
@@ -95,6 +118,18 @@ impl World {
             false => self.copy_in(stream, target, offset, bytemuck::cast_slice(src))?,
         }
         self.signal(stream, target, signal_offset, op, value)
+    }
+
+    /// A signal update alone: check, then `signal`.
+    fn update_signal(
+        &self,
+        stream: Stream<'_>,
+        name: &'static str,
+        (signal, index, op, value): SignalAt<'_>,
+        target: usize,
+    ) -> Result<()> {
+        let offset = self.checked_offset(name, signal, target, index, 1)?;
+        self.signal(stream, target, offset, op, value)
     }
 
     /// Atomically reads this rank's own signal word `signal[index]`.

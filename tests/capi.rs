@@ -148,6 +148,13 @@ fn put_signal_and_point_to_point_waits() {
     runs_clean("signal_wait");
 }
 
+/// OpenSHMEM 1.6: multi-init, ibput/ibget, signal_set/add, pe_quiet,
+/// sessions and the clarified rules (`tests/c/spec16.c`).
+#[test]
+fn openshmem_1_6_routines_and_rules() {
+    runs_clean("spec16");
+}
+
 #[test]
 fn an_erroneous_call_ends_the_job_at_once_with_one_line_naming_it() {
     let exe = compile("error");

@@ -191,6 +191,12 @@ pub fn generate() -> (String, std::ops::Range<usize>) {
         each(&mut h, &not_mem, &format!("void shmem_{op}{{N}}(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);"));
         each(&mut h, &not_mem, &format!("void shmem_ctx_{op}{{N}}(shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);"));
     }
+    for op in ["ibput", "ibget"] {
+        each(&mut h, &rma, &format!("void shmem_{{N}}_{op}({{T}} *dest, const {{T}} *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);"));
+        each(&mut h, &rma, &format!("void shmem_ctx_{{N}}_{op}(shmem_ctx_t ctx, {{T}} *dest, const {{T}} *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);"));
+        each(&mut h, &not_mem, &format!("void shmem_{op}{{N}}(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);"));
+        each(&mut h, &not_mem, &format!("void shmem_ctx_{op}{{N}}(shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);"));
+    }
     each(&mut h, &scalar_rma, "void shmem_{N}_p({T} *dest, {T} value, int pe);");
     each(
         &mut h,
@@ -233,6 +239,10 @@ pub fn generate() -> (String, std::ops::Range<usize>) {
             &format!("void shmem_ctx_{sized}(shmem_ctx_t ctx, void *dest, const void *source, {args});"),
         );
     }
+    h.push_str("void shmem_signal_add(uint64_t *sig_addr, uint64_t signal, int pe);\n");
+    h.push_str("void shmem_ctx_signal_add(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal, int pe);\n");
+    h.push_str("void shmem_signal_set(uint64_t *sig_addr, uint64_t signal, int pe);\n");
+    h.push_str("void shmem_ctx_signal_set(shmem_ctx_t ctx, uint64_t *sig_addr, uint64_t signal, int pe);\n");
     h.push_str("uint64_t shmem_signal_fetch(const uint64_t *sig_addr);\n");
     h.push_str("uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value);\n");
 
@@ -355,7 +365,7 @@ pub fn generate() -> (String, std::ops::Range<usize>) {
         each(
             &mut h,
             &sync,
-            &format!("{ret} shmem_{{N}}_{form}_vector({{T}} *ivars, {s}, {{T}} *cmp_values);"),
+            &format!("{ret} shmem_{{N}}_{form}_vector({{T}} *ivars, {s}, const {{T}} *cmp_values);"),
         );
     }
     each(
@@ -468,6 +478,8 @@ pub fn generate() -> (String, std::ops::Range<usize>) {
         "get",
         "iput",
         "iget",
+        "ibput",
+        "ibget",
         "put_nbi",
         "get_nbi",
         "put_signal",

@@ -32,6 +32,7 @@ mod direct;
 #[cfg(test)]
 mod header;
 mod rma;
+mod session;
 mod setup;
 mod state;
 mod sync;

@@ -1,5 +1,5 @@
-//! Remote memory access: put, get, p, g, iput, iget, their `_nbi` forms
-//! and `put_signal`, typed (`shmem_long_put`), sized (`shmem_put64`) and
+//! Remote memory access: put, get, p, g, iput, iget, ibput, ibget, their
+//! `_nbi` forms, `put_signal` and the lone signal updates, typed (`shmem_long_put`), sized (`shmem_put64`) and
 //! untyped (`shmem_putmem`), each with its `shmem_ctx_` form. Every family
 //! is one generic function here over the Rust API, instantiated per type.
 
@@ -8,7 +8,7 @@ use crate::ctx::{endpoint, ShmemCtx};
 use crate::state::ok;
 use libc::c_int;
 use oneside::prelude::*;
-use oneside::Pod;
+use oneside::{Pod, SignalOp};
 
 #[inline(always)]
 pub unsafe fn put<T: Pod>(ctx: ShmemCtx, api: &'static str, dest: *mut T, source: *const T, n: usize, target: c_int) {
@@ -129,6 +129,69 @@ pub unsafe fn iget<T: Pod>(
     }
 }
 
+/// Blocked strided put (OpenSHMEM 1.6): block `b` of `bsize` elements
+/// from `source + b * sst` to `dest + b * tst` (strides in elements, either
+/// sign; a stride of 0 with one block is one put).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn ibput<T: Pod>(
+    ctx: ShmemCtx,
+    api: &'static str,
+    dest: *mut T,
+    source: *const T,
+    tst: isize,
+    sst: isize,
+    bsize: usize,
+    nblocks: usize,
+    target: c_int,
+) {
+    let e = endpoint(api, ctx);
+    let w = e.world();
+    for b in 0..nblocks as isize {
+        let to = dest.wrapping_offset(b * tst);
+        // SAFETY: the caller's buffer holds block b at stride sst.
+        let from = unsafe { src(source.wrapping_offset(b * sst), bsize) };
+        ok(api, e.put(&sym(api, w, to, bsize), pe(target), 0, from));
+    }
+}
+
+/// Blocked strided get, the mirror of `ibput`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn ibget<T: Pod>(
+    ctx: ShmemCtx,
+    api: &'static str,
+    dest: *mut T,
+    source: *const T,
+    tst: isize,
+    sst: isize,
+    bsize: usize,
+    nblocks: usize,
+    target: c_int,
+) {
+    let e = endpoint(api, ctx);
+    let w = e.world();
+    for b in 0..nblocks as isize {
+        let from = source.wrapping_offset(b * sst);
+        // SAFETY: the caller's buffer holds block b at stride tst.
+        let to = unsafe { dst(dest.wrapping_offset(b * tst), bsize) };
+        ok(api, e.get(&sym(api, w, from, bsize), pe(target), 0, to));
+    }
+}
+
+/// `signal_set` / `signal_add` (OpenSHMEM 1.6): the signal word alone.
+#[inline(always)]
+pub fn signal_update(ctx: ShmemCtx, api: &'static str, sig_addr: *mut u64, signal: u64, op: SignalOp, target: c_int) {
+    let e = endpoint(api, ctx);
+    let w = e.world();
+    let word = sym(api, w, sig_addr, 1);
+    let done = match op {
+        SignalOp::Set => e.signal_set(&word, pe(target), 0, signal),
+        SignalOp::Add => e.signal_add(&word, pe(target), 0, signal),
+    };
+    ok(api, done);
+}
+
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub unsafe fn put_signal<T: Pod>(
@@ -200,6 +263,14 @@ macro_rules! strided_rma {
             with_ctx!([<shmem_ $n _iget>], [<shmem_ctx_ $n _iget>],
                 (dest: *mut $t, source: *const $t, tst: isize, sst: isize, nelems: usize, pe: c_int), pe, ctx, {
                 iget(ctx, stringify!([<shmem_ $n _iget>]), dest, source, tst, sst, nelems, pe)
+            });
+            with_ctx!([<shmem_ $n _ibput>], [<shmem_ctx_ $n _ibput>],
+                (dest: *mut $t, source: *const $t, tst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int), pe, ctx, {
+                ibput(ctx, stringify!([<shmem_ $n _ibput>]), dest, source, tst, sst, bsize, nblocks, pe)
+            });
+            with_ctx!([<shmem_ $n _ibget>], [<shmem_ctx_ $n _ibget>],
+                (dest: *mut $t, source: *const $t, tst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int), pe, ctx, {
+                ibget(ctx, stringify!([<shmem_ $n _ibget>]), dest, source, tst, sst, bsize, nblocks, pe)
             });
         }
     };
@@ -273,9 +344,24 @@ macro_rules! sized_strided {
                 (dest: *mut $t, source: *const $t, tst: isize, sst: isize, nelems: usize, pe: c_int), pe, ctx, {
                 iget(ctx, stringify!([<shmem_iget $bits>]), dest, source, tst, sst, nelems, pe)
             });
+            with_ctx!([<shmem_ibput $bits>], [<shmem_ctx_ibput $bits>],
+                (dest: *mut $t, source: *const $t, tst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int), pe, ctx, {
+                ibput(ctx, stringify!([<shmem_ibput $bits>]), dest, source, tst, sst, bsize, nblocks, pe)
+            });
+            with_ctx!([<shmem_ibget $bits>], [<shmem_ctx_ibget $bits>],
+                (dest: *mut $t, source: *const $t, tst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int), pe, ctx, {
+                ibget(ctx, stringify!([<shmem_ibget $bits>]), dest, source, tst, sst, bsize, nblocks, pe)
+            });
         }
     };
 }
+
+with_ctx!(shmem_signal_set, shmem_ctx_signal_set, (sig_addr: *mut u64, signal: u64, pe: c_int), pe, ctx, {
+    signal_update(ctx, "shmem_signal_set", sig_addr, signal, SignalOp::Set, pe)
+});
+with_ctx!(shmem_signal_add, shmem_ctx_signal_add, (sig_addr: *mut u64, signal: u64, pe: c_int), pe, ctx, {
+    signal_update(ctx, "shmem_signal_add", sig_addr, signal, SignalOp::Add, pe)
+});
 
 for_rma_types!(typed_rma);
 for_scalar_rma_types!(scalar_rma);

@@ -14,8 +14,16 @@ const THREAD_MULTIPLE: c_int = 3;
 const VENDOR: &[u8] = b"oneside\0";
 
 fn init(api: &'static str, requested: c_int) {
-    if state::initialized() {
-        return;
+    // OpenSHMEM 1.6: init may be called many times; the library stays
+    // initialized until the matching number of finalize calls.
+    match state::enter() {
+        state::Entry::Again => return,
+        state::Entry::AfterFinalize => fail(
+            api,
+            &"called after the last shmem_finalize: the library cannot be initialized again \
+              (call shmem_init as often as shmem_finalize, and finalize last)",
+        ),
+        state::Entry::First => {}
     }
     // OpenSHMEM's variable for the heap size, unless ours is set.
     if std::env::var_os("ONESIDE_HEAP_SIZE").is_none() {
@@ -40,11 +48,19 @@ fn init(api: &'static str, requested: c_int) {
 
 extern "C" fn finalize_at_exit() {
     if !state::exiting() {
-        finalize();
+        finalize_now();
     }
 }
 
+/// `shmem_finalize`: the last of as many calls as `shmem_init` had
+/// finalizes the library.
 fn finalize() {
+    if state::leave() {
+        finalize_now();
+    }
+}
+
+fn finalize_now() {
     if !state::initialized() {
         return;
     }
@@ -74,6 +90,14 @@ export! {
             unsafe { provided.write(state::state("shmem_init_thread").thread_level) };
         }
         0
+    }
+}
+
+export! {
+    /// Nonzero between the first `shmem_init` and the last `shmem_finalize`.
+    pub unsafe extern "C" fn shmem_query_initialized(initialized: *mut c_int) {
+        // SAFETY: the caller passes a writable int.
+        unsafe { initialized.write(c_int::from(state::initialized())) };
     }
 }
 
@@ -135,7 +159,7 @@ export! {
         // SAFETY: the caller passes writable ints.
         unsafe {
             major.write(1);
-            minor.write(5);
+            minor.write(6);
         }
     }
 }

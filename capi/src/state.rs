@@ -52,6 +52,53 @@ pub fn initialized() -> bool {
     unsafe { (*STATE.0.get()).is_some() }
 }
 
+/// How many `shmem_init` calls the `shmem_finalize` calls have not yet
+/// matched; `usize::MAX` once the library has been finalized.
+static INITS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// What a `shmem_init` call is.
+pub enum Entry {
+    /// The first: set the library up.
+    First,
+    /// A later one, while initialized: only counted.
+    Again,
+    /// One after the last `shmem_finalize`: an error.
+    AfterFinalize,
+}
+
+/// Counts a `shmem_init` call (which no other call overlaps).
+pub fn enter() -> Entry {
+    use std::sync::atomic::Ordering::Relaxed;
+    match INITS.load(Relaxed) {
+        usize::MAX => Entry::AfterFinalize,
+        0 => {
+            INITS.store(1, Relaxed);
+            Entry::First
+        }
+        n => {
+            INITS.store(n + 1, Relaxed);
+            Entry::Again
+        }
+    }
+}
+
+/// Counts a `shmem_finalize` call; true when it is the last one, which
+/// finalizes the library. A call with nothing to match does nothing.
+pub fn leave() -> bool {
+    use std::sync::atomic::Ordering::Relaxed;
+    match INITS.load(Relaxed) {
+        0 | usize::MAX => false,
+        1 => {
+            INITS.store(usize::MAX, Relaxed);
+            true
+        }
+        n => {
+            INITS.store(n - 1, Relaxed);
+            false
+        }
+    }
+}
+
 /// Installs the state (`shmem_init`).
 pub fn install(state: State) {
     // SAFETY: see the module docs; called once, before any other call.

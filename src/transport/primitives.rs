@@ -11,6 +11,7 @@
 //! | `flag_store`   | Release store             | ordered atomic set           | 8-byte WRITE after data         |
 //! | `fence`        | Release fence             | nothing: one ordered stream  | IBV_SEND_FENCE on next WR (*)   |
 //! | `quiet`        | SeqCst fence              | acknowledgement per peer     | drain the completion queue      |
+//! | `quiet_pes`    | SeqCst fence              | acknowledgement per named peer | drain the completion queue    |
 //!
 //! (*) Or, to a rank whose data moves by CPU while its atomics take the NIC,
 //! waiting for the atomics still in flight to it.
@@ -296,6 +297,30 @@ impl World {
         self.quiet_tcp(stream)
     }
 
+    /// Completes the stream's earlier puts, non-blocking gets and
+    /// non-fetching atomics to the ranks in `targets` (OpenSHMEM 1.6's
+    /// `pe_quiet`; ranks checked by the caller). Over TCP it asks only
+    /// those peers for an acknowledgement; shared memory completes as
+    /// `quiet_on` does (a fence), and RDMA drains the lane's one
+    /// completion queue, which does not tell targets apart.
+    pub(crate) fn quiet_pes_on(&self, stream: Stream<'_>, targets: &[usize]) -> Result<()> {
+        fence(Ordering::SeqCst);
+        if let Some(rdma) = &self.rdma {
+            rdma.quiet(stream.lane()).map_err(|f| self.rdma_failed(f))?;
+        }
+        if self.tcp_peers.is_empty() {
+            return Ok(());
+        }
+        let mut peers: Vec<usize> = targets
+            .iter()
+            .copied()
+            .filter(|&t| matches!(self.paths[t], Path::Tcp(_)))
+            .collect();
+        peers.sort_unstable();
+        peers.dedup();
+        self.quiet_tcp_peers(stream, &peers)
+    }
+
     /// The TCP branch of `copy_in`, out of line so the shared-memory path stays small.
     #[inline(never)]
     fn copy_in_tcp(&self, peer: usize, link: &Mutex<TcpPeer>, offset: usize, src: &[u8], nbi: bool) -> Result<()> {
@@ -337,8 +362,13 @@ impl World {
     /// taken in rank order, the only place more than one is held.
     #[inline(never)]
     fn quiet_tcp(&self, stream: Stream<'_>) -> Result<()> {
+        self.quiet_tcp_peers(stream, &self.tcp_peers)
+    }
+
+    /// `quiet_tcp` for the TCP peers `peers`, in ascending rank order.
+    fn quiet_tcp_peers(&self, stream: Stream<'_>, peers: &[usize]) -> Result<()> {
         let mut owed = Vec::new();
-        for &peer in &self.tcp_peers {
+        for &peer in peers {
             let mut link = lock(self.tcp_link(stream, peer));
             if link.start_quiet().map_err(|source| self.lost(peer, "quiet", source))? {
                 owed.push((peer, link));
@@ -387,7 +417,7 @@ impl World {
     }
 
     /// Pushes out the stream's batch to every TCP peer.
-    fn send_batch_of(&self, stream: Stream<'_>) -> Result<()> {
+    pub(crate) fn send_batch_of(&self, stream: Stream<'_>) -> Result<()> {
         for &peer in &self.tcp_peers {
             lock(self.tcp_link(stream, peer))
                 .flush()
