@@ -178,3 +178,16 @@ fn the_doctor_checks_this_host() {
         "{out:?}"
     );
 }
+
+#[test]
+fn openshmem_1_6_additions_in_rust() {
+    for (transport, _, n) in matrix() {
+        let out = rlaunch(&["-n", &n.to_string(), "--transport", transport, &example("spec16")]);
+        assert_eq!(out.code, Some(0), "n={n} {transport}: {out:?}");
+        assert_eq!(
+            out.stdout,
+            format!("spec16: ok over {n} ranks\n"),
+            "n={n} {transport}: {out:?}"
+        );
+    }
+}
