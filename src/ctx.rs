@@ -53,7 +53,7 @@ impl CtxConnect {
 /// A context's TCP links, one per TCP peer (the world's `tcp_peers`),
 /// indexed by rank.
 pub struct CtxLinks {
-    links: Vec<Option<Mutex<TcpPeer>>>,
+    links: Vec<Option<Arc<Mutex<TcpPeer>>>>,
     /// The verbs lane (0: the default context's, shared).
     pub(crate) lane: usize,
 }
@@ -148,7 +148,7 @@ impl World {
     /// create one. Over TCP it opens a connection to each TCP peer, so a
     /// peer that cannot accept one more is an `Err`.
     pub fn ctx_create(&self) -> Result<Ctx<'_>> {
-        let mut links: Vec<Option<Mutex<TcpPeer>>> = (0..self.size).map(|_| None).collect();
+        let mut links: Vec<Option<Arc<Mutex<TcpPeer>>>> = (0..self.size).map(|_| None).collect();
         if let Some(connect) = &self.ctx_connect {
             for &peer in &self.tcp_peers {
                 let addr = connect.addrs[peer].ok_or_else(|| Error::Unreachable {
@@ -159,7 +159,11 @@ impl World {
                 })?;
                 let link = TcpPeer::connect(self.rank, addr, &connect.dial)
                     .map_err(|source| self.lost(peer, "ctx_create", source))?;
-                links[peer] = Some(Mutex::new(link));
+                let link = Arc::new(Mutex::new(link));
+                if let Some(nudge) = &connect.dial.nudge {
+                    nudge.register(&link);
+                }
+                links[peer] = Some(link);
             }
         }
         let lane = self.rdma.as_ref().map_or(0, |rdma| rdma.take_lane());

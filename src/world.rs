@@ -12,6 +12,7 @@ use crate::team::layout::{Layout, MAX_TEAMS};
 use crate::team::Team;
 use crate::transport::rdma::{self, RdmaLink};
 use crate::transport::tcp::engine::ProgressEngine;
+use crate::transport::tcp::flusher::{Flusher, Nudge};
 use crate::transport::tcp::Dial;
 use crate::transport::{self, Card, Choice, Path};
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -27,6 +28,8 @@ pub struct World {
     // Fields drop in order: the engine (which writes into `own`) and the
     // paths stop before this rank's segment is unmapped.
     pub(crate) engine: Option<ProgressEngine>,
+    /// Pushes out TCP batches that their origin left (`tcp::flusher`).
+    flusher: Option<Flusher>,
     /// The verbs transport, when the job uses verbs: connected to every
     /// rank, this one included.
     pub(crate) rdma: Option<RdmaLink>,
@@ -176,6 +179,7 @@ pub fn init_with(options: Options) -> Result<World> {
         secret: env.secret.clone(),
         timeout,
         driver: engine.as_ref().map(|e: &ProgressEngine| e.driver().clone()),
+        nudge: Some(Nudge::new()),
     };
     let paths = transport::connect_all(env.rank, choice, &cards, &dial)?;
     // A verbs job sends every atomic through the NIC (the rule in the crate
@@ -211,6 +215,10 @@ pub fn init_with(options: Options) -> Result<World> {
         world.spin_waits = engine.driver().spin();
     }
     if !world.tcp_peers.is_empty() {
+        if let Some(nudge) = dial.nudge.clone() {
+            world.flusher =
+                Some(Flusher::start(env.rank, nudge).map_err(|source| Error::TcpListen { rank: env.rank, source })?);
+        }
         world.ctx_connect = Some(crate::ctx::CtxConnect {
             addrs: cards
                 .iter()
@@ -260,6 +268,7 @@ impl World {
             local_size,
             host,
             engine: None,
+            flusher: None,
             rdma: None,
             nic_atomics: false,
             paths,

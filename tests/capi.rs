@@ -148,6 +148,19 @@ fn put_signal_and_point_to_point_waits() {
     runs_clean("signal_wait");
 }
 
+/// Progress at the origin: operations of a PE that sleeps without another
+/// call arrive within 50 ms, and `shmem_barrier_all` completes the calling
+/// thread's private contexts (`tests/c/progress.c`, 2 PEs).
+#[test]
+fn operations_leave_an_origin_that_makes_no_further_call() {
+    let exe = compile("progress");
+    for transport in transports_for_c() {
+        let out = oshrun(2, transport, &exe, &[]);
+        assert_eq!(out.code, Some(0), "over {transport}: {out:?}");
+        assert_eq!(out.stdout, "progress ok\n", "over {transport}: {out:?}");
+    }
+}
+
 /// OpenSHMEM 1.6: multi-init, ibput/ibget, signal_set/add, pe_quiet,
 /// sessions and the clarified rules (`tests/c/spec16.c`).
 #[test]

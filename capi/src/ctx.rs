@@ -10,6 +10,12 @@
 //!
 //! Contexts still alive at `shmem_finalize` are destroyed by it (quieted
 //! first), before the world they point into goes away.
+//!
+//! `shmem_barrier_all` also completes the calling thread's private contexts
+//! (`SHMEM_CTX_PRIVATE`, made by this thread): a program that puts on its
+//! own context and then meets the others in a barrier expects its puts to
+//! be there, as they are with other libraries. The specification promises
+//! that only after the context's quiet; a shared context is left alone.
 
 use crate::state::{ok, world};
 use crate::teams::{team_handle, ShmemTeam};
@@ -38,6 +44,25 @@ pub static mut oneside_ctx_default: Ctx = Ctx {
 
 /// Every context created and not yet destroyed, as addresses.
 static LIVE: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+/// `SHMEM_CTX_PRIVATE`.
+const CTX_PRIVATE: c_long = 1;
+
+thread_local! {
+    /// The private contexts this thread made and has not destroyed.
+    static PRIVATE: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Completes the operations of the calling thread's private contexts
+/// (before `shmem_barrier_all`'s own quiet and barrier).
+#[inline]
+pub fn quiet_private(api: &'static str) {
+    PRIVATE.with(|mine| {
+        for &ctx in mine.borrow().iter() {
+            ok(api, endpoint(api, ctx as ShmemCtx).quiet());
+        }
+    });
+}
 
 fn live() -> std::sync::MutexGuard<'static, Vec<usize>> {
     LIVE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -80,7 +105,7 @@ pub fn world_pe(ctx: ShmemCtx, pe: c_int) -> c_int {
 
 /// Makes a context on `team`; 0, or -1 with `SHMEM_CTX_INVALID` written
 /// when the Rust context cannot be made (a TCP peer refused a connection).
-unsafe fn create(api: &'static str, team: ShmemTeam, ctx: *mut ShmemCtx) -> c_int {
+unsafe fn create(api: &'static str, team: ShmemTeam, options: c_long, ctx: *mut ShmemCtx) -> c_int {
     let made = match world(api).ctx_create() {
         Ok(inner) => Box::into_raw(Box::new(Ctx {
             team,
@@ -97,18 +122,21 @@ unsafe fn create(api: &'static str, team: ShmemTeam, ctx: *mut ShmemCtx) -> c_in
         return -1;
     }
     live().push(made as usize);
+    if options & CTX_PRIVATE != 0 {
+        PRIVATE.with(|mine| mine.borrow_mut().push(made as usize));
+    }
     0
 }
 
 export! {
-    pub unsafe extern "C" fn shmem_ctx_create(_options: c_long, ctx: *mut ShmemCtx) -> c_int {
+    pub unsafe extern "C" fn shmem_ctx_create(options: c_long, ctx: *mut ShmemCtx) -> c_int {
         // SAFETY: forwarded from the caller.
-        unsafe { create("shmem_ctx_create", crate::teams::world_handle(), ctx) }
+        unsafe { create("shmem_ctx_create", crate::teams::world_handle(), options, ctx) }
     }
 }
 
 export! {
-    pub unsafe extern "C" fn shmem_team_create_ctx(team: ShmemTeam, _options: c_long, ctx: *mut ShmemCtx) -> c_int {
+    pub unsafe extern "C" fn shmem_team_create_ctx(team: ShmemTeam, options: c_long, ctx: *mut ShmemCtx) -> c_int {
         if team.is_null() {
             // SAFETY: the caller passes a writable `shmem_ctx_t`.
             unsafe { ctx.write(std::ptr::null_mut()) };
@@ -116,7 +144,7 @@ export! {
         }
         team_handle("shmem_team_create_ctx", team);
         // SAFETY: forwarded from the caller.
-        unsafe { create("shmem_team_create_ctx", team, ctx) }
+        unsafe { create("shmem_team_create_ctx", team, options, ctx) }
     }
 }
 
@@ -132,6 +160,7 @@ export! {
             };
             live.swap_remove(at);
         }
+        PRIVATE.with(|mine| mine.borrow_mut().retain(|&c| c != ctx as usize));
         // SAFETY: every other context came from Box::into_raw in `create`, and
         // it was live until just now.
         let ctx = unsafe { Box::from_raw(ctx) };
@@ -144,6 +173,7 @@ export! {
 
 /// Destroys every context still alive (`shmem_finalize`).
 pub fn destroy_all() {
+    PRIVATE.with(|mine| mine.borrow_mut().clear());
     let all = std::mem::take(&mut *live());
     for ctx in all {
         // SAFETY: each address was a live context made in `create`.

@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::protocol::env::TRANSPORT;
 use crate::segment::{Segment, ShmCard};
 use serde::{Deserialize, Serialize};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use tcp::{Dial, TcpPeer};
 
 /// What every rank publishes about itself in the bootstrap all-gather.
@@ -63,7 +63,7 @@ pub enum Path {
     /// A peer on this host, its segment mapped into this process.
     Shm(Segment),
     /// A peer reached over TCP, served by its progress engine.
-    Tcp(Mutex<TcpPeer>),
+    Tcp(Arc<Mutex<TcpPeer>>),
     /// A peer reached by RDMA through the world's verbs transport.
     Verbs,
 }
@@ -182,6 +182,9 @@ fn connect_tcp(rank: usize, peer: usize, card: &Card, dial: &Dial) -> Result<Pat
             "not an ip:port address",
         ))
     })?;
-    let peer_link = TcpPeer::connect(rank, socket, dial).map_err(connect_err)?;
-    Ok(Path::Tcp(Mutex::new(peer_link)))
+    let peer_link = Arc::new(Mutex::new(TcpPeer::connect(rank, socket, dial).map_err(connect_err)?));
+    if let Some(nudge) = &dial.nudge {
+        nudge.register(&peer_link);
+    }
+    Ok(Path::Tcp(peer_link))
 }

@@ -80,7 +80,7 @@ impl World {
             Path::Local => Route::Mapped(self.own.heap_base()),
             Path::Shm(segment) => Route::Mapped(segment.heap_base()),
             Path::Tcp(link) => Route::Tcp(match stream {
-                Stream::Default => link,
+                Stream::Default => &**link,
                 Stream::Ctx(links) => links.link(target),
             }),
             Path::Verbs => Route::Rdma,
@@ -256,10 +256,7 @@ impl World {
             // The flag leaves at once, with the data batched before it: a
             // collective may end on a notification nobody waits for here.
             Route::Tcp(link) => lock(link)
-                .untracked(|link| {
-                    link.amo(offset, signal_amo(SignalOp::Set, value))?;
-                    link.flush()
-                })
+                .untracked(|link| link.amo_now(offset, signal_amo(SignalOp::Set, value)))
                 .map_err(|source| self.lost(target, "collective", source)),
         }
     }

@@ -7,7 +7,8 @@
 //!
 //! Small puts (up to [`BATCH_PUT_BYTES`]) and non-fetching atomics are
 //! copied into a per-peer batch that goes out with the next get, quiet,
-//! signal or when it fills; larger puts are written with
+//! signal or when it fills, or at the latest after a tick of the rank's
+//! [`flusher`] when the rank makes no further call; larger puts are written with
 //! `writev(header, payload)` straight from the caller's buffer, except
 //! non-blocking ones, which join the batch. A get, a fetching atomic or a
 //! quiet waits for the peer's answer, which TCP's ordering places after
@@ -17,6 +18,7 @@
 
 mod answer;
 pub mod engine;
+pub mod flusher;
 mod input;
 mod ready;
 mod request;
@@ -27,6 +29,7 @@ use crate::protocol::wire::{recv_blocking, send_blocking, Msg, MAX_UNAUTHENTICAT
 use crate::transport::amo::Amo;
 use answer::read_answer;
 use engine::Driver;
+use flusher::Nudge;
 use request::Request;
 use std::collections::VecDeque;
 use std::io::{self, IoSlice, Write};
@@ -46,12 +49,15 @@ pub struct Dial {
     /// This rank's own engine, which a link drives while it waits for an
     /// answer (none in a rank that runs no engine).
     pub driver: Option<Driver>,
+    /// The rank's flusher, which pushes out a batch its origin left.
+    pub nudge: Option<Nudge>,
 }
 
 /// The origin side of one peer's connection.
 pub struct TcpPeer {
     stream: TcpStream,
     driver: Option<Driver>,
+    nudge: Option<Nudge>,
     batch: Vec<u8>,
     /// Requests sent since the last quiet.
     unquieted: bool,
@@ -94,6 +100,7 @@ impl TcpPeer {
         Ok(TcpPeer {
             stream,
             driver: dial.driver.clone(),
+            nudge: dial.nudge.clone(),
             batch: Vec::with_capacity(BATCH_LIMIT),
             unquieted: false,
             next_token: 0,
@@ -118,9 +125,30 @@ impl TcpPeer {
         self.check(sent)
     }
 
-    /// Adds a put of any size to the batch, which leaves when it fills or at
-    /// the next operation that waits.
+    /// Adds a put of any size to the batch, which leaves when it fills, at
+    /// the next operation that waits, or at the flusher's next tick.
     pub fn put_nbi(&mut self, offset: usize, src: &[u8]) -> io::Result<()> {
+        self.note_batching();
+        self.append_put(offset, src)
+    }
+
+    /// Whether requests wait in the batch.
+    pub fn has_batch(&self) -> bool {
+        !self.batch.is_empty()
+    }
+
+    /// Tells the flusher before a request joins an empty batch.
+    #[inline]
+    fn note_batching(&self) {
+        if self.batch.is_empty() {
+            if let Some(nudge) = &self.nudge {
+                nudge.batched();
+            }
+        }
+    }
+
+    /// Appends a put to the batch; sends it once it is full.
+    fn append_put(&mut self, offset: usize, src: &[u8]) -> io::Result<()> {
         let header = Request::Put {
             offset: offset as u64,
             len: len32(src.len())?,
@@ -141,7 +169,7 @@ impl TcpPeer {
     /// straight from `src` above that.
     pub fn put_before_flag(&mut self, offset: usize, src: &[u8]) -> io::Result<()> {
         match src.len() <= BATCH_LIMIT {
-            true => self.put_nbi(offset, src),
+            true => self.append_put(offset, src),
             false => self.put(offset, src),
         }
     }
@@ -178,6 +206,21 @@ impl TcpPeer {
     /// Applies an atomic at heap offset `offset`; waits for the old value
     /// only when `amo.fetch` (a non-fetching one joins the batch).
     pub fn amo(&mut self, offset: usize, amo: Amo) -> io::Result<u64> {
+        if !amo.fetch {
+            self.note_batching();
+        }
+        self.append_amo(offset, amo)
+    }
+
+    /// A non-fetching atomic sent at once with the batch before it (a
+    /// collective's flag, a context's signal): nothing is left to flush.
+    pub fn amo_now(&mut self, offset: usize, amo: Amo) -> io::Result<()> {
+        debug_assert!(!amo.fetch, "a fetching atomic waits for its answer in `amo`");
+        self.append_amo(offset, amo)?;
+        self.flush()
+    }
+
+    fn append_amo(&mut self, offset: usize, amo: Amo) -> io::Result<u64> {
         let header = Request::Atomic {
             offset: offset as u64,
             code: request::atomic_code(&amo),
