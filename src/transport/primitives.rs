@@ -80,7 +80,7 @@ impl World {
             Path::Local => Route::Mapped(self.own.heap_base()),
             Path::Shm(segment) => Route::Mapped(segment.heap_base()),
             Path::Tcp(link) => Route::Tcp(match stream {
-                Stream::Default => &**link,
+                Stream::Default => link,
                 Stream::Ctx(links) => links.link(target),
             }),
             Path::Verbs => Route::Rdma,
