@@ -7,11 +7,14 @@
 //!
 //! The **flusher** is one thread per rank with TCP peers. Every link that
 //! can batch is registered with it ([`Nudge::register`]). While links are
-//! batching it wakes every [`TICK`] and pushes out each batch it finds
-//! (taking the link's lock only with `try_lock`: a link in use is being
-//! pushed out by its owner anyway), so nothing waits longer than about a
-//! tick. After [`IDLE_AFTER`] without a new batch it sleeps until a link
-//! starts one again.
+//! batching it wakes every [`TICK`] and pushes out each batch that was
+//! already waiting at its previous tick (a link counts the batches it
+//! starts; the flusher remembers the count it saw), so nothing waits
+//! longer than about two ticks, and a batch its owner is still filling and
+//! sends itself (a loop of puts, a put and its quiet) is never touched. It
+//! takes a link's lock only with `try_lock`: a link in use is being pushed
+//! out by its owner anyway. After [`IDLE_AFTER`] without a new batch it
+//! sleeps until a link starts one again.
 //!
 //! What the links pay: a link whose batch goes from empty to non-empty
 //! calls [`Nudge::batched`], one store and one load; only when the flusher
@@ -25,9 +28,10 @@ use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// How often an active flusher looks for batches: the longest a batched
-/// operation waits for its origin's next call, give or take a scheduler tick.
-pub const TICK: Duration = Duration::from_micros(500);
+/// How often an active flusher looks for batches: a batched operation
+/// waits at most two ticks for its origin's next call, give or take the
+/// scheduler's lateness, so under 1 ms.
+pub const TICK: Duration = Duration::from_micros(400);
 
 /// How long the flusher stays active after the last batch it saw.
 pub const IDLE_AFTER: Duration = Duration::from_millis(100);
@@ -43,7 +47,9 @@ struct Shared {
     dirty: AtomicBool,
     sleep: Mutex<()>,
     wake: Condvar,
-    links: Mutex<Vec<Weak<Mutex<TcpPeer>>>>,
+    /// Each registered link, with the number of its batch that was
+    /// waiting at the flusher's last tick (`None`: no batch then).
+    links: Mutex<Vec<(Weak<Mutex<TcpPeer>>, Option<u64>)>>,
 }
 
 /// A link's handle on its rank's flusher (in every link's `Dial`).
@@ -64,7 +70,7 @@ impl Nudge {
 
     /// Lets the flusher push out `link`'s batches (for as long as it lives).
     pub fn register(&self, link: &Arc<Mutex<TcpPeer>>) {
-        crate::sync::lock(&self.0.links).push(Arc::downgrade(link));
+        crate::sync::lock(&self.0.links).push((Arc::downgrade(link), None));
     }
 
     /// A link's batch went from empty to non-empty.
@@ -99,22 +105,28 @@ impl Shared {
         }
     }
 
-    /// Pushes out every registered link's batch that is free to take;
-    /// returns whether any had one.
-    fn flush_all(&self) -> bool {
-        let links: Vec<Arc<Mutex<TcpPeer>>> = {
-            let mut links = crate::sync::lock(&self.links);
-            links.retain(|link| link.strong_count() > 0);
-            links.iter().filter_map(Weak::upgrade).collect()
-        };
+    /// Pushes out every registered link's batch that was already waiting
+    /// at the last tick and is free to take; returns whether any link had
+    /// a batch waiting.
+    fn flush_stale(&self) -> bool {
+        let mut links = crate::sync::lock(&self.links);
+        links.retain(|(link, _)| link.strong_count() > 0);
         let mut found = false;
-        for link in links {
-            if let Ok(mut link) = link.try_lock() {
-                if link.has_batch() {
-                    found = true;
-                    // A broken link is the owner's error to report, at its next call.
-                    let _ = link.flush();
-                }
+        for (link, seen) in links.iter_mut() {
+            let Some(link) = link.upgrade() else { continue };
+            let Ok(mut link) = link.try_lock() else { continue };
+            if !link.has_batch() {
+                *seen = None;
+                continue;
+            }
+            found = true;
+            let batch = link.batch_number();
+            if *seen == Some(batch) {
+                // A broken link is the owner's error to report, at its next call.
+                let _ = link.flush();
+                *seen = None;
+            } else {
+                *seen = Some(batch);
             }
         }
         found
@@ -134,8 +146,8 @@ impl Shared {
             while self.state.load(Ordering::SeqCst) == ACTIVE {
                 std::thread::sleep(TICK);
                 let dirty = self.dirty.swap(false, Ordering::SeqCst);
-                let flushed = self.flush_all();
-                quiet = if dirty || flushed { 0 } else { quiet + 1 };
+                let waiting = self.flush_stale();
+                quiet = if dirty || waiting { 0 } else { quiet + 1 };
                 if quiet >= idle_ticks
                     && self
                         .state

@@ -59,6 +59,9 @@ pub struct TcpPeer {
     driver: Option<Driver>,
     nudge: Option<Nudge>,
     batch: Vec<u8>,
+    /// How many batches this link has started (the flusher tells a new
+    /// batch from one left waiting by it).
+    batches: u64,
     /// Requests sent since the last quiet.
     unquieted: bool,
     next_token: u64,
@@ -102,6 +105,7 @@ impl TcpPeer {
             driver: dial.driver.clone(),
             nudge: dial.nudge.clone(),
             batch: Vec::with_capacity(BATCH_LIMIT),
+            batches: 0,
             unquieted: false,
             next_token: 0,
             pending_gets: VecDeque::new(),
@@ -137,10 +141,17 @@ impl TcpPeer {
         !self.batch.is_empty()
     }
 
-    /// Tells the flusher before a request joins an empty batch.
+    /// The number of the batch waiting now (see `has_batch`).
+    pub fn batch_number(&self) -> u64 {
+        self.batches
+    }
+
+    /// Counts a new batch, and tells the flusher, before a request joins
+    /// an empty batch.
     #[inline]
-    fn note_batching(&self) {
+    fn note_batching(&mut self) {
         if self.batch.is_empty() {
+            self.batches = self.batches.wrapping_add(1);
             if let Some(nudge) = &self.nudge {
                 nudge.batched();
             }
