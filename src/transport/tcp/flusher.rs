@@ -49,8 +49,11 @@ struct Shared {
     wake: Condvar,
     /// Each registered link, with the number of its batch that was
     /// waiting at the flusher's last tick (`None`: no batch then).
-    links: Mutex<Vec<(Weak<Mutex<TcpPeer>>, Option<u64>)>>,
+    links: Mutex<Vec<Watched>>,
 }
+
+/// A registered link and the number of its batch seen waiting at the last tick.
+type Watched = (Weak<Mutex<TcpPeer>>, Option<u64>);
 
 /// A link's handle on its rank's flusher (in every link's `Dial`).
 #[derive(Clone)]
