@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Python programs on oneside through shmem4py, the OpenSHMEM binding by
+# mpi4py's authors, from PyPI and unmodified: builds it against our oshcc
+# in a venv (target/python/venv), then runs its own test suite (`python -m
+# unittest discover` on the test/ folder of the sdist pip downloads) alone
+# (1 PE) and under oshrun at 2 and 4 PEs over shared memory and TCP, and
+# the course programs in examples/python/ the same way. Every run is
+# bounded in time. Prints one line per run and a closing count; exits
+# non-zero when any run failed.
+#
+#   tests/python/run.sh                 # debug build, shm and tcp
+#   TRANSPORTS=shm SIZES="2" tests/python/run.sh
+#   BUILD_ONLY=1 tests/python/run.sh    # only the venv (for tests/vm/verbs-c-python.sh)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+profile=${PROFILE:-debug}
+transports=${TRANSPORTS:-shm tcp}
+sizes=${SIZES:-2 4}
+per_run=${PER_RUN_TIMEOUT:-600}
+out=$root/target/python
+# The binding and its suite, pinned so a new release cannot change the test
+# under us; NumPy 2 changed copy and overflow rules that shmem4py 1.0.0's
+# own code and tests predate, so its NumPy is the last 1.x.
+shmem4py=shmem4py==1.0.0
+numpy='numpy<2'
+python=${PYTHON:-/usr/bin/python3}
+
+build=(-p oneside-shmem -p rlaunch)
+[ "$profile" = release ] && build+=(--release)
+cargo build --quiet "${build[@]}"
+bin=$(realpath -m "${CARGO_TARGET_DIR:-$root/target}")/$profile
+
+echo "== shmem4py into $out/venv, built with $bin/oshcc"
+mkdir -p "$out"
+[ -x "$out/venv/bin/python" ] || "$python" -m venv "$out/venv"
+venv=$out/venv/bin
+"$venv/pip" install --quiet --disable-pip-version-check "$numpy" cffi
+# The documented command (README, "Python programs"): no cached wheel, so
+# the binding is compiled against this build's shmem.h.
+OSHCC=$bin/oshcc "$venv/pip" install --quiet --disable-pip-version-check --no-cache-dir \
+  --force-reinstall --no-deps --no-binary shmem4py "$shmem4py" >"$out/install.log" 2>&1 || {
+  tail -40 "$out/install.log"; exit 1; }
+rm -rf "$out/sdist" && mkdir -p "$out/sdist"
+"$venv/pip" download --quiet --disable-pip-version-check --no-deps --no-binary :all: -d "$out/sdist" "$shmem4py"
+tar -xzf "$out"/sdist/shmem4py-*.tar.gz -C "$out/sdist"
+suite=$(echo "$out"/sdist/shmem4py-*/test)
+[ "${BUILD_ONLY:-0}" = 1 ] && exit 0
+
+passed=0 failed=0
+# run NAME PES TRANSPORT DIR COMMAND...: one bounded run in DIR; PES 1 runs
+# the program alone, as a singleton.
+run() {
+  local name=$1 pes=$2 transport=$3 dir=$4 log
+  shift 4
+  log=$out/$name-$pes-$transport.log
+  local launch=(timeout -k 5 "$per_run")
+  [ "$pes" -gt 1 ] && launch+=("$bin/oshrun" -np "$pes" --timeout "$per_run")
+  if (cd "$dir" && ONESIDE_TRANSPORT=$transport PYTHONDONTWRITEBYTECODE=1 "${launch[@]}" "$@") >"$log" 2>&1; then
+    passed=$((passed + 1))
+    echo "| $name | $pes | $transport | PASS | $(grep -E '^(Ran |pi: |heat: )' "$log" | sort -u | head -1) |"
+  else
+    failed=$((failed + 1))
+    echo "| $name | $pes | $transport | FAIL |"
+    tail -20 "$log" | sed 's/^/    /'
+  fi
+}
+
+first=${transports%% *}
+echo "| run | PEs | transport | result | |"
+for transport in $transports; do
+  for pes in 1 $sizes; do
+    # One PE runs alone, on no transport: once is enough.
+    [ "$pes" = 1 ] && [ "$transport" != "$first" ] && continue
+    run shmem4py-suite "$pes" "$transport" "$suite" "$venv/python" -m unittest discover -s .
+    run pi.py "$pes" "$transport" "$root" "$venv/python" examples/python/pi.py
+    run heat.py "$pes" "$transport" "$root" "$venv/python" examples/python/heat.py
+  done
+done
+echo "python: $passed passed, $failed failed"
+[ "$failed" = 0 ]
