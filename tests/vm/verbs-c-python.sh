@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Over verbs, in one Soft-RoCE guest: the OpenSHMEM 1.6 C test
-# (tests/c/spec16.c), progress at the origin (tests/c/progress.c), the
+# (tests/c/spec16.c), progress at the origin (tests/c/progress.c, within
+# 500 ms here, as everything is emulated), the
 # profiling interface (tests/c/profiler.c preloaded around
 # tests/c/profiled.c, counts checked exactly), and shmem4py's own test
 # suite and examples/python at 2 PEs. The C programs are built on the host
@@ -39,7 +40,7 @@ check() {
   fi
 }
 check spec16 '' $bin/oshrun -np 2 ./spec16
-check progress '' $bin/oshrun -np 2 ./progress
+check progress '' $bin/oshrun -np 2 ./progress 500
 check profiler 'putmem 3, long_p 5, long_atomic_fetch_add 7, barrier_all 4, pcontrol 2 (level 1)' \\
   env LD_PRELOAD=$out/libprofiler.so $bin/oshrun -np 2 ./profiled
 check shmem4py-suite '^OK' sh -c 'cd $suite && LD_LIBRARY_PATH=$bin $bin/oshrun -np 2 $venv/python -m unittest discover -s .'
