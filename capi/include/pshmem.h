@@ -2202,7 +2202,7 @@ SHMEM_DEPRECATED void pshmem_complexd_prod_to_all(double _Complex *dest, const d
 /* long double reductions, inline as in shmem.h, on the profiling names */
 #define ONESIDE_PLD_REDUCE(op) \
     static inline int pshmem_longdouble_##op##_reduce(shmem_team_t team, long double *dest, \
-                                                      const long double *source, size_t nreduce) { \
+                                                     const long double *source, size_t nreduce) { \
         return oneside_reduce_with(team, dest, source, nreduce, sizeof(long double), oneside_ld_##op); \
     } \
     SHMEM_DEPRECATED static inline void pshmem_longdouble_##op##_to_all(long double *dest, const long double *source, \

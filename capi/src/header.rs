@@ -759,9 +759,21 @@ pub fn generate_pshmem() -> String {
             statement.clear();
         }
     }
-    h.push_str(include_str!("header_plongdouble.h"));
+    h.push_str(&profiled_long_double());
     h.push_str("\n#ifdef __cplusplus\n}\n#endif\n#endif /* PSHMEM_H */\n");
     h
+}
+
+/// The `long double` reductions of `header_longdouble.h` (inline in both
+/// headers) under their profiling names: its reduce macro, renamed, on the
+/// combiners shmem.h already defines.
+fn profiled_long_double() -> String {
+    let source = include_str!("header_longdouble.h");
+    let from = source.find("#define ONESIDE_LD_REDUCE").expect("header_longdouble.h defines the reduce macro");
+    let reduce = source[from..]
+        .replace("ONESIDE_LD_REDUCE", "ONESIDE_PLD_REDUCE")
+        .replace(" shmem_longdouble_##", " pshmem_longdouble_##");
+    format!("\n/* long double reductions, inline as in shmem.h, on the profiling names */\n{reduce}")
 }
 
 /// Compares `fresh` with the committed header `name`, rewriting it if stale.
