@@ -769,7 +769,9 @@ pub fn generate_pshmem() -> String {
 /// combiners shmem.h already defines.
 fn profiled_long_double() -> String {
     let source = include_str!("header_longdouble.h");
-    let from = source.find("#define ONESIDE_LD_REDUCE").expect("header_longdouble.h defines the reduce macro");
+    let from = source
+        .find("#define ONESIDE_LD_REDUCE")
+        .expect("header_longdouble.h defines the reduce macro");
     let reduce = source[from..]
         .replace("ONESIDE_LD_REDUCE", "ONESIDE_PLD_REDUCE")
         .replace(" shmem_longdouble_##", " pshmem_longdouble_##");
