@@ -110,6 +110,7 @@ pub fn init_with(options: Options) -> Result<World> {
         world.data = data;
         return Ok(world);
     };
+    crate::protocol::limits::raise_open_files();
     let choice = Choice::from_env(env.rank)?;
     let remote_peers = env.local_size < env.size;
     let want_tcp = choice == Choice::Tcp || (choice == Choice::Auto && remote_peers);

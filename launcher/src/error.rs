@@ -71,6 +71,20 @@ pub enum LaunchError {
         source: io::Error,
     },
 
+    #[error("cannot watch the ranks' output and exits (pidfd_open needs Linux 5.3 or later): {source}")]
+    Watch {
+        #[source]
+        source: io::Error,
+    },
+
+    #[error("{host}: this job needs about {needed} open files in rlaunch ({why}), but the hard limit (ulimit -Hn) is {hard}; raise it (limits.conf, or LimitNOFILE under systemd), or place fewer ranks on this host")]
+    Descriptors {
+        host: String,
+        needed: u64,
+        hard: u64,
+        why: String,
+    },
+
     #[error("cannot use the batch allocation: {var}='{value}': {detail} (fix or unset {var})")]
     BadAllocation { var: String, value: String, detail: String },
 

@@ -1,11 +1,13 @@
 //! The contract between `rlaunch` and the ranks it starts: the environment
 //! variables a rank reads ([`env`]), the bootstrap messages and their framing
 //! ([`wire`]), the secret-based handshake every bootstrap connection runs
-//! ([`auth`]), and how a host names itself and picks the address peers
-//! reach it at ([`route`]). `rlaunch` links this module and nothing else of
-//! the library's data path.
+//! ([`auth`]), how a host names itself and picks the address peers reach it
+//! at ([`route`]), and the open-file limit every process raises
+//! ([`limits`]). `rlaunch` links this module and nothing else of the
+//! library's data path.
 
 pub mod auth;
 pub mod env;
+pub mod limits;
 pub mod route;
 pub mod wire;

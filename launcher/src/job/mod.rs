@@ -4,13 +4,14 @@
 //! ended.
 //!
 //! All news arrives as a [`JobEvent`] on a single channel (rank exits from
-//! waiter threads and proxies, bootstrap news from the service, Ctrl-C from
+//! the one loop that watches local ranks, and from proxies, bootstrap news from the service, Ctrl-C from
 //! the signal handler), so the supervisor sees it in causal order. The first
 //! failure aborts the job: SIGTERM to every rank, SIGKILL after
 //! [`kill_grace`], and after another grace period rlaunch stops waiting for
 //! ranks on hosts it can no longer reach.
 
 pub mod address;
+pub mod children;
 mod judge;
 mod local;
 pub mod output;
@@ -130,6 +131,16 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
         let _ = interrupt.send(JobEvent::Interrupted);
     })?;
 
+    let local_ranks = plan
+        .ranks
+        .iter()
+        .filter(|p| Agent::for_host(&plan.hosts[p.host].host) == Agent::Local)
+        .count();
+    check_open_files(plan, local_ranks)?;
+    let watcher = match local_ranks {
+        0 => None,
+        _ => Some(local::watcher(plan, &events_tx)?),
+    };
     let mut procs: Vec<RankProcess> = Vec::with_capacity(size);
     let mut readers = Vec::new();
     let mut spawn_error = None;
@@ -140,10 +151,13 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
             continue;
         }
         let started = match (Agent::for_host(&host.host), plan.launch_agent) {
-            (Agent::Local, _) => placements
-                .iter()
-                .map(|p| local::start_rank(plan, p, &job, &events_tx, &mut readers))
-                .collect::<Result<Vec<_>, _>>(),
+            (Agent::Local, _) => {
+                let watcher = watcher.as_ref().expect("started for local ranks");
+                placements
+                    .iter()
+                    .map(|p| local::start_rank(plan, p, &job, watcher))
+                    .collect::<Result<Vec<_>, _>>()
+            }
             (Agent::Ssh, LaunchAgent::Ssh) => remote::start_host(plan, &placements, &job, &events_tx, &mut readers),
             (Agent::Ssh, LaunchAgent::Srun) => {
                 srun_hosts.push(placements);
@@ -183,11 +197,39 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
     for reader in readers {
         let _ = reader.join();
     }
+    if let Some(watcher) = watcher {
+        watcher.finish();
+    }
     report::sweep_shm_files(&job.job_id);
     if let Some(e) = spawn_error {
         return Err(e);
     }
     Ok(abort.map_or(0, |a| a.code))
+}
+
+/// Raises rlaunch's open-file limit and checks that the job fits in it:
+/// each local rank holds two pipes and a pidfd here, and every rank a
+/// bootstrap link.
+fn check_open_files(plan: &LaunchPlan, local_ranks: usize) -> Result<(), LaunchError> {
+    let (soft, hard) = oneside::protocol::limits::raise_open_files();
+    let remote_hosts = plan
+        .hosts
+        .iter()
+        .filter(|h| Agent::for_host(&h.host) != Agent::Local)
+        .count();
+    let needed = (4 * local_ranks + (plan.ranks.len() - local_ranks) + 4 * remote_hosts + 64) as u64;
+    if soft == 0 || needed <= soft {
+        return Ok(());
+    }
+    Err(LaunchError::Descriptors {
+        host: oneside::protocol::route::hostname(),
+        needed,
+        hard,
+        why: format!(
+            "{local_ranks} local ranks x 4: output pipes, exit watch and bootstrap link; {} remote ranks x 1",
+            plan.ranks.len() - local_ranks
+        ),
+    })
 }
 
 fn supervise(

@@ -1,16 +1,17 @@
 //! `rlaunch --proxy`: one host's agent. It starts its host's ranks,
-//! forwards their output and exit statuses as frames, applies the
-//! launcher's signals, and SIGKILLs every rank when its link to the
-//! launcher closes, which is how it learns the launcher or the connection
-//! is gone. A rank therefore never outlives the job, even if rlaunch is
-//! killed. The link is the ssh connection's stdin and stdout
-//! (`rlaunch --proxy`), or a TCP connection back to the launcher for a
-//! proxy started by srun (`rlaunch --proxy --connect ADDR`).
+//! forwards their output and exit statuses as frames (from one watcher
+//! loop, like rlaunch's own local ranks), applies the launcher's signals,
+//! and SIGKILLs every rank when its link to the launcher closes, which is
+//! how it learns the launcher or the connection is gone. A rank therefore
+//! never outlives the job, even if rlaunch is killed. The link is the ssh
+//! connection's stdin and stdout (`rlaunch --proxy`), or a TCP connection
+//! back to the launcher for a proxy started by srun (`rlaunch --proxy
+//! --connect ADDR`).
 
 mod connect;
 pub mod wire;
 
-use crate::job::output::{self, Stream};
+use crate::job::children::{ChildEvent, Watcher};
 use crate::job::report::Ending;
 use crate::job::spawn;
 use crossbeam::channel;
@@ -90,13 +91,49 @@ fn serve(link: Link) -> u8 {
     let out: Outbox = Arc::new(Mutex::new(output));
     let (events_tx, events) = channel::unbounded();
     let mut live: Vec<(u32, i32)> = Vec::new();
+    oneside::protocol::limits::raise_open_files();
+    let watcher = {
+        let (out, events_tx) = (Arc::clone(&out), events_tx.clone());
+        Watcher::start(move |event| match event {
+            ChildEvent::Line { rank, stream, line } => send(
+                &out,
+                &FromProxy::Output {
+                    rank,
+                    stream,
+                    line: line.to_vec(),
+                },
+            ),
+            ChildEvent::Exited { rank, pid, ending } => {
+                let _ = events_tx.send(ProxyEvent::Exited { rank, pid, ending });
+            }
+        })
+    };
+    let watcher = match watcher {
+        Ok(watcher) => watcher,
+        Err(e) => {
+            send(
+                &out,
+                &FromProxy::SpawnFailed {
+                    rank: spec.ranks.first().map_or(0, |r| r.rank),
+                    error: format!("cannot watch the ranks (pidfd_open needs Linux 5.3 or later): {e}"),
+                },
+            );
+            return 1;
+        }
+    };
 
     for rank in &spec.ranks {
         let program = Path::new(&spec.program);
         let cwd = Path::new(&spec.cwd);
-        let mut child = match spawn::spawn_process(program, &spec.args, &rank.env, Some(cwd), Stdio::null(), rank.share)
-        {
-            Ok(child) => child,
+        let started = spawn::spawn_process(program, &spec.args, &rank.env, Some(cwd), Stdio::null(), rank.share)
+            .and_then(|child| {
+                let pid = child.id() as i32;
+                watcher.watch(rank.rank, child).map(|()| pid).inspect_err(|_| {
+                    spawn::signal_group(pid, libc::SIGKILL);
+                })
+            });
+        let pid = match started {
+            Ok(pid) => pid,
             Err(e) => {
                 send(
                     &out,
@@ -111,48 +148,7 @@ fn serve(link: Link) -> u8 {
                 return 1;
             }
         };
-        let pid = child.id() as i32;
         send(&out, &FromProxy::Started { rank: rank.rank, pid });
-        let mut readers = Vec::new();
-        for (pipe, stream) in [
-            (
-                child
-                    .stdout
-                    .take()
-                    .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
-                Stream::Stdout,
-            ),
-            (
-                child
-                    .stderr
-                    .take()
-                    .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
-                Stream::Stderr,
-            ),
-        ] {
-            if let Some(pipe) = pipe {
-                let (out, r) = (Arc::clone(&out), rank.rank);
-                readers.push(output::forward_lines(pipe, move |line| {
-                    send(
-                        &out,
-                        &FromProxy::Output {
-                            rank: r,
-                            stream,
-                            line: line.to_vec(),
-                        },
-                    )
-                }));
-            }
-        }
-        let (events_tx, r) = (events_tx.clone(), rank.rank);
-        std::thread::spawn(move || {
-            let ending = child.wait().map(Ending::from_status).unwrap_or(Ending::Code(255));
-            // Output first, so the launcher prints a rank's last lines before its end.
-            for reader in readers {
-                let _ = reader.join();
-            }
-            let _ = events_tx.send(ProxyEvent::Exited { rank: r, pid, ending });
-        });
         live.push((rank.rank, pid));
     }
 
@@ -187,5 +183,6 @@ fn serve(link: Link) -> u8 {
             }
         }
     }
+    watcher.finish();
     0
 }
