@@ -19,6 +19,10 @@
 //! * A wait that only a TCP peer's message can end (a collective's wait for
 //!   a member behind TCP, a link's wait for an answer) sleeps in `poll(2)`
 //!   after a few yields instead (`Backoff::pause_or_sleep`).
+//! * A wait for a collective's flag on a host whose ranks outnumber its
+//!   cores blocks on a futex after a few yields, and the peer that stores
+//!   the flag wakes it (`Backoff::pause_or_block`, `futex`): a thousand
+//!   ranks napping on two cores spent the cores on their wake-ups.
 //! * **Nap** after [`YIELD_FOR`], so a rank idle in a long wait (a master
 //!   waiting for workers) does not burn a core forever: sleeps of a
 //!   twentieth of the wait so far, from 50 µs up to [`MAX_NAP`] (10 ms).
@@ -48,6 +52,13 @@ const MAX_NAP: Duration = Duration::from_millis(10);
 /// collective slower (each hop paid a wake-up), never sleeping left four
 /// polling ranks taking turns on two cores.
 const YIELDS_BEFORE_SLEEP: u32 = 32;
+
+/// Yields a wait that can block on a futex makes before it blocks.
+const YIELDS_BEFORE_BLOCK: u32 = 8;
+/// The shortest and longest timeout of a futex block: a twentieth of the
+/// wait so far, between these, only a safety net against a missed wake.
+const BLOCK_MIN: Duration = Duration::from_millis(10);
+const BLOCK_MAX: Duration = Duration::from_millis(100);
 
 /// One wait's back-off state.
 pub(crate) struct Backoff {
@@ -99,6 +110,19 @@ impl Backoff {
         self.polls = self.polls.saturating_add(1);
         self.since.get_or_insert_with(Instant::now);
         sleep();
+    }
+
+    /// For a wait on a host whose ranks outnumber its cores, whose
+    /// condition a same-host peer signals with a futex wake: a few yields,
+    /// then `block(timeout)` (a futex wait) instead of naps.
+    #[inline]
+    pub(crate) fn pause_or_block(&mut self, block: impl FnOnce(Duration)) {
+        self.polls = self.polls.saturating_add(1);
+        if self.polls <= YIELDS_BEFORE_BLOCK {
+            return std::thread::yield_now();
+        }
+        let waited = self.since.get_or_insert_with(Instant::now).elapsed();
+        block((waited / 20).clamp(BLOCK_MIN, BLOCK_MAX));
     }
 
     /// Whether the wait has turned into naps (a long wait: the rank is

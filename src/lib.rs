@@ -259,6 +259,7 @@ mod bootstrap;
 mod coll;
 mod ctx;
 mod error;
+mod futex;
 mod globals;
 mod heap;
 mod lock;

@@ -9,8 +9,6 @@
 
 use crate::error::{Error, Result};
 use crate::sym::{Pod, Sym};
-use crate::transport::primitives::Route;
-use crate::transport::primitives::Stream;
 use crate::transport::Path;
 use crate::world::World;
 
@@ -72,7 +70,7 @@ impl World {
         let offset = self.offset_of(addr, 1)?;
         match self.paths.get(target)? {
             Path::Local => Some(addr as *mut u8),
-            Path::Shm(segment) => Some(segment.heap_base().wrapping_add(offset)),
+            Path::Shm(segment) => Some(segment.heap_base(self.rank, target).ok()?.wrapping_add(offset)),
             Path::Tcp(_) | Path::Verbs => None,
         }
     }
@@ -90,9 +88,11 @@ impl World {
             data: data.start,
             data_len: data.len,
             bases: (0..self.size)
-                .map(|rank| match self.route(Stream::Default, rank) {
-                    Route::Mapped(base) => base,
-                    Route::Tcp(_) | Route::Rdma => std::ptr::null_mut(),
+                .map(|rank| match &self.paths[rank] {
+                    Path::Local => self.own.heap_base(),
+                    // A peer not mapped yet takes the ordinary call, which maps it.
+                    Path::Shm(segment) => segment.mapped_base().unwrap_or(std::ptr::null_mut()),
+                    Path::Tcp(_) | Path::Verbs => std::ptr::null_mut(),
                 })
                 .collect(),
             cpu_atomics: !self.nic_atomics,

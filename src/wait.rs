@@ -14,7 +14,7 @@ use crate::backoff::Backoff;
 use crate::error::Result;
 use crate::sym::{Pod, Sym};
 use crate::world::World;
-use std::sync::atomic::{fence, Ordering};
+use std::sync::atomic::{fence, AtomicU64, Ordering};
 
 /// A comparison against a value, as in OpenSHMEM's `SHMEM_CMP_*`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -211,6 +211,22 @@ impl World {
             if backoff.napping() {
                 driving = None;
             }
+        }
+    }
+
+    /// Waits until `flag`, a word of this rank's team area that same-host
+    /// peers store to and then wake (`flag_store`), reaches `target`:
+    /// blocking on a futex, for hosts whose ranks outnumber their cores.
+    pub(crate) fn sleep_until_flag(&self, flag: &AtomicU64, target: u64) -> Result<()> {
+        self.send_batches()?;
+        let mut backoff = Backoff::new(false);
+        loop {
+            self.check_links()?;
+            let seen = flag.load(Ordering::Acquire);
+            if seen >= target {
+                return Ok(());
+            }
+            backoff.pause_or_block(|timeout| crate::futex::wait(flag, seen, timeout));
         }
     }
 

@@ -182,7 +182,8 @@ pub fn init_with(options: Options) -> Result<World> {
         driver: engine.as_ref().map(|e: &ProgressEngine| e.driver().clone()),
         nudge: Some(Nudge::new()),
     };
-    let paths = transport::connect_all(env.rank, choice, &cards, &dial)?;
+    let lazy_shm = env.local_size > transport::shm::eager_peers() + 1;
+    let paths = transport::connect_all(env.rank, choice, &cards, &dial, lazy_shm)?;
     // A verbs job sends every atomic through the NIC (the rule in the crate
     // docs), so it needs a queue pair to every rank, this one included,
     // whatever the data path; `connect_all` has checked every card has one.
@@ -233,10 +234,16 @@ pub fn init_with(options: Options) -> Result<World> {
     world.data = data;
     world.nic_atomics = rdma.is_some();
     world.rdma = rdma;
-    // Every peer maps our segment before entering this barrier, so after it
-    // the file is no longer needed: unlink it now so a crash leaves nothing.
+    // Every peer reads the host's card table, and maps our segment unless
+    // it maps lazily, before entering this barrier, so after it those files
+    // are no longer needed: unlink them now so a crash leaves nothing.
     world.barrier()?;
-    world.own.unlink();
+    if !lazy_shm {
+        world.own.unlink();
+    }
+    if let Some(launcher) = world.launcher.as_mut() {
+        launcher.remove_card_table();
+    }
     Ok(world)
 }
 

@@ -254,7 +254,7 @@ fn strangers_at_the_bootstrap_port_are_dropped_untrusted() {
     let register = Msg::Register {
         rank: 1,
         size: 2,
-        listen: "127.0.0.1:9".into(),
+        card: vec![0; 16],
         host: "x".into(),
         pid: 1,
     };

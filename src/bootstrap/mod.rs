@@ -1,22 +1,23 @@
 //! Rank-side bootstrap: connect to `rlaunch`, authenticate, register this
-//! rank's ring listener, learn the right-hand neighbour, then all-gather every
-//! rank's transport card around the ring ([`ring`]). Started by `srun
-//! --mpi=pmi2` instead, a rank wires up through Slurm's PMI-2 server
-//! ([`pmi2`], [`under_pmi`]).
+//! rank's transport card, and receive every rank's card: inline, or from
+//! the host's card table file that one rank of the host writes for the
+//! others ([`table`]). Started by `srun --mpi=pmi2` instead, a rank wires up
+//! through Slurm's PMI-2 server ([`pmi2`], [`under_pmi`]).
 //!
 //! The launcher link stays open after bootstrap; it carries `Finalized` at the
 //! end of the job and lets the launcher see a rank vanish.
 
 pub(crate) mod pmi2;
-mod ring;
+mod table;
 pub(crate) mod under_pmi;
 
 use crate::error::{Error, Result};
 use crate::protocol::auth::{self, HandshakeError};
 use crate::protocol::env::LaunchEnv;
-use crate::protocol::wire::{recv_blocking, send_blocking, Msg, MAX_FRAME};
+use crate::protocol::wire::{decode_table, recv_blocking, send_blocking, Msg, MAX_FRAME, MAX_TABLE_FRAME};
 use std::io;
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// How much longer than the launcher a rank waits for every rank to
@@ -33,6 +34,9 @@ pub struct LauncherLink {
     stream: Option<TcpStream>,
     pmi: Option<pmi2::Pmi2>,
     rank: usize,
+    /// The card table file this rank published for its host, until
+    /// [`LauncherLink::remove_card_table`].
+    card_table: Option<PathBuf>,
 }
 
 impl LauncherLink {
@@ -43,6 +47,15 @@ impl LauncherLink {
             stream: None,
             pmi: Some(pmi),
             rank,
+            card_table: None,
+        }
+    }
+
+    /// Removes the card table file this rank published, once every rank of
+    /// its host has read it (after the wire-up barrier).
+    pub fn remove_card_table(&mut self) {
+        if let Some(path) = self.card_table.take() {
+            let _ = std::fs::remove_file(path);
         }
     }
 
@@ -133,15 +146,12 @@ pub fn exchange_cards(
 
     auth::connect_blocking(&mut stream, &env.secret).map_err(|e| handshake_error(e, env, "authenticate"))?;
 
-    // Listen on the address the launcher sees us at, so peers can reach us the same way.
+    // Peers reach us at the address the launcher sees us at.
     let local_ip = stream.local_addr().map_err(launcher_err("register"))?.ip();
-    let listener = TcpListener::bind((local_ip, 0)).map_err(launcher_err("bind the ring listener"))?;
-    let listen = listener.local_addr().map_err(launcher_err("bind the ring listener"))?;
-    let own_card = make_card(local_ip)?;
     let register = Msg::Register {
         rank: env.rank as u32,
         size: env.size as u32,
-        listen: listen.to_string(),
+        card: make_card(local_ip)?,
         host: env.host.clone(),
         pid: std::process::id(),
     };
@@ -153,41 +163,17 @@ pub fn exchange_cards(
     stream
         .set_read_timeout(Some(timeout + LAUNCHER_VERDICT_GRACE))
         .map_err(launcher_err("register"))?;
-
-    let right = match recv_blocking(&mut stream, MAX_FRAME) {
-        Ok(Msg::Ring { right }) => right,
-        Ok(Msg::Abort { reason }) => return Err(Error::Aborted { rank: env.rank, reason }),
-        Ok(other) => {
-            return Err(protocol(
+    let (table, card_table) = receive_table(env, &mut stream, timeout + LAUNCHER_VERDICT_GRACE)?;
+    let cards = decode_table(&table)
+        .ok()
+        .filter(|cards| cards.len() == env.size)
+        .ok_or_else(|| {
+            protocol(
                 env,
                 &env.bootstrap_addr,
-                format!("expected Ring, got {}", other.kind()),
-            ))
-        }
-        Err(e) if is_timeout(&e) => {
-            return Err(Error::BootstrapTimeout {
-                rank: env.rank,
-                stage: "wait for every rank to register with the launcher",
-                waited: timeout + LAUNCHER_VERDICT_GRACE,
-                missing: Vec::new(),
-            })
-        }
-        Err(e) => return Err(launcher_err("wait for every rank to register")(e)),
-    };
-
-    let cards = if env.size == 1 {
-        vec![own_card]
-    } else {
-        let right = resolve(&right).map_err(launcher_err("resolve the right neighbour"))?;
-        let ring = ring::RingSpec {
-            rank: env.rank,
-            size: env.size,
-            secret: &env.secret,
-            right,
-            timeout,
-        };
-        ring::allgather(&ring, listener, own_card)?
-    };
+                format!("the card table does not hold {} cards", env.size),
+            )
+        })?;
     stream.set_read_timeout(None).map_err(launcher_err("finish"))?;
     Ok((
         cards,
@@ -195,8 +181,61 @@ pub fn exchange_cards(
             stream: Some(stream),
             pmi: None,
             rank: env.rank,
+            card_table,
         },
     ))
+}
+
+/// Waits for the card table: inline (publishing it for the host's other
+/// ranks if asked), or from the file another rank of this host wrote.
+fn receive_table(env: &LaunchEnv, stream: &mut TcpStream, waited: Duration) -> Result<(Vec<u8>, Option<PathBuf>)> {
+    let launcher_err = |stage: &'static str| {
+        move |source: io::Error| Error::BootstrapLauncher {
+            rank: env.rank,
+            addr: env.bootstrap_addr.clone(),
+            stage,
+            source,
+        }
+    };
+    loop {
+        match recv_blocking(stream, MAX_TABLE_FRAME) {
+            Ok(Msg::Cards { table, publish }) => {
+                let Some(path) = publish else {
+                    return Ok((table, None));
+                };
+                // If the file cannot be written, the launcher sends the
+                // others the table itself.
+                let published = table::publish(&path, &table).ok();
+                let answer = match published {
+                    Some(_) => Msg::CardsPublished,
+                    None => Msg::NeedCards,
+                };
+                send_blocking(stream, &answer).map_err(launcher_err("publish the card table"))?;
+                return Ok((table, published));
+            }
+            Ok(Msg::CardsAt { path }) => match table::read(&path) {
+                Ok(table) => return Ok((table, None)),
+                Err(_) => send_blocking(stream, &Msg::NeedCards).map_err(launcher_err("ask for the card table"))?,
+            },
+            Ok(Msg::Abort { reason }) => return Err(Error::Aborted { rank: env.rank, reason }),
+            Ok(other) => {
+                return Err(protocol(
+                    env,
+                    &env.bootstrap_addr,
+                    format!("expected Cards, got {}", other.kind()),
+                ))
+            }
+            Err(e) if is_timeout(&e) => {
+                return Err(Error::BootstrapTimeout {
+                    rank: env.rank,
+                    stage: "wait for every rank to register with the launcher",
+                    waited,
+                    missing: Vec::new(),
+                })
+            }
+            Err(e) => return Err(launcher_err("wait for every rank to register")(e)),
+        }
+    }
 }
 
 /// A failed handshake with the launcher, as this rank's error.

@@ -41,6 +41,7 @@ use crate::team::layout::Layout;
 use crate::team::Team;
 use crate::transport::primitives::Route;
 use crate::transport::primitives::Stream;
+use crate::transport::Path;
 use crate::world::World;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -171,8 +172,9 @@ impl<'a> Coll<'a> {
             return Ok(());
         }
         let ready = || (flag.load(Ordering::Acquire) >= target).then_some(());
-        match self.w.route(Stream::Default, self.rank(from)) {
-            Route::Tcp(_) => self.w.poll_until_tcp(ready),
+        match self.w.paths[self.rank(from)] {
+            Path::Tcp(_) => self.w.poll_until_tcp(ready),
+            Path::Local | Path::Shm(_) if !self.w.spin_waits => self.w.sleep_until_flag(flag, target),
             _ => self.w.poll_until(ready),
         }
     }
@@ -195,7 +197,7 @@ impl<'a> Coll<'a> {
     /// here. Node grouping comes from host names, so a host that aliases
     /// another's name without sharing its memory is an error, not a crash.
     pub fn peer_base(&self, i: usize) -> Result<*mut u8> {
-        match self.w.route(Stream::Default, self.rank(i)) {
+        match self.w.route(Stream::Default, self.rank(i))? {
             Route::Mapped(base) => Ok(base),
             _ => Err(self.bad(format!(
                 "rank {} shares this rank's host name, but its memory is not mapped here",

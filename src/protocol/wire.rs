@@ -9,12 +9,25 @@ use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
 
 /// Bumped whenever [`Msg`] changes shape.
-pub const PROTOCOL_VERSION: u16 = 1;
+pub const PROTOCOL_VERSION: u16 = 2;
 
 /// Largest frame accepted from a peer that has not yet authenticated.
 pub const MAX_UNAUTHENTICATED_FRAME: usize = 256;
 /// Largest frame accepted at all.
 pub const MAX_FRAME: usize = 1 << 20;
+/// Largest frame a rank accepts from the launcher once it has
+/// authenticated it: a card table grows with the rank count.
+pub const MAX_TABLE_FRAME: usize = 1 << 30;
+
+/// Every rank's card in one buffer, indexed by rank.
+pub fn encode_table(cards: &[Vec<u8>]) -> Vec<u8> {
+    postcard::to_stdvec(cards).expect("postcard encoding into a Vec cannot fail")
+}
+
+/// The cards of an [`encode_table`] buffer.
+pub fn decode_table(table: &[u8]) -> Result<Vec<Vec<u8>>, postcard::Error> {
+    postcard::from_bytes(table)
+}
 
 /// Random challenge/response nonce.
 pub type Nonce = [u8; 32];
@@ -30,20 +43,27 @@ pub enum Msg {
     Response { nonce: Nonce, tag: Tag },
     /// Acceptor → connector: the acceptor's proof.
     Confirm { tag: Tag },
-    /// Rank → launcher: "I am here; my ring listener is at `listen`".
+    /// Rank → launcher: "I am here; this is my transport card".
     Register {
         rank: u32,
         size: u32,
-        listen: String,
+        card: Vec<u8>,
         host: String,
         pid: u32,
     },
-    /// Launcher → rank: everyone arrived; connect to your right neighbour.
-    Ring { right: String },
-    /// Rank → its right neighbour, first message on the ring link.
+    /// Launcher → rank: every rank's card, as one [`encode_table`]. With
+    /// `publish`, the rank also writes the table to that file for its
+    /// host's other ranks and answers `CardsPublished`.
+    Cards { table: Vec<u8>, publish: Option<String> },
+    /// Rank → launcher: the card table is at the `publish` path.
+    CardsPublished,
+    /// Launcher → rank: read every rank's card from this file (written by
+    /// another rank of this host).
+    CardsAt { path: String },
+    /// Rank → launcher: that file is not readable here; send the table.
+    NeedCards,
+    /// Rank → a peer's progress engine, first message on a TCP link.
     Hello { rank: u32 },
-    /// One rank's transport card travelling around the ring.
-    Card { origin: u32, blob: Vec<u8> },
     /// Rank → launcher: this rank finished `finalize`.
     Finalized { rank: u32 },
     /// Rank → launcher: this rank called global exit (`shmem_global_exit`):
@@ -63,9 +83,11 @@ impl Msg {
             Msg::Response { .. } => "Response",
             Msg::Confirm { .. } => "Confirm",
             Msg::Register { .. } => "Register",
-            Msg::Ring { .. } => "Ring",
+            Msg::Cards { .. } => "Cards",
+            Msg::CardsPublished => "CardsPublished",
+            Msg::CardsAt { .. } => "CardsAt",
+            Msg::NeedCards => "NeedCards",
             Msg::Hello { .. } => "Hello",
-            Msg::Card { .. } => "Card",
             Msg::Finalized { .. } => "Finalized",
             Msg::GlobalExit { .. } => "GlobalExit",
             Msg::Goodbye => "Goodbye",
@@ -240,18 +262,20 @@ mod tests {
             Msg::Register {
                 rank: 3,
                 size: 8,
-                listen: "127.0.0.1:4000".into(),
+                card: vec![4; 90],
                 host: "n1".into(),
                 pid: 42,
             },
-            Msg::Ring {
-                right: "127.0.0.1:4001".into(),
+            Msg::Cards {
+                table: encode_table(&[vec![1, 2], vec![3; 300]]),
+                publish: Some("/dev/shm/x".into()),
             },
+            Msg::CardsPublished,
+            Msg::CardsAt {
+                path: "/dev/shm/x".into(),
+            },
+            Msg::NeedCards,
             Msg::Hello { rank: 2 },
-            Msg::Card {
-                origin: 5,
-                blob: vec![9; 300],
-            },
             Msg::Finalized { rank: 1 },
             Msg::Goodbye,
             Msg::Abort { reason: "bye".into() },
@@ -275,9 +299,12 @@ mod tests {
     #[test]
     fn oversized_and_foreign_frames_are_rejected() {
         let mut buf = FrameBuf::default();
-        buf.inbox.extend_from_slice(&encode(&Msg::Card {
-            origin: 0,
-            blob: vec![0; 1000],
+        buf.inbox.extend_from_slice(&encode(&Msg::Register {
+            rank: 0,
+            size: 1,
+            card: vec![0; 1000],
+            host: String::new(),
+            pid: 0,
         }));
         assert!(matches!(
             buf.next_msg(MAX_UNAUTHENTICATED_FRAME),
@@ -292,7 +319,10 @@ mod tests {
                 got: PROTOCOL_VERSION + 1
             })
         );
-        assert!(matches!(decode(&[0x01, 0xff, 0xff]), Err(DecodeError::Malformed(_))));
+        assert!(matches!(
+            decode(&[PROTOCOL_VERSION as u8, 0xff, 0xff]),
+            Err(DecodeError::Malformed(_))
+        ));
     }
 
     #[test]

@@ -22,7 +22,7 @@ pub mod verbs;
 
 use crate::error::{Error, Result};
 use crate::protocol::env::TRANSPORT;
-use crate::segment::{Segment, ShmCard};
+use crate::segment::ShmCard;
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 use tcp::{Dial, TcpPeer};
@@ -60,8 +60,9 @@ pub struct VerbsCard {
 pub enum Path {
     /// This rank: its own segment.
     Local,
-    /// A peer on this host, its segment mapped into this process.
-    Shm(Segment),
+    /// A peer on this host, its segment mapped into this process (now,
+    /// or on first access).
+    Shm(shm::PeerSegment),
     /// A peer reached over TCP, served by its progress engine.
     Tcp(Arc<Mutex<TcpPeer>>),
     /// A peer reached by RDMA through the world's verbs transport.
@@ -123,9 +124,11 @@ pub fn uses_verbs(choice: Choice, cards: &[Card]) -> bool {
 }
 
 /// Builds the path to every rank from the all-gathered cards.
-pub fn connect_all(rank: usize, choice: Choice, cards: &[Card], dial: &Dial) -> Result<Vec<Path>> {
+/// `lazy_shm`: map same-host peers on first access (see [`shm`]).
+pub fn connect_all(rank: usize, choice: Choice, cards: &[Card], dial: &Dial, lazy_shm: bool) -> Result<Vec<Path>> {
     let own = &cards[rank];
     let verbs_job = uses_verbs(choice, cards);
+    let mut probes = shm::Probes::default();
     let mut paths = Vec::with_capacity(cards.len());
     for (peer, card) in cards.iter().enumerate() {
         if card.heap_bytes != own.heap_bytes {
@@ -138,7 +141,7 @@ pub fn connect_all(rank: usize, choice: Choice, cards: &[Card], dial: &Dial) -> 
         }
         let path = match choice {
             _ if peer == rank => Path::Local,
-            Choice::Shm => shm::connect(rank, peer, own, card)?,
+            Choice::Shm => shm::connect(rank, peer, own, card, lazy_shm, &mut probes)?,
             Choice::Tcp => connect_tcp(rank, peer, card, dial)?,
             Choice::Verbs if own.verbs.is_some() && card.verbs.is_some() => Path::Verbs,
             Choice::Verbs => {
@@ -149,7 +152,7 @@ pub fn connect_all(rank: usize, choice: Choice, cards: &[Card], dial: &Dial) -> 
                     detail: "--transport verbs was forced, but it has no active RDMA device".into(),
                 })
             }
-            Choice::Auto => match shm::connect(rank, peer, own, card) {
+            Choice::Auto => match shm::connect(rank, peer, own, card, lazy_shm, &mut probes) {
                 Ok(path) => path,
                 Err(_) if verbs_job => Path::Verbs,
                 Err(_) if card.tcp.is_some() => connect_tcp(rank, peer, card, dial)?,

@@ -74,23 +74,24 @@ pub enum SignalOp {
 }
 
 impl World {
+    /// Where `target`'s heap is; maps a same-host peer on first access.
     #[inline(always)]
-    pub(crate) fn route<'a>(&'a self, stream: Stream<'a>, target: usize) -> Route<'a> {
-        match &self.paths[target] {
+    pub(crate) fn route<'a>(&'a self, stream: Stream<'a>, target: usize) -> Result<Route<'a>> {
+        Ok(match &self.paths[target] {
             Path::Local => Route::Mapped(self.own.heap_base()),
-            Path::Shm(segment) => Route::Mapped(segment.heap_base()),
+            Path::Shm(segment) => Route::Mapped(segment.heap_base(self.rank, target)?),
             Path::Tcp(link) => Route::Tcp(match stream {
                 Stream::Default => link,
                 Stream::Ctx(links) => links.link(target),
             }),
             Path::Verbs => Route::Rdma,
-        }
+        })
     }
 
     /// Writes `src` at heap offset `offset` of `target`; returns when `src` may be reused.
     #[inline(always)]
     pub(crate) fn copy_in(&self, stream: Stream<'_>, target: usize, offset: usize, src: &[u8]) -> Result<()> {
-        match self.route(stream, target) {
+        match self.route(stream, target)? {
             // SAFETY: the caller checked that [offset, offset+len) lies in
             // the heap; `src` is private memory, so the ranges cannot overlap.
             Route::Mapped(base) => unsafe { shm::copy(src.as_ptr(), base.add(offset), src.len()) },
@@ -103,7 +104,7 @@ impl World {
     /// Like `copy_in`, but a TCP put of any size only joins the batch: it
     /// leaves at the next quiet, get or wait, so this returns at once.
     pub(crate) fn copy_in_nbi(&self, stream: Stream<'_>, target: usize, offset: usize, src: &[u8]) -> Result<()> {
-        match self.route(stream, target) {
+        match self.route(stream, target)? {
             Route::Tcp(link) => self.copy_in_tcp(target, link, offset, src, true),
             _ => self.copy_in(stream, target, offset, src),
         }
@@ -112,7 +113,7 @@ impl World {
     /// Reads heap offset `offset` of `target` into `dst`; returns with the data.
     #[inline(always)]
     pub(crate) fn copy_out(&self, stream: Stream<'_>, target: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
-        match self.route(stream, target) {
+        match self.route(stream, target)? {
             Route::Mapped(base) => {
                 // SAFETY: as in `copy_in`, with the roles of the two ranges swapped.
                 unsafe { shm::copy(base.add(offset), dst.as_mut_ptr(), dst.len()) };
@@ -138,7 +139,7 @@ impl World {
         dst: *mut u8,
         len: usize,
     ) -> Result<()> {
-        match self.route(stream, target) {
+        match self.route(stream, target)? {
             Route::Mapped(base) => {
                 // SAFETY: the source range was checked by the caller; `dst` is
                 // the caller's, valid for `len` bytes.
@@ -179,7 +180,7 @@ impl World {
                 .amo(stream.lane(), target, offset, amo)
                 .map_err(|f| self.rdma_failed(f));
         }
-        match self.route(stream, target) {
+        match self.route(stream, target)? {
             // SAFETY: the caller checked the word lies in the heap, and it
             // is aligned (checked above, heap bases are page aligned); every
             // atomic on it in this job is a CPU atomic (the rule above).
@@ -213,7 +214,7 @@ impl World {
         // before it; over TCP the engine applies requests in order. A
         // context's signal leaves at once: nothing else flushes its links.
         self.amo(stream, "signal", target, offset, amo)?;
-        match (stream, self.route(stream, target)) {
+        match (stream, self.route(stream, target)?) {
             (Stream::Ctx(_), Route::Tcp(link)) => {
                 lock(link).flush().map_err(|source| self.lost(target, "signal", source))
             }
@@ -227,7 +228,7 @@ impl World {
     /// that follows the data on the same connection, and no other rank
     /// reads that data before the receiver has synced with it.
     pub(crate) fn coll_copy_in(&self, target: usize, offset: usize, src: &[u8]) -> Result<()> {
-        match self.route(Stream::Default, target) {
+        match self.route(Stream::Default, target)? {
             Route::Tcp(link) => lock(link)
                 .untracked(|link| link.put_before_flag(offset, src))
                 .map_err(|source| self.lost(target, "collective", source)),
@@ -241,12 +242,16 @@ impl World {
     /// no NIC atomic ever touches these words. Over TCP, like
     /// `coll_copy_in`, it leaves no acknowledgement owed.
     pub(crate) fn flag_store(&self, target: usize, offset: usize, value: u64) -> Result<()> {
-        match self.route(Stream::Default, target) {
+        match self.route(Stream::Default, target)? {
             Route::Mapped(base) => {
                 // SAFETY: the caller passes an 8-byte aligned word of the
                 // team area, inside the heap, only ever accessed atomically.
-                unsafe { std::sync::atomic::AtomicU64::from_ptr(base.add(offset).cast()) }
-                    .store(value, Ordering::Release);
+                let word = unsafe { std::sync::atomic::AtomicU64::from_ptr(base.add(offset).cast()) };
+                word.store(value, Ordering::Release);
+                if !self.spin_waits {
+                    // SAFETY: `word` is that live, aligned flag.
+                    unsafe { crate::futex::wake(word) };
+                }
                 Ok(())
             }
             Route::Rdma => self
@@ -379,8 +384,9 @@ impl World {
 
     /// The stream's link to TCP peer `peer` (one of `tcp_peers`).
     fn tcp_link<'a>(&'a self, stream: Stream<'a>, peer: usize) -> &'a Mutex<TcpPeer> {
-        match self.route(stream, peer) {
-            Route::Tcp(link) => link,
+        match (stream, &self.paths[peer]) {
+            (Stream::Default, Path::Tcp(link)) => link,
+            (Stream::Ctx(links), Path::Tcp(_)) => links.link(peer),
             _ => unreachable!("tcp_peers lists only TCP paths"),
         }
     }

@@ -3,16 +3,75 @@
 //! A peer is "on the same host" when its segment opens here with the token it
 //! announced: a host name alone could lie (two machines with one name, one
 //! machine under two names, or hosts that share a kernel but not `/dev/shm`).
+//! The first peer of each host name is opened to decide; the rest of that
+//! host's peers follow its verdict.
+//!
+//! Up to [`eager_peers`] same-host peers are mapped at wire-up, and their
+//! files unlinked after it. Beyond that, as Open MPI's add_procs cutoff does
+//! for connections, a peer is mapped on first access ([`PeerSegment`]), so a
+//! node of N ranks makes the mappings its ranks use, not N² of them; the
+//! files then stay until finalize (or the launcher's sweep).
 //!
 //! Data moves with plain copies into and out of the peer's mapping; ordering
 //! comes from the Release stores and Acquire loads on the barrier flags.
 
 use super::{Card, Path};
 use crate::error::{Error, Result};
-use crate::segment::Segment;
+use crate::segment::{Segment, ShmCard};
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
-/// Maps `peer`'s segment, or explains why it cannot be reached.
-pub fn connect(rank: usize, peer: usize, own: &Card, card: &Card) -> Result<Path> {
+/// How many same-host peers are mapped at wire-up (`ONESIDE_SHM_EAGER_PEERS`,
+/// default 64); with more, peers are mapped on first access.
+pub fn eager_peers() -> usize {
+    std::env::var("ONESIDE_SHM_EAGER_PEERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(64)
+}
+
+/// A same-host peer's segment: mapped at wire-up, or on first access.
+pub struct PeerSegment {
+    card: ShmCard,
+    mapped: OnceLock<Segment>,
+}
+
+impl PeerSegment {
+    /// The peer's heap base in this process, mapping it first if need be.
+    #[inline]
+    pub fn heap_base(&self, rank: usize, peer: usize) -> Result<*mut u8> {
+        match self.mapped.get() {
+            Some(segment) => Ok(segment.heap_base()),
+            None => self.map(rank, peer),
+        }
+    }
+
+    /// The heap base if the peer is mapped already.
+    pub fn mapped_base(&self) -> Option<*mut u8> {
+        self.mapped.get().map(Segment::heap_base)
+    }
+
+    #[cold]
+    fn map(&self, rank: usize, peer: usize) -> Result<*mut u8> {
+        let segment = Segment::open_peer(&self.card).map_err(|detail| Error::PeerSegment {
+            rank,
+            peer,
+            path: self.card.path.clone(),
+            detail: format!("{detail} (mapping it on first use: did rank {peer} exit?)"),
+        })?;
+        // Two threads may race here; the loser's mapping is dropped unused.
+        let _ = self.mapped.set(segment);
+        Ok(self.mapped.get().expect("set above").heap_base())
+    }
+}
+
+/// What the first peer of each host name showed: whether its segment opens here.
+#[derive(Default)]
+pub struct Probes(HashMap<String, bool>);
+
+/// The path to `peer` by shared memory, or why it cannot be reached.
+/// `lazy`: map later, on first access, once its host is known to share memory.
+pub fn connect(rank: usize, peer: usize, own: &Card, card: &Card, lazy: bool, probes: &mut Probes) -> Result<Path> {
     let unreachable = |detail: String| Error::Unreachable {
         rank,
         peer,
@@ -24,14 +83,36 @@ pub fn connect(rank: usize, peer: usize, own: &Card, card: &Card) -> Result<Path
             "it published no shared-memory segment (alone on its host, or TCP forced)".into(),
         ));
     };
+    let segment = |mapped: OnceLock<Segment>| {
+        Path::Shm(PeerSegment {
+            card: shm.clone(),
+            mapped,
+        })
+    };
+    match probes.0.get(&card.host) {
+        Some(true) if lazy => return Ok(segment(OnceLock::new())),
+        Some(false) => {
+            return Err(unreachable(format!(
+                "another rank of host '{}' showed that its shared memory is not this rank's",
+                card.host
+            )))
+        }
+        _ => {}
+    }
     match Segment::open_peer(shm) {
-        Ok(segment) => Ok(Path::Shm(segment)),
+        Ok(mapped) => {
+            probes.0.insert(card.host.clone(), true);
+            Ok(segment(OnceLock::from(mapped)))
+        }
         // Host names can alias one machine ("localhost", its real name), so
         // the segment decides; a different name only explains a failure.
-        Err(detail) if card.host != own.host => Err(unreachable(format!(
-            "it runs on another host than this rank ('{}'), so shared memory cannot reach it ({detail})",
-            own.host
-        ))),
+        Err(detail) if card.host != own.host => {
+            probes.0.insert(card.host.clone(), false);
+            Err(unreachable(format!(
+                "it runs on another host than this rank ('{}'), so shared memory cannot reach it ({detail})",
+                own.host
+            )))
+        }
         Err(detail) => Err(Error::PeerSegment {
             rank,
             peer,

@@ -20,6 +20,7 @@ pub mod remote;
 pub mod report;
 pub mod spawn;
 mod srun_step;
+mod table;
 
 use crate::cli::LaunchAgent;
 use crate::error::LaunchError;
@@ -125,7 +126,8 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
     let (events_tx, events) = channel::unbounded();
     let server_events = events_tx.clone();
     let (size, timeout) = (plan.ranks.len(), plan.bootstrap_timeout);
-    std::thread::spawn(move || server.serve(size, secret.to_vec(), timeout, server_events));
+    let table = table::CardTable::new(size, &job.job_id);
+    std::thread::spawn(move || server.serve(table, secret.to_vec(), timeout, server_events));
     let interrupt = events_tx.clone();
     ctrlc::set_handler(move || {
         let _ = interrupt.send(JobEvent::Interrupted);

@@ -1,11 +1,12 @@
 //! The launcher's bootstrap service: one mio event loop on an ephemeral TCP
 //! port. Ranks connect, prove they know the job secret, and register their
-//! ring listener; once all have, each learns its right-hand neighbour. The
-//! links then stay open to carry `Finalized`.
+//! transport card; once all have, the cards go out as one table
+//! ([`CardTable`]). The links then stay open to carry `Finalized`.
 //!
 //! The clock for "every rank arrives" starts when the first rank registers,
 //! so a program may work for a while before calling `init`.
 
+use super::table::CardTable;
 use super::JobEvent;
 use crossbeam::channel::Sender;
 use mio::net::{TcpListener, TcpStream};
@@ -51,20 +52,19 @@ impl BootstrapServer {
     }
 
     /// Serves the job until the process exits, reporting to `events`.
-    pub fn serve(mut self, size: usize, secret: Vec<u8>, stage_timeout: Duration, events: Sender<JobEvent>) {
+    pub fn serve(mut self, mut table: CardTable, secret: Vec<u8>, stage_timeout: Duration, events: Sender<JobEvent>) {
+        let size = table.size();
         let mut conns: Vec<Option<Conn>> = Vec::new();
-        let mut listen_addrs: Vec<Option<String>> = vec![None; size];
         let mut rank_conn: Vec<usize> = vec![usize::MAX; size];
         let mut deadline: Option<Instant> = None;
-        let mut ring_sent = false;
         let mut poll_events = Events::with_capacity(128);
 
         loop {
             let wait = deadline
-                .filter(|_| !ring_sent)
+                .filter(|_| !table.sent())
                 .map(|d| d.saturating_duration_since(Instant::now()));
             if wait == Some(Duration::ZERO) {
-                let missing = (0..size).filter(|&r| listen_addrs[r].is_none()).collect();
+                let missing = table.missing();
                 let _ = events.send(JobEvent::BootstrapTimeout {
                     missing,
                     waited: stage_timeout,
@@ -105,7 +105,7 @@ impl BootstrapServer {
                 let Some(conn) = conns.get_mut(index).and_then(Option::as_mut) else {
                     continue;
                 };
-                match serve_conn(conn, size, &secret, &mut listen_addrs, &events) {
+                match serve_conn(conn, &mut table, &secret, &events) {
                     Ok(Some(rank)) => {
                         rank_conn[rank] = index;
                         deadline.get_or_insert_with(|| Instant::now() + stage_timeout);
@@ -123,13 +123,10 @@ impl BootstrapServer {
                     }
                 }
             }
-            if !ring_sent && listen_addrs.iter().all(Option::is_some) {
-                ring_sent = true;
-                for rank in 0..size {
-                    let right = listen_addrs[(rank + 1) % size].clone().expect("all registered");
-                    if let Some(conn) = conns[rank_conn[rank]].as_mut() {
-                        conn.buf.push(&Msg::Ring { right });
-                    }
+            table.send_when_complete();
+            for (rank, msg) in table.take_outbox() {
+                if let Some(conn) = conns[rank_conn[rank]].as_mut() {
+                    conn.buf.push(&msg);
                 }
             }
             for conn in conns.iter_mut().flatten() {
@@ -148,9 +145,8 @@ enum Drop {
 /// Handles one readable connection. Returns the rank if it just registered.
 fn serve_conn(
     conn: &mut Conn,
-    size: usize,
+    table: &mut CardTable,
     secret: &[u8],
-    listen_addrs: &mut [Option<String>],
     events: &Sender<JobEvent>,
 ) -> Result<Option<usize>, Drop> {
     let _ = conn.buf.flush_to(&mut conn.stream);
@@ -179,28 +175,22 @@ fn serve_conn(
                 State::AwaitRegister,
                 Msg::Register {
                     rank,
-                    size: their_size,
-                    listen,
+                    size,
+                    card,
+                    host,
                     pid,
-                    ..
                 },
             ) => {
                 let rank = rank as usize;
-                if their_size as usize != size || rank >= size || listen_addrs[rank].is_some() {
-                    return Err(Drop::Fatal(format!(
-                        "rank {rank} (pid {pid}) registered with size {their_size}, but the job has {size} ranks{}",
-                        if rank < size && listen_addrs[rank].is_some() {
-                            " and that rank is already registered"
-                        } else {
-                            ""
-                        }
-                    )));
-                }
-                listen_addrs[rank] = Some(listen);
+                table
+                    .register(rank, size as usize, card, host)
+                    .map_err(|detail| Drop::Fatal(format!("rank {rank} (pid {pid}) {detail}")))?;
                 conn.state = State::Registered(rank);
                 registered = Some(rank);
                 let _ = events.send(JobEvent::Registered { rank });
             }
+            (State::Registered(rank), Msg::CardsPublished) => table.published(*rank),
+            (State::Registered(rank), Msg::NeedCards) => table.needs_cards(*rank),
             (State::Registered(rank), Msg::Finalized { rank: said }) if said as usize == *rank => {
                 // Report first, then say goodbye: the rank exits only after the
                 // supervisor has seen this event (one channel keeps the order).
