@@ -145,7 +145,13 @@ impl Coll<'_> {
         for k in 1..m {
             let to = members.get((at + k) % m);
             let bytes = payload(to);
-            assert!(bytes.len <= region, "an exchange payload larger than its region");
+            if bytes.len > region {
+                return Err(self.bad(format!(
+                    "{} bytes per member do not fit the exchange among {m} members ({region} bytes each); with more than {} members, reduce a symmetric object instead",
+                    bytes.len,
+                    SCRATCH_BYTES / 2 / 64 + 1
+                )));
+            }
             if bytes.len > 0 {
                 // SAFETY: the caller's payload points at `len` readable bytes
                 // that nobody writes during this round.

@@ -23,8 +23,16 @@ pub(super) enum ReduceAlgo {
 pub(super) fn reduce(c: &Coll, bytes: usize, elem: usize) -> ReduceAlgo {
     let nodes = &c.t.nodes;
     let fits = bytes <= c.exchange_capacity();
-    if c.n() == 1 || c.exchange_capacity() < elem {
+    if c.n() == 1 {
         return ReduceAlgo::Exchange;
+    }
+    // A team too large for the exchange to carry one element: on one node,
+    // read every member's source in place.
+    if c.exchange_capacity() < elem {
+        return match nodes.single() {
+            true => ReduceAlgo::MappedScatterGather,
+            false => ReduceAlgo::Exchange,
+        };
     }
     if bytes > 0 && bytes <= c.doubling_capacity() {
         return ReduceAlgo::Doubling;
