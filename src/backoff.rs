@@ -56,9 +56,12 @@ const YIELDS_BEFORE_SLEEP: u32 = 32;
 /// Yields a wait that can block on a futex makes before it blocks.
 const YIELDS_BEFORE_BLOCK: u32 = 8;
 /// The shortest and longest timeout of a futex block: a twentieth of the
-/// wait so far, between these, only a safety net against a missed wake.
-const BLOCK_MIN: Duration = Duration::from_millis(10);
-const BLOCK_MAX: Duration = Duration::from_millis(100);
+/// wait so far, between these, only a safety net against a missed wake
+/// (see `futex`). With 10-100 ms, 2048 ranks spent a second of the cores
+/// on timeouts alone; hello_put at 2048 ranks took 13.6 s, and 6.3 s with
+/// these.
+const BLOCK_MIN: Duration = Duration::from_millis(100);
+const BLOCK_MAX: Duration = Duration::from_millis(1000);
 
 /// One wait's back-off state.
 pub(crate) struct Backoff {
