@@ -20,7 +20,7 @@
 //!   a member behind TCP, a link's wait for an answer) sleeps in `poll(2)`
 //!   after a few yields instead (`Backoff::pause_or_sleep`).
 //! * A wait for a collective's flag on a host whose ranks outnumber its
-//!   cores blocks on a futex after a few yields, and the peer that stores
+//!   cores more than four times blocks on a futex after a few yields, and the peer that stores
 //!   the flag wakes it (`Backoff::pause_or_block`, `futex`): a thousand
 //!   ranks napping on two cores spent the cores on their wake-ups.
 //! * **Nap** after [`YIELD_FOR`], so a rank idle in a long wait (a master
@@ -157,6 +157,19 @@ pub(crate) fn may_spin(local_ranks: usize, threads: usize) -> bool {
         true => threads <= cores,
         false => local_ranks * threads <= cores,
     }
+}
+
+/// How many times more ranks than cores a host must run before its
+/// collective waits block on futexes (`block_waits`). At 2 ranks a core
+/// yielding is cheaper: a futex wake is a system call on every flag store,
+/// and it made a 4-rank barrier on 2 cores 16% slower.
+const BLOCK_WHEN_RANKS_PER_CORE: usize = 4;
+
+/// Whether this host's ranks so outnumber its cores that collective waits
+/// should block on futexes rather than yield.
+pub(crate) fn block_waits(local_ranks: usize) -> bool {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    local_ranks > BLOCK_WHEN_RANKS_PER_CORE * cores
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! Sleeping on a word of shared memory until a peer on this host changes
 //! it: Linux futexes on the low half of a 64-bit team-area flag.
 //!
-//! A host whose ranks outnumber its cores cannot afford waits that poll: a
+//! A host whose ranks outnumber its cores many times over (more than 4 a
+//! core, `backoff::block_waits`) cannot afford waits that poll: a
 //! thousand ranks napping on two cores spend the cores on wake-ups, and
 //! the rank being waited for gets no turn. There, a wait for a collective
 //! flag sleeps in [`wait`], and whoever stores the flag calls [`wake`].

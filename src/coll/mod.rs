@@ -174,7 +174,7 @@ impl<'a> Coll<'a> {
         let ready = || (flag.load(Ordering::Acquire) >= target).then_some(());
         match self.w.paths[self.rank(from)] {
             Path::Tcp(_) => self.w.poll_until_tcp(ready),
-            Path::Local | Path::Shm(_) if !self.w.spin_waits => self.w.sleep_until_flag(flag, target),
+            Path::Local | Path::Shm(_) if self.w.block_waits => self.w.sleep_until_flag(flag, target),
             _ => self.w.poll_until(ready),
         }
     }

@@ -248,7 +248,7 @@ impl World {
                 // team area, inside the heap, only ever accessed atomically.
                 let word = unsafe { std::sync::atomic::AtomicU64::from_ptr(base.add(offset).cast()) };
                 word.store(value, Ordering::Release);
-                if !self.spin_waits {
+                if self.block_waits {
                     // SAFETY: `word` is that live, aligned flag.
                     unsafe { crate::futex::wake(word) };
                 }

@@ -12,9 +12,11 @@ mod connect;
 pub mod wire;
 
 use crate::job::children::{ChildEvent, Watcher};
+use crate::job::report;
 use crate::job::report::Ending;
 use crate::job::spawn;
 use crossbeam::channel;
+use oneside::protocol::env as vars;
 use oneside::protocol::wire::{encode_any, recv_any};
 use std::io::{Read, Write};
 use std::path::Path;
@@ -184,5 +186,11 @@ fn serve(link: Link) -> u8 {
         }
     }
     watcher.finish();
+    // Ranks killed before finalize leave their segment files (and, past
+    // the eager mapping cutoff, every rank keeps its file until finalize).
+    let job_id = spec.ranks.iter().flat_map(|r| &r.env).find(|(k, _)| k == vars::JOB_ID);
+    if let Some((_, job_id)) = job_id {
+        report::sweep_shm_files(job_id);
+    }
     0
 }
