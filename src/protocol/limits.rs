@@ -27,5 +27,5 @@ pub fn raise_open_files() -> (u64, u64) {
             limit.rlim_cur = limit.rlim_max;
         }
     }
-    (limit.rlim_cur as u64, limit.rlim_max as u64)
+    (limit.rlim_cur, limit.rlim_max)
 }
