@@ -11,13 +11,19 @@
 # largest sizes: resident memory and open descriptors, read from /proc
 # while a job of `faults sleep` ranks waits.
 #
+# As root it also brings up the 4-host namespace cluster of tests/cluster/
+# and starts hello_put over ssh on 4 hosts x PER_HOST ranks (all hosts
+# share this machine's 2 cores).
+#
 #   bench/launch_scale.sh    (ROUNDS=3, SIZES="64 128 256 512 1024 2048",
-#                             MPI_SIZES="64 128"; figures in target/launch_scale/)
+#                             MPI_SIZES="64 128", PER_HOST="16 32 64";
+#                             figures in target/launch_scale/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 SIZES=${SIZES:-64 128 256 512 1024 2048}
 MPI_SIZES=${MPI_SIZES:-64 128}
+PER_HOST=${PER_HOST:-16 32 64}
 OUT=target/launch_scale
 mkdir -p "$OUT"
 rm -f "$OUT"/*.txt
@@ -53,6 +59,20 @@ for round in $(seq "$ROUNDS"); do
     fi
   done
 done
+
+cluster=""
+if [ "$(id -u)" = 0 ]; then
+  cluster=$(mktemp -d /tmp/oneside-scale.XXXXXX)
+  trap 'tests/cluster/cluster.sh down "$cluster" >/dev/null 2>&1 || true; rm -rf "$cluster"' EXIT
+  tests/cluster/cluster.sh up 4 "$cluster" </dev/null >"$cluster/up.log" 2>&1 || { cat "$cluster/up.log"; exit 1; }
+  for round in $(seq "$ROUNDS"); do
+    echo "== 4 hosts, round $round/$ROUNDS"
+    for per in $PER_HOST; do
+      timed hosts4 "$per" "$RLAUNCH" --ssh "$(cat "$cluster/ssh")" -f "$cluster/hostfile" \
+        -n $((4 * per)) --oversubscribe "$PWD/$EX/hello_put"
+    done
+  done
+fi
 
 median() { # median NAME N
   awk -v n="$2" '$2 == n { v[++k] = $3 } END {
@@ -102,6 +122,12 @@ holdings() { # holdings N
     fi
     prev=$n
   done
+  if [ -n "$cluster" ]; then
+    echo
+    echo "== 4 namespace hosts over ssh, hello_put (s), median of $ROUNDS"
+    printf "%10s %8s %8s\n" "ranks/host" ranks time
+    for per in $PER_HOST; do printf "%10s %8s %8s\n" "$per" $((4 * per)) "$(median hosts4 "$per")"; done
+  fi
   echo
   echo "== what a job holds (faults sleep, after init)"
   for n in $(echo "$SIZES" | tr ' ' '\n' | tail -2); do holdings "$n"; done
