@@ -63,8 +63,9 @@ pub enum Path {
     /// A peer on this host, its segment mapped into this process (now,
     /// or on first access).
     Shm(shm::PeerSegment),
-    /// A peer reached over TCP, served by its progress engine.
-    Tcp(Arc<Mutex<TcpPeer>>),
+    /// A peer reached over TCP, served by its progress engine (connected
+    /// now, or on first use).
+    Tcp(tcp::path::TcpPath),
     /// A peer reached by RDMA through the world's verbs transport.
     Verbs,
 }
@@ -124,9 +125,11 @@ pub fn uses_verbs(choice: Choice, cards: &[Card]) -> bool {
 }
 
 /// Builds the path to every rank from the all-gathered cards.
-/// `lazy_shm`: map same-host peers on first access (see [`shm`]).
+/// `lazy_shm`: map same-host peers on first access (see [`shm`]); TCP
+/// links connect on first use past `tcp::path::eager_peers`.
 pub fn connect_all(rank: usize, choice: Choice, cards: &[Card], dial: &Dial, lazy_shm: bool) -> Result<Vec<Path>> {
     let own = &cards[rank];
+    let lazy_tcp = cards.len() > tcp::path::eager_peers() + 1;
     let verbs_job = uses_verbs(choice, cards);
     let mut probes = shm::Probes::default();
     let mut paths = Vec::with_capacity(cards.len());
@@ -142,7 +145,7 @@ pub fn connect_all(rank: usize, choice: Choice, cards: &[Card], dial: &Dial, laz
         let path = match choice {
             _ if peer == rank => Path::Local,
             Choice::Shm => shm::connect(rank, peer, own, card, lazy_shm, &mut probes)?,
-            Choice::Tcp => connect_tcp(rank, peer, card, dial)?,
+            Choice::Tcp => connect_tcp(rank, peer, card, dial, lazy_tcp)?,
             Choice::Verbs if own.verbs.is_some() && card.verbs.is_some() => Path::Verbs,
             Choice::Verbs => {
                 return Err(Error::Unreachable {
@@ -155,7 +158,7 @@ pub fn connect_all(rank: usize, choice: Choice, cards: &[Card], dial: &Dial, laz
             Choice::Auto => match shm::connect(rank, peer, own, card, lazy_shm, &mut probes) {
                 Ok(path) => path,
                 Err(_) if verbs_job => Path::Verbs,
-                Err(_) if card.tcp.is_some() => connect_tcp(rank, peer, card, dial)?,
+                Err(_) if card.tcp.is_some() => connect_tcp(rank, peer, card, dial, lazy_tcp)?,
                 Err(e) => return Err(e),
             },
         };
@@ -164,7 +167,7 @@ pub fn connect_all(rank: usize, choice: Choice, cards: &[Card], dial: &Dial, laz
     Ok(paths)
 }
 
-fn connect_tcp(rank: usize, peer: usize, card: &Card, dial: &Dial) -> Result<Path> {
+fn connect_tcp(rank: usize, peer: usize, card: &Card, dial: &Dial, lazy: bool) -> Result<Path> {
     let Some(addr) = &card.tcp else {
         return Err(Error::Unreachable {
             rank,
@@ -173,21 +176,35 @@ fn connect_tcp(rank: usize, peer: usize, card: &Card, dial: &Dial) -> Result<Pat
             detail: "it runs no TCP transport".into(),
         });
     };
-    let connect_err = |source| Error::TcpConnect {
+    let socket = addr.parse().map_err(|_| Error::TcpConnect {
         rank,
         peer,
         addr: addr.clone(),
-        source,
-    };
-    let socket = addr.parse().map_err(|_| {
-        connect_err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "not an ip:port address",
-        ))
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, "not an ip:port address"),
     })?;
-    let peer_link = Arc::new(Mutex::new(TcpPeer::connect(rank, socket, dial).map_err(connect_err)?));
+    Ok(Path::Tcp(match lazy {
+        true => tcp::path::TcpPath::lazy(),
+        false => tcp::path::TcpPath::connected(dial_tcp(rank, peer, socket, dial)?),
+    }))
+}
+
+/// Opens a link to `peer`'s progress engine at `addr` and registers it
+/// with the rank's flusher.
+pub(crate) fn dial_tcp(
+    rank: usize,
+    peer: usize,
+    addr: std::net::SocketAddr,
+    dial: &Dial,
+) -> Result<Arc<Mutex<TcpPeer>>> {
+    let link = TcpPeer::connect(rank, addr, dial).map_err(|source| Error::TcpConnect {
+        rank,
+        peer,
+        addr: addr.to_string(),
+        source,
+    })?;
+    let link = Arc::new(Mutex::new(link));
     if let Some(nudge) = &dial.nudge {
-        nudge.register(&peer_link);
+        nudge.register(&link);
     }
-    Ok(Path::Tcp(peer_link))
+    Ok(link)
 }

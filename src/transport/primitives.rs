@@ -80,8 +80,8 @@ impl World {
         Ok(match &self.paths[target] {
             Path::Local => Route::Mapped(self.own.heap_base()),
             Path::Shm(segment) => Route::Mapped(segment.heap_base(self.rank, target)?),
-            Path::Tcp(link) => Route::Tcp(match stream {
-                Stream::Default => link,
+            Path::Tcp(path) => Route::Tcp(match stream {
+                Stream::Default => path.get_or_connect(|| self.dial_lazily(target))?,
                 Stream::Ctx(links) => links.link(target),
             }),
             Path::Verbs => Route::Rdma,
@@ -358,6 +358,22 @@ impl World {
             .map_err(|f| self.rdma_failed(f))
     }
 
+    /// Connects the default link to TCP peer `target` on its first use.
+    #[cold]
+    fn dial_lazily(&self, target: usize) -> Result<std::sync::Arc<Mutex<TcpPeer>>> {
+        let connect = self
+            .ctx_connect
+            .as_ref()
+            .expect("a world with TCP peers keeps their addresses");
+        let addr = connect.addrs[target].ok_or_else(|| Error::Unreachable {
+            rank: self.rank,
+            peer: target,
+            host: String::new(),
+            detail: "its card has no progress engine address".into(),
+        })?;
+        crate::transport::dial_tcp(self.rank, target, addr, &connect.dial)
+    }
+
     /// Asks every TCP peer written to for an acknowledgement (all at once),
     /// then waits for each. A peer's lock is held from its request to its
     /// answer, so that no other thread's request reads the answer; locks are
@@ -371,7 +387,10 @@ impl World {
     fn quiet_tcp_peers(&self, stream: Stream<'_>, peers: &[usize]) -> Result<()> {
         let mut owed = Vec::new();
         for &peer in peers {
-            let mut link = lock(self.tcp_link(stream, peer));
+            let Some(link) = self.tcp_link(stream, peer) else {
+                continue;
+            };
+            let mut link = lock(link);
             if link.start_quiet().map_err(|source| self.lost(peer, "quiet", source))? {
                 owed.push((peer, link));
             }
@@ -382,11 +401,12 @@ impl World {
         Ok(())
     }
 
-    /// The stream's link to TCP peer `peer` (one of `tcp_peers`).
-    fn tcp_link<'a>(&'a self, stream: Stream<'a>, peer: usize) -> &'a Mutex<TcpPeer> {
+    /// The stream's link to TCP peer `peer` (one of `tcp_peers`), if it
+    /// is connected (a default link never used is not).
+    fn tcp_link<'a>(&'a self, stream: Stream<'a>, peer: usize) -> Option<&'a Mutex<TcpPeer>> {
         match (stream, &self.paths[peer]) {
-            (Stream::Default, Path::Tcp(link)) => link,
-            (Stream::Ctx(links), Path::Tcp(_)) => links.link(peer),
+            (Stream::Default, Path::Tcp(path)) => path.get(),
+            (Stream::Ctx(links), Path::Tcp(_)) => Some(links.link(peer)),
             _ => unreachable!("tcp_peers lists only TCP paths"),
         }
     }
@@ -422,9 +442,9 @@ impl World {
     /// Pushes out the stream's batch to every TCP peer.
     pub(crate) fn send_batch_of(&self, stream: Stream<'_>) -> Result<()> {
         for &peer in &self.tcp_peers {
-            lock(self.tcp_link(stream, peer))
-                .flush()
-                .map_err(|source| self.lost(peer, "put", source))?;
+            if let Some(link) = self.tcp_link(stream, peer) {
+                lock(link).flush().map_err(|source| self.lost(peer, "put", source))?;
+            }
         }
         Ok(())
     }

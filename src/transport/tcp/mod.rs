@@ -20,6 +20,7 @@ mod answer;
 pub mod engine;
 pub mod flusher;
 mod input;
+pub mod path;
 mod ready;
 mod request;
 mod serve;
