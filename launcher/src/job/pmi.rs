@@ -82,7 +82,21 @@ impl BootstrapServer {
             }
             for event in poll_events.iter() {
                 if event.token() == LISTENER {
-                    while let Ok((mut stream, _)) = self.listener.accept() {
+                    // Until the queue is empty: the listener is edge-triggered,
+                    // so a connection reset while queued must not end the loop.
+                    loop {
+                        let mut stream = match self.listener.accept() {
+                            Ok((stream, _)) => stream,
+                            Err(e)
+                                if matches!(
+                                    e.kind(),
+                                    io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted
+                                ) =>
+                            {
+                                continue
+                            }
+                            Err(_) => break,
+                        };
                         let token = Token(conns.len());
                         if self
                             .poll

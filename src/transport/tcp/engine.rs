@@ -306,8 +306,17 @@ fn lock(conns: &Mutex<Conns>) -> MutexGuard<'_, Conns> {
 }
 
 impl Conns {
+    /// Accepts until the queue is empty. A connection reset while queued
+    /// (or an interrupted call) must not end the loop: the listener is
+    /// edge-triggered, so connections left in the queue would never be
+    /// accepted.
     fn accept_all(&mut self, listener: &TcpListener, ready: &ReadySet) {
-        while let Ok((stream, _)) = listener.accept() {
+        loop {
+            let stream = match listener.accept() {
+                Ok((stream, _)) => stream,
+                Err(e) if matches!(e.kind(), io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted) => continue,
+                Err(_) => return,
+            };
             let index = self.open.len();
             if stream.set_nodelay(true).is_err() || ready.add(stream.as_raw_fd(), index).is_err() {
                 continue;
