@@ -39,6 +39,12 @@ pub const DEFAULT_HEAP_SIZE: usize = 64 << 20;
 /// Default bootstrap stage timeout in seconds.
 pub const DEFAULT_BOOTSTRAP_TIMEOUT_SECS: u64 = 60;
 
+/// A count from the environment variable `var`, or `default` when it is
+/// unset or not a number (tuning knobs such as `ONESIDE_SHM_EAGER_PEERS`).
+pub fn count_or(var: &str, default: usize) -> usize {
+    std::env::var(var).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
 /// Everything a launched rank learns from its environment.
 #[derive(Debug, Clone)]
 pub struct LaunchEnv {

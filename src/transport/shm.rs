@@ -24,10 +24,7 @@ use std::sync::OnceLock;
 /// How many same-host peers are mapped at wire-up (`ONESIDE_SHM_EAGER_PEERS`,
 /// default 64); with more, peers are mapped on first access.
 pub fn eager_peers() -> usize {
-    std::env::var("ONESIDE_SHM_EAGER_PEERS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(64)
+    crate::protocol::env::count_or("ONESIDE_SHM_EAGER_PEERS", 64)
 }
 
 /// A same-host peer's segment: mapped at wire-up, or on first access.

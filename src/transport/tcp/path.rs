@@ -15,10 +15,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// How many other ranks a job may have before its TCP links connect on
 /// first use (`ONESIDE_TCP_EAGER_PEERS`, default 64).
 pub fn eager_peers() -> usize {
-    std::env::var("ONESIDE_TCP_EAGER_PEERS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(64)
+    crate::protocol::env::count_or("ONESIDE_TCP_EAGER_PEERS", 64)
 }
 
 /// One peer's link, once connected.
