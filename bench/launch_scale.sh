@@ -16,14 +16,14 @@
 # share this machine's 2 cores).
 #
 #   bench/launch_scale.sh    (ROUNDS=3, SIZES="64 128 256 512 1024 2048",
-#                             MPI_SIZES="64 128", PER_HOST="16 32 64";
+#                             MPI_SIZES="64 128", PER_HOST="16 64 256";
 #                             figures in target/launch_scale/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 SIZES=${SIZES:-64 128 256 512 1024 2048}
 MPI_SIZES=${MPI_SIZES:-64 128}
-PER_HOST=${PER_HOST:-16 32 64}
+PER_HOST=${PER_HOST:-16 64 256}
 OUT=target/launch_scale
 mkdir -p "$OUT"
 rm -f "$OUT"/*.txt
