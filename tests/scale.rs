@@ -64,3 +64,36 @@ fn ctrl_c_among_a_thousand_ranks_leaves_no_process() {
     }
     assert_eq!(shm_files(field(&ready[0], "job")), Vec::<String>::new());
 }
+
+#[test]
+fn a_job_beyond_the_open_file_limit_says_what_it_needs_before_starting() {
+    use std::os::unix::process::CommandExt;
+    let mut command = std::process::Command::new(rlaunch_path());
+    command
+        .args(["-n", RANKS, "--oversubscribe", &example("faults"), "sleep"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    // SAFETY: setrlimit is async-signal-safe and touches only our struct.
+    unsafe {
+        command.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 256,
+                rlim_max: 256,
+            };
+            match libc::setrlimit(libc::RLIMIT_NOFILE, &limit) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        });
+    }
+    let out = finish(command.spawn().expect("rlaunch starts"));
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("needs about 4160 open files in rlaunch (1024 local ranks x 4"),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains("the hard limit (ulimit -Hn) is 256"), "{out:?}");
+    assert!(!out.stdout.contains("ready"), "nothing may start: {out:?}");
+}
