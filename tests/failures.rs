@@ -62,16 +62,7 @@ fn ctrl_c_tears_down_every_rank_and_shared_memory_file() {
 
 #[test]
 fn ctrl_c_after_init_leaves_no_process() {
-    let mut child = spawn_rlaunch(&["-n", "3", &example("faults"), "sleep"]);
-    let (ready, _) = wait_for_lines(&mut child, "ready", 3);
-    send_signal(&child, libc::SIGINT);
-    let out = finish(child);
-    assert_eq!(out.code, Some(130), "{out:?}");
-    for line in &ready {
-        let pid: u32 = field(line, "pid").parse().unwrap();
-        assert!(process_gone(pid, Duration::from_secs(5)), "rank pid {pid} survived");
-        assert_eq!(shm_files(field(line, "job")), Vec::<String>::new());
-    }
+    ctrl_c_leaves_nothing(&["-n", "3", &example("faults"), "sleep"], 3);
 }
 
 #[test]

@@ -53,16 +53,7 @@ fn a_rank_lost_in_wire_up_among_a_thousand_ends_the_job_naming_it() {
 #[test]
 fn ctrl_c_among_a_thousand_ranks_leaves_no_process() {
     let _one = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let mut child = spawn_rlaunch(&["-n", RANKS, "--oversubscribe", &example("faults"), "sleep"]);
-    let (ready, _rest) = wait_for_lines(&mut child, "ready", 1024);
-    send_signal(&child, libc::SIGINT);
-    let out = finish(child);
-    assert_eq!(out.code, Some(130), "{out:?}");
-    for line in &ready {
-        let pid: u32 = field(line, "pid").parse().unwrap();
-        assert!(process_gone(pid, Duration::from_secs(5)), "rank pid {pid} survived");
-    }
-    assert_eq!(shm_files(field(&ready[0], "job")), Vec::<String>::new());
+    ctrl_c_leaves_nothing(&["-n", RANKS, "--oversubscribe", &example("faults"), "sleep"], 1024);
 }
 
 #[test]

@@ -217,3 +217,19 @@ pub fn send_signal(child: &Child, signal: i32) {
     // SAFETY: kill(2) has no memory-safety preconditions.
     unsafe { libc::kill(child.id() as i32, signal) };
 }
+
+/// Starts `rlaunch ARGS` (a `faults sleep` job), waits for its `ranks`
+/// ready lines, sends Ctrl-C, and checks rlaunch exits 130 leaving no rank
+/// process and no shared-memory file behind.
+pub fn ctrl_c_leaves_nothing(args: &[&str], ranks: usize) {
+    let mut child = spawn_rlaunch(args);
+    let (ready, _rest) = wait_for_lines(&mut child, "ready", ranks);
+    send_signal(&child, libc::SIGINT);
+    let out = finish(child);
+    assert_eq!(out.code, Some(130), "{out:?}");
+    for line in &ready {
+        let pid: u32 = field(line, "pid").parse().unwrap();
+        assert!(process_gone(pid, Duration::from_secs(5)), "rank pid {pid} survived");
+        assert_eq!(shm_files(field(line, "job")), Vec::<String>::new());
+    }
+}
