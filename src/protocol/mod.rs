@@ -2,12 +2,14 @@
 //! variables a rank reads ([`env`]), the bootstrap messages and their framing
 //! ([`wire`]), the secret-based handshake every bootstrap connection runs
 //! ([`auth`]), how a host names itself and picks the address peers reach it
-//! at ([`route`]), and the open-file limit every process raises
-//! ([`limits`]). `rlaunch` links this module and nothing else of the
+//! at ([`route`]), the open-file limit every process raises
+//! ([`limits`]), and listeners that thousands of peers dial at once
+//! ([`listen`]). `rlaunch` links this module and nothing else of the
 //! library's data path.
 
 pub mod auth;
 pub mod env;
 pub mod limits;
+pub mod listen;
 pub mod route;
 pub mod wire;

@@ -12,6 +12,7 @@ use crossbeam::channel::Sender;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 use oneside::protocol::auth::Acceptor;
+use oneside::protocol::listen;
 use oneside::protocol::wire::{FrameBuf, Msg, MAX_FRAME, MAX_UNAUTHENTICATED_FRAME};
 use std::io;
 use std::net::SocketAddr;
@@ -41,7 +42,7 @@ impl BootstrapServer {
     /// Binds the service on an ephemeral port of `ip`.
     pub fn bind(ip: std::net::IpAddr) -> io::Result<BootstrapServer> {
         let poll = Poll::new()?;
-        let mut listener = TcpListener::bind(SocketAddr::new(ip, 0))?;
+        let mut listener = listen::bind_wide(SocketAddr::new(ip, 0))?;
         poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
         let addr = listener.local_addr()?;
         Ok(BootstrapServer { poll, listener, addr })
@@ -82,37 +83,18 @@ impl BootstrapServer {
             }
             for event in poll_events.iter() {
                 if event.token() == LISTENER {
-                    // Until the queue is empty: the listener is edge-triggered,
-                    // so a connection reset while queued must not end the loop.
-                    loop {
-                        let mut stream = match self.listener.accept() {
-                            Ok((stream, _)) => stream,
-                            Err(e)
-                                if matches!(
-                                    e.kind(),
-                                    io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted
-                                ) =>
-                            {
-                                continue
-                            }
-                            Err(_) => break,
-                        };
+                    let registry = self.poll.registry();
+                    listen::accept_queued(&self.listener, |mut stream| {
                         let token = Token(conns.len());
-                        if self
-                            .poll
-                            .registry()
-                            .register(&mut stream, token, Interest::READABLE)
-                            .is_err()
-                        {
-                            continue;
+                        if registry.register(&mut stream, token, Interest::READABLE).is_ok() {
+                            let (acceptor, buf) = Acceptor::start_buffered();
+                            conns.push(Some(Conn {
+                                stream,
+                                buf,
+                                state: State::AwaitResponse(acceptor),
+                            }));
                         }
-                        let (acceptor, buf) = Acceptor::start_buffered();
-                        conns.push(Some(Conn {
-                            stream,
-                            buf,
-                            state: State::AwaitResponse(acceptor),
-                        }));
-                    }
+                    });
                     continue;
                 }
                 let index = event.token().0;

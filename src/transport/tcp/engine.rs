@@ -24,6 +24,7 @@
 
 use super::ready::{ReadySet, BATCH};
 use super::serve::{serve, Conn, Verdict};
+use crate::protocol::listen;
 use crate::segment::RawSegment;
 use mio::net::TcpListener;
 use mio::unix::SourceFd;
@@ -94,7 +95,7 @@ impl ProgressEngine {
         spin: bool,
     ) -> io::Result<ProgressEngine> {
         let poll = Poll::new()?;
-        let mut listener = TcpListener::bind(SocketAddr::new(ip, 0))?;
+        let mut listener = listen::bind_wide(SocketAddr::new(ip, 0))?;
         poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
         let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
@@ -306,23 +307,14 @@ fn lock(conns: &Mutex<Conns>) -> MutexGuard<'_, Conns> {
 }
 
 impl Conns {
-    /// Accepts until the queue is empty. A connection reset while queued
-    /// (or an interrupted call) must not end the loop: the listener is
-    /// edge-triggered, so connections left in the queue would never be
-    /// accepted.
+    /// Accepts every queued connection and watches it for news.
     fn accept_all(&mut self, listener: &TcpListener, ready: &ReadySet) {
-        loop {
-            let stream = match listener.accept() {
-                Ok((stream, _)) => stream,
-                Err(e) if matches!(e.kind(), io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted) => continue,
-                Err(_) => return,
-            };
+        listen::accept_queued(listener, |stream| {
             let index = self.open.len();
-            if stream.set_nodelay(true).is_err() || ready.add(stream.as_raw_fd(), index).is_err() {
-                continue;
+            if stream.set_nodelay(true).is_ok() && ready.add(stream.as_raw_fd(), index).is_ok() {
+                self.open.push(Some(Conn::accepted(stream)));
             }
-            self.open.push(Some(Conn::accepted(stream)));
-        }
+        });
     }
 
     /// Serves every connection the set reports, until it reports none.
