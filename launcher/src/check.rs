@@ -97,9 +97,9 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
 fn probe_host(plan: &LaunchPlan, host: &HostEntry, rlaunch: &str, back: SocketAddr) -> Row {
     let program = plan.program_text.clone().unwrap_or_default();
     let probe_args = vec!["--probe".to_string(), back.to_string(), host.host.clone(), program];
-    let (command, args) = match Agent::for_host(&host.host) {
+    let (command, args) = match Agent::for_host(plan, &host.host) {
         Agent::Local => (rlaunch.to_string(), probe_args),
-        Agent::Ssh => {
+        Agent::Ssh | Agent::Srun => {
             let words: Vec<String> = std::iter::once(rlaunch.to_string()).chain(probe_args).collect();
             crate::job::remote::ssh_command(plan, host, &words)
         }

@@ -16,7 +16,7 @@ pub fn bootstrap_ip(plan: &LaunchPlan) -> Result<IpAddr, LaunchError> {
             detail: format!("interface '{name}' has no IPv4 address (see `ip addr`)"),
         });
     }
-    let Some(remote) = plan.hosts.iter().find(|h| Agent::for_host(&h.host) == Agent::Ssh) else {
+    let Some(remote) = plan.hosts.iter().find(|h| !Agent::for_host(plan, &h.host).is_local()) else {
         return Ok(IpAddr::V4(Ipv4Addr::LOCALHOST));
     };
     route_source(&remote.host).map_err(|e| LaunchError::Address {

@@ -22,7 +22,6 @@ pub mod spawn;
 mod srun_step;
 mod table;
 
-use crate::cli::LaunchAgent;
 use crate::error::LaunchError;
 use crate::plan::{LaunchPlan, Placement};
 use crossbeam::channel::{self, RecvTimeoutError};
@@ -133,12 +132,14 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
         let _ = interrupt.send(JobEvent::Interrupted);
     })?;
 
-    let local_ranks = plan
-        .ranks
+    let hosts = host_groups(plan);
+    let local_ranks: usize = hosts
         .iter()
-        .filter(|p| Agent::for_host(&plan.hosts[p.host].host) == Agent::Local)
-        .count();
-    check_open_files(plan, local_ranks)?;
+        .filter(|(agent, _)| agent.is_local())
+        .map(|(_, p)| p.len())
+        .sum();
+    let remote_hosts = hosts.iter().filter(|(agent, _)| !agent.is_local()).count();
+    check_open_files(plan, local_ranks, remote_hosts)?;
     let watcher = match local_ranks {
         0 => None,
         _ => Some(local::watcher(plan, &events_tx)?),
@@ -147,21 +148,17 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
     let mut readers = Vec::new();
     let mut spawn_error = None;
     let mut srun_hosts: Vec<Vec<&Placement>> = Vec::new();
-    for (host_index, host) in plan.hosts.iter().enumerate() {
-        let placements: Vec<&Placement> = plan.ranks.iter().filter(|p| p.host == host_index).collect();
-        if placements.is_empty() {
-            continue;
-        }
-        let started = match (Agent::for_host(&host.host), plan.launch_agent) {
-            (Agent::Local, _) => {
+    for (agent, placements) in hosts {
+        let started = match agent {
+            Agent::Local => {
                 let watcher = watcher.as_ref().expect("started for local ranks");
                 placements
                     .iter()
                     .map(|p| local::start_rank(plan, p, &job, watcher))
                     .collect::<Result<Vec<_>, _>>()
             }
-            (Agent::Ssh, LaunchAgent::Ssh) => remote::start_host(plan, &placements, &job, &events_tx, &mut readers),
-            (Agent::Ssh, LaunchAgent::Srun) => {
+            Agent::Ssh => remote::start_host(plan, &placements, &job, &events_tx, &mut readers),
+            Agent::Srun => {
                 srun_hosts.push(placements);
                 continue;
             }
@@ -185,11 +182,12 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
     let mut states = vec![RankState::default(); size];
     let mut abort: Option<Abort> = None;
     if spawn_error.is_some() {
-        let started: Vec<usize> = procs.iter().map(|p| p.rank).collect();
-        for (rank, state) in states.iter_mut().enumerate() {
-            if !started.contains(&rank) {
-                state.ending = Some(Ending::Code(0));
-            }
+        let mut started = vec![false; size];
+        for p in &procs {
+            started[p.rank] = true;
+        }
+        for (state, _) in states.iter_mut().zip(&started).filter(|(_, &s)| !s) {
+            state.ending = Some(Ending::Code(0));
         }
         abort = Some(start_abort(&procs, &states, 1));
     }
@@ -209,16 +207,25 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
     Ok(abort.map_or(0, |a| a.code))
 }
 
+/// Each host with ranks, in host order, with its agent and its ranks:
+/// one pass over the ranks, and one hostname check per host.
+fn host_groups(plan: &LaunchPlan) -> Vec<(Agent, Vec<&Placement>)> {
+    let mut by_host: Vec<Vec<&Placement>> = vec![Vec::new(); plan.hosts.len()];
+    for p in &plan.ranks {
+        by_host[p.host].push(p);
+    }
+    let agents = plan.hosts.iter().map(|h| Agent::for_host(plan, &h.host));
+    agents
+        .zip(by_host)
+        .filter(|(_, placements)| !placements.is_empty())
+        .collect()
+}
+
 /// Raises rlaunch's open-file limit and checks that the job fits in it:
 /// each local rank holds two pipes and a pidfd here, and every rank a
 /// bootstrap link.
-fn check_open_files(plan: &LaunchPlan, local_ranks: usize) -> Result<(), LaunchError> {
+fn check_open_files(plan: &LaunchPlan, local_ranks: usize, remote_hosts: usize) -> Result<(), LaunchError> {
     let (soft, hard) = oneside::protocol::limits::raise_open_files();
-    let remote_hosts = plan
-        .hosts
-        .iter()
-        .filter(|h| Agent::for_host(&h.host) != Agent::Local)
-        .count();
     let needed = (4 * local_ranks + (plan.ranks.len() - local_ranks) + 4 * remote_hosts + 64) as u64;
     if soft == 0 || needed <= soft {
         return Ok(());

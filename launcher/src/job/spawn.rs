@@ -6,7 +6,7 @@
 //! rlaunch) and dies with its parent (`PR_SET_PDEATHSIG`), so not even a
 //! SIGKILLed rlaunch or proxy leaves orphans.
 
-use crate::cli::Bind;
+use crate::cli::{Bind, LaunchAgent};
 use crate::plan::{LaunchPlan, Placement};
 use oneside::protocol::env as vars;
 use serde::{Deserialize, Serialize};
@@ -14,26 +14,34 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-/// How ranks reach a host.
+/// How rlaunch starts a host's ranks: a closed set, decided once per host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Agent {
     /// This machine: fork and exec directly.
     Local,
     /// Another machine: one ssh connection running `rlaunch --proxy`.
     Ssh,
+    /// Other machines of a Slurm allocation: one `srun` step runs a proxy
+    /// on each of them.
+    Srun,
 }
 
 impl Agent {
-    pub fn for_host(host: &str) -> Agent {
-        if is_local(host) {
-            Agent::Local
-        } else {
-            Agent::Ssh
+    /// This host's ranks start here; another host's through the plan's
+    /// launch agent.
+    pub fn for_host(plan: &LaunchPlan, host: &str) -> Agent {
+        match (is_local(host), plan.launch_agent) {
+            (true, _) => Agent::Local,
+            (false, LaunchAgent::Ssh) => Agent::Ssh,
+            (false, LaunchAgent::Srun) => Agent::Srun,
         }
+    }
+
+    pub fn is_local(self) -> bool {
+        self == Agent::Local
     }
 }
 
-/// The job-wide facts every rank's environment carries.
 pub struct JobContext {
     pub bootstrap_addr: String,
     pub secret_hex: String,
