@@ -159,9 +159,9 @@ pub fn init_with(options: Options) -> Result<World> {
         Ok(postcard::to_stdvec(&card).expect("postcard encoding into a Vec cannot fail"))
     };
     let (blobs, launcher) = match pmi {
-        Some(mut pmi) => {
-            let blobs = pmi.allgather(&make_card(bootstrap::under_pmi::local_ip())?)?;
-            (blobs, Some(LauncherLink::pmi(pmi)))
+        Some(pmi) => {
+            let (blobs, launcher) = pmi.exchange_cards(&env, make_card(bootstrap::under_pmi::local_ip())?)?;
+            (blobs, Some(launcher))
         }
         None => {
             let (blobs, launcher) = bootstrap::exchange_cards(&env, make_card)?;

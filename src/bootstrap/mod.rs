@@ -2,12 +2,14 @@
 //! rank's transport card, and receive every rank's card: inline, or from
 //! the host's card table file that one rank of the host writes for the
 //! others ([`table`]). Started by `srun --mpi=pmi2` instead, a rank wires up
-//! through Slurm's PMI-2 server ([`pmi2`], [`under_pmi`]).
+//! through Slurm's PMI-2 server ([`pmi2`], [`under_pmi`]), which says where
+//! every rank runs ([`process_mapping`]).
 //!
 //! The launcher link stays open after bootstrap; it carries `Finalized` at the
 //! end of the job and lets the launcher see a rank vanish.
 
 pub(crate) mod pmi2;
+mod process_mapping;
 mod table;
 pub(crate) mod under_pmi;
 
@@ -40,14 +42,15 @@ pub struct LauncherLink {
 }
 
 impl LauncherLink {
-    /// The link to a PMI-2 server, after wire-up.
-    pub(crate) fn pmi(pmi: pmi2::Pmi2) -> LauncherLink {
+    /// The link to a PMI-2 server, after wire-up; `card_table` is the
+    /// node's table file, if this rank published it.
+    pub(crate) fn pmi(pmi: pmi2::Pmi2, card_table: Option<PathBuf>) -> LauncherLink {
         let rank = pmi.rank();
         LauncherLink {
             stream: None,
             pmi: Some(pmi),
             rank,
-            card_table: None,
+            card_table,
         }
     }
 
@@ -103,14 +106,13 @@ impl LauncherLink {
 /// Who started this rank: rlaunch (its variables), `srun --mpi=pmi2` (its
 /// PMI-2 server, connected, after the first all-gather), or nobody (`None`:
 /// a singleton). A PMIx-only launcher is an error that says so.
-pub(crate) fn launched() -> Result<Option<(LaunchEnv, Option<pmi2::Pmi2>)>> {
+pub(crate) fn launched() -> Result<Option<(LaunchEnv, Option<under_pmi::PmiJob>)>> {
     if let Some(env) = LaunchEnv::from_env()? {
         return Ok(Some((env, None)));
     }
     if let Some(connected) = pmi2::Pmi2::from_env() {
-        let mut pmi = connected?;
-        let env = under_pmi::launch_env(&mut pmi)?;
-        return Ok(Some((env, Some(pmi))));
+        let (env, job) = under_pmi::launch_env(connected?)?;
+        return Ok(Some((env, Some(job))));
     }
     match pmi2::missing_pmi_hint() {
         Some(detail) => Err(Error::MissingPmi { detail }),

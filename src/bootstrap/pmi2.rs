@@ -11,10 +11,12 @@
 //! Slurm drops malformed or unknown requests without a reply, so every read
 //! has a timeout.
 //!
-//! [`Pmi2::allgather`] builds the card exchange on the KVS: each rank puts its
-//! card hex-encoded, in chunks of at most [`CHUNK`] characters, under
-//! `oneside-<epoch>-<rank>-<i>` plus a count key `oneside-<epoch>-<rank>-n`;
-//! one fence; then every rank reads every other rank's chunks.
+//! [`Pmi2::publish`] and [`Pmi2::fetch`] build an all-gather on the KVS:
+//! each rank puts its bytes hex-encoded, in chunks of at most [`CHUNK`]
+//! characters, under `oneside-<epoch>-<rank>-<i>` plus a count key
+//! `oneside-<epoch>-<rank>-n`; one fence; then a rank reads another's
+//! chunks. [`Pmi2::allgather`] has every rank read every other's; the card
+//! exchange has only one rank per node do so (`under_pmi`).
 
 mod message;
 
@@ -183,52 +185,77 @@ impl Pmi2 {
     }
 
     /// Gathers every rank's `own` bytes, indexed by rank. Collective: every
-    /// rank must call it, the same number of times.
+    /// rank must call it, the same number of times. Each rank reads every
+    /// other rank's keys: N² gets in all, which `pmi_nodes` avoids at scale.
     pub(crate) fn allgather(&mut self, own: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let epoch = self.publish(own)?;
+        (0..self.size)
+            .map(|rank| match rank == self.rank {
+                true => Ok(own.to_vec()),
+                false => self.fetch(epoch, rank),
+            })
+            .collect()
+    }
+
+    /// Puts this rank's `own` bytes for an all-gather, then fences: every
+    /// rank's bytes can be fetched after it. Returns the all-gather's epoch.
+    /// Collective, as [`allgather`](Self::allgather).
+    pub(crate) fn publish(&mut self, own: &[u8]) -> Result<u64> {
         let epoch = self.epoch;
         self.epoch += 1;
-        let key = |rank: usize, part: &str| format!("oneside-{epoch}-{rank}-{part}");
         let hex = hex_encode(own);
         let chunks: Vec<&str> = (0..hex.len())
             .step_by(CHUNK)
             .map(|i| &hex[i..(i + CHUNK).min(hex.len())])
             .collect();
         for (i, chunk) in chunks.iter().enumerate() {
-            self.put(&key(self.rank, &i.to_string()), chunk)?;
+            self.put(&gather_key(epoch, self.rank, &i.to_string()), chunk)?;
         }
-        self.put(&key(self.rank, "n"), &chunks.len().to_string())?;
+        self.put(&gather_key(epoch, self.rank, "n"), &chunks.len().to_string())?;
         self.fence()?;
+        Ok(epoch)
+    }
 
-        let mut cards = Vec::with_capacity(self.size);
-        for rank in 0..self.size {
-            if rank == self.rank {
-                cards.push(own.to_vec());
-                continue;
-            }
-            let missing = |k: &str| {
-                format!(
-                    "{k} is not in the KVS after the fence (did every rank call allgather the same number of times?)"
-                )
-            };
-            let n_key = key(rank, "n");
-            let n_text = self
-                .get(Some(rank), &n_key)?
-                .ok_or_else(|| self.fail("kvs-get", missing(&n_key)))?;
-            let n: usize = n_text
-                .parse()
-                .map_err(|_| self.fail("kvs-get", format!("{n_key}={n_text:?} is not a count")))?;
-            let mut hex = String::new();
-            for i in 0..n {
-                let k = key(rank, &i.to_string());
-                hex += &self
-                    .get(Some(rank), &k)?
-                    .ok_or_else(|| self.fail("kvs-get", missing(&k)))?;
-            }
-            let card = hex_decode(&hex)
-                .ok_or_else(|| self.fail("kvs-get", format!("rank {rank}'s card under {n_key} is not valid hex")))?;
-            cards.push(card);
+    /// The bytes `rank` published in all-gather `epoch`.
+    pub(crate) fn fetch(&mut self, epoch: u64, rank: usize) -> Result<Vec<u8>> {
+        let missing = |k: &str| {
+            format!("{k} is not in the KVS after the fence (did every rank call allgather the same number of times?)")
+        };
+        let n_key = gather_key(epoch, rank, "n");
+        let n_text = self
+            .get(Some(rank), &n_key)?
+            .ok_or_else(|| self.fail("kvs-get", missing(&n_key)))?;
+        let n: usize = n_text
+            .parse()
+            .map_err(|_| self.fail("kvs-get", format!("{n_key}={n_text:?} is not a count")))?;
+        let mut hex = String::new();
+        for i in 0..n {
+            let k = gather_key(epoch, rank, &i.to_string());
+            hex += &self
+                .get(Some(rank), &k)?
+                .ok_or_else(|| self.fail("kvs-get", missing(&k)))?;
         }
-        Ok(cards)
+        hex_decode(&hex).ok_or_else(|| {
+            self.fail(
+                "kvs-get",
+                format!("rank {rank}'s bytes under {n_key} are not valid hex"),
+            )
+        })
+    }
+
+    /// A job attribute of the server (`info-getjobattr`), such as
+    /// `PMI_process_mapping`; `Ok(None)` when the server has none.
+    pub(crate) fn job_attr(&mut self, key: &str) -> Result<Option<String>> {
+        check_key(key).map_err(|d| self.fail("info-getjobattr", d))?;
+        let mut reply = self.request("info-getjobattr", &format!("cmd=info-getjobattr;key={key};"))?;
+        match reply.get("found") {
+            Some(f) if f.eq_ignore_ascii_case("TRUE") => Ok(reply
+                .fields
+                .iter()
+                .position(|(k, _)| k == "value")
+                .map(|i| reply.fields.swap_remove(i).1)),
+            _ => Ok(None),
+        }
     }
 
     /// Says goodbye to the server; the connection is unusable afterwards.
@@ -403,6 +430,11 @@ fn missing_pmi_hint_from(var: impl Fn(&str) -> Option<String>) -> Option<String>
              (or set MpiDefault=pmi2 in slurm.conf), or start it with rlaunch"
         )
     })
+}
+
+/// The key of part `part` of `rank`'s bytes in all-gather `epoch`.
+fn gather_key(epoch: u64, rank: usize, part: &str) -> String {
+    format!("oneside-{epoch}-{rank}-{part}")
 }
 
 fn check_socket(fd: RawFd) -> Result<(), String> {

@@ -1,61 +1,160 @@
 //! Bootstrap without rlaunch, under a PMI-2 server (`srun --mpi=pmi2`):
-//! what rlaunch would have told the rank ([`LaunchEnv`]) comes from a first
-//! all-gather through the server's key-value space, of each rank's host
-//! name and a random nonce; the cards then travel in a second one.
+//! what rlaunch would have told the rank ([`LaunchEnv`]) comes from the
+//! server, and the cards travel through its key-value space.
 //!
-//! * Local rank and size: the ranks with this rank's host name, in rank
-//!   order, as rlaunch numbers them.
+//! * Local rank and size: the ranks on this rank's node, in rank order, as
+//!   rlaunch numbers them. The server's `PMI_process_mapping` says where
+//!   every rank runs; a server without it costs an all-gather of each
+//!   rank's host name instead.
 //! * The job secret, which admits connections to the TCP progress engines:
-//!   rank 0's nonce. Only the step's own tasks read its key-value space.
+//!   rank 0's nonce, the one key every rank reads. Only the step's own
+//!   tasks read its key-value space.
 //! * The job id (it names the shared-memory segments): the PMI job id,
 //!   `<job>.<step>`, as `p<job>x<step>`.
 //! * The address peers reach this rank's engine at: the one this host
 //!   routes to the srun host with (`SLURM_LAUNCH_NODE_IPADDR`), else the
 //!   address of its host name, else loopback (a one-host job).
+//!
+//! The cards, as with rlaunch, are read once per node: every rank puts its
+//! own; after the fence each node's lowest rank gets them all and writes
+//! the table to a shared-memory file ([`super::table`]); after a second
+//! fence the node's other ranks read that file. So the server answers N
+//! gets per node, not N per rank: at 4 nodes x 256 ranks, N² gets took
+//! 110 s. A rank that cannot read the file gets the cards itself.
 
 use super::pmi2::Pmi2;
+use super::process_mapping;
+use super::table;
+use super::LauncherLink;
 use crate::error::{Error, Result};
 use crate::protocol::env::LaunchEnv;
+use crate::protocol::wire::{decode_table, encode_table};
 use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
 
 const NONCE_BYTES: usize = 16;
+const SECRET_KEY: &str = "oneside-secret";
 
-/// Runs the first all-gather and returns this rank's launch environment.
-pub(crate) fn launch_env(pmi: &mut Pmi2) -> Result<LaunchEnv> {
+/// A rank's connection to its PMI-2 server, and the ranks of its node.
+pub(crate) struct PmiJob {
+    pmi: Pmi2,
+    /// This node's ranks, in rank order (never empty: it holds this rank).
+    local: Vec<usize>,
+}
+
+/// Learns this rank's launch environment from the server.
+pub(crate) fn launch_env(mut pmi: Pmi2) -> Result<(LaunchEnv, PmiJob)> {
     let host = crate::protocol::route::hostname();
+    let (rank, size) = (pmi.rank(), pmi.size());
+    let mapped = pmi
+        .job_attr("PMI_process_mapping")?
+        .and_then(|m| process_mapping::nodes_of(&m, size));
+    let (local, secret) = match mapped {
+        Some(node_of) => {
+            let local = (0..size).filter(|&p| node_of[p] == node_of[rank]).collect();
+            (local, shared_nonce(&mut pmi)?)
+        }
+        None => hosts_and_nonce(&mut pmi, &host)?,
+    };
+    let env = LaunchEnv {
+        rank,
+        size,
+        local_rank: local.iter().position(|&p| p == rank).unwrap_or(0),
+        local_size: local.len(),
+        host,
+        bootstrap_addr: String::new(),
+        secret,
+        job_id: job_id(pmi.jobid()),
+        bootstrap_timeout_secs: pmi.timeout().as_secs().max(1),
+    };
+    Ok((env, PmiJob { pmi, local }))
+}
+
+/// Rank 0 puts a nonce; after the fence every rank reads it.
+fn shared_nonce(pmi: &mut Pmi2) -> Result<Vec<u8>> {
+    if pmi.rank() == 0 {
+        let nonce: [u8; NONCE_BYTES] = crate::protocol::auth::random_bytes();
+        pmi.put(SECRET_KEY, &crate::protocol::env::hex_encode(&nonce))?;
+    }
+    pmi.fence()?;
+    let text = pmi.get(Some(0), SECRET_KEY)?;
+    text.as_deref()
+        .and_then(crate::protocol::env::hex_decode)
+        .filter(|nonce| nonce.len() == NONCE_BYTES)
+        .ok_or_else(|| Error::Pmi {
+            rank: Some(pmi.rank()),
+            step: "kvs-get",
+            detail: format!("rank 0's nonce under {SECRET_KEY} is {text:?}"),
+        })
+}
+
+/// Without a process mapping: an all-gather of every rank's nonce and host
+/// name. Returns this host's ranks and rank 0's nonce.
+fn hosts_and_nonce(pmi: &mut Pmi2, host: &str) -> Result<(Vec<usize>, Vec<u8>)> {
     let nonce: [u8; NONCE_BYTES] = crate::protocol::auth::random_bytes();
     let mut own = nonce.to_vec();
     own.extend_from_slice(host.as_bytes());
     let all = pmi.allgather(&own)?;
-    let (rank, size) = (pmi.rank(), pmi.size());
-    let bad = |detail: String| Error::Pmi {
-        rank: Some(rank),
-        step: "kvs-get",
-        detail,
-    };
-    let mut hosts = Vec::with_capacity(size);
+    let mut local = Vec::new();
     for (peer, blob) in all.iter().enumerate() {
         if blob.len() < NONCE_BYTES {
-            return Err(bad(format!(
-                "rank {peer} published {} bytes, not a nonce and a host",
-                blob.len()
-            )));
+            return Err(Error::Pmi {
+                rank: Some(pmi.rank()),
+                step: "kvs-get",
+                detail: format!("rank {peer} published {} bytes, not a nonce and a host", blob.len()),
+            });
         }
-        hosts.push(String::from_utf8_lossy(&blob[NONCE_BYTES..]).into_owned());
+        if &blob[NONCE_BYTES..] == host.as_bytes() {
+            local.push(peer);
+        }
     }
-    let local: Vec<usize> = (0..size).filter(|&p| hosts[p] == host).collect();
-    let local_rank = local.iter().position(|&p| p == rank).unwrap_or(0);
-    Ok(LaunchEnv {
-        rank,
-        size,
-        local_rank,
-        local_size: local.len().max(1),
-        host,
-        bootstrap_addr: String::new(),
-        secret: all[0][..NONCE_BYTES].to_vec(),
-        job_id: job_id(pmi.jobid()),
-        bootstrap_timeout_secs: pmi.timeout().as_secs().max(1),
-    })
+    Ok((local, all[0][..NONCE_BYTES].to_vec()))
+}
+
+impl PmiJob {
+    /// Every rank's card, indexed by rank, read once per node (see the
+    /// module docs); then the link that finalizes through the server and
+    /// removes this node's table file after the wire-up barrier.
+    pub(crate) fn exchange_cards(mut self, env: &LaunchEnv, card: Vec<u8>) -> Result<(Vec<Vec<u8>>, LauncherLink)> {
+        let epoch = self.pmi.publish(&card)?;
+        let leader = self.local[0];
+        let path = format!("/dev/shm/oneside-{}-cards-{leader}", env.job_id);
+        let mut published = None;
+        let mut cards = None;
+        if env.rank == leader {
+            let all = self.fetch_all(epoch, &card)?;
+            if self.local.len() > 1 {
+                published = table::publish(&path, &encode_table(&all)).ok();
+            }
+            cards = Some(all);
+        }
+        // Every rank fences, so the count matches; after it the tables are in place.
+        self.pmi.fence()?;
+        let cards = match cards {
+            Some(all) => all,
+            None => match read_table(&path, env.size, env.rank, &card) {
+                Some(all) => all,
+                None => self.fetch_all(epoch, &card)?,
+            },
+        };
+        Ok((cards, LauncherLink::pmi(self.pmi, published)))
+    }
+
+    fn fetch_all(&mut self, epoch: u64, own: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let rank = self.pmi.rank();
+        (0..self.pmi.size())
+            .map(|peer| match peer == rank {
+                true => Ok(own.to_vec()),
+                false => self.pmi.fetch(epoch, peer),
+            })
+            .collect()
+    }
+}
+
+/// The node's table, if it can be read, holds `size` cards and has this
+/// rank's own card in its place.
+fn read_table(path: &str, size: usize, rank: usize, own: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let cards = decode_table(&table::read(path).ok()?).ok()?;
+    (cards.len() == size && cards[rank] == own).then_some(cards)
 }
 
 /// `42.0` → `p42x0`: letters and digits only, as segment names need.
