@@ -162,7 +162,7 @@ fn serve(mut s: UnixStream, rank: usize, kvs: Arc<Kvs>, q: Quirks) -> Vec<String
 }
 
 /// A fake step of `size` tasks: the client ends, and the server threads.
-pub(in crate::bootstrap) fn fake_step(size: usize, q: Quirks) -> (Vec<UnixStream>, Vec<JoinHandle<Vec<String>>>) {
+fn fake_step(size: usize, q: Quirks) -> (Vec<UnixStream>, Vec<JoinHandle<Vec<String>>>) {
     let kvs = Kvs::new(size);
     (0..size)
         .map(|rank| {
