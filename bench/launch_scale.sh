@@ -11,9 +11,11 @@
 # largest sizes: resident memory and open descriptors, read from /proc
 # while a job of `faults sleep` ranks waits.
 #
-# As root it also brings up the 4-host namespace cluster of tests/cluster/
-# and starts hello_put over ssh on 4 hosts x PER_HOST ranks (all hosts
-# share this machine's 2 cores).
+# As root it also brings up 4 namespace hosts (all sharing this machine's 2
+# cores) and starts hello_put on 4 hosts x PER_HOST ranks: rlaunch over
+# ssh; and, where Slurm is installed (tests/slurm/), rlaunch inside an
+# salloc (its agent is srun), `srun --mpi=pmi2` alone, and `srun /bin/true`
+# (Slurm's own start-up cost), alternating in the same allocation rounds.
 #
 #   bench/launch_scale.sh    (ROUNDS=3, SIZES="64 128 256 512 1024 2048",
 #                             MPI_SIZES="64 128", PER_HOST="16 64 256";
@@ -60,16 +62,31 @@ for round in $(seq "$ROUNDS"); do
   done
 done
 
-cluster=""
+cluster="" slurm=""
 if [ "$(id -u)" = 0 ]; then
   cluster=$(mktemp -d /tmp/oneside-scale.XXXXXX)
-  trap 'tests/cluster/cluster.sh down "$cluster" >/dev/null 2>&1 || true; rm -rf "$cluster"' EXIT
-  tests/cluster/cluster.sh up 4 "$cluster" </dev/null >"$cluster/up.log" 2>&1 || { cat "$cluster/up.log"; exit 1; }
+  if command -v slurmctld >/dev/null && command -v srun >/dev/null; then
+    slurm=yes
+    trap 'tests/slurm/slurm.sh down "$cluster" >/dev/null 2>&1 || true; rm -rf "$cluster"' EXIT
+    tests/slurm/slurm.sh up 4 "$cluster" </dev/null >"$cluster/up.log" 2>&1 || { cat "$cluster/up.log"; exit 1; }
+    export SLURM_CONF=$cluster/slurm.conf
+  else
+    trap 'tests/cluster/cluster.sh down "$cluster" >/dev/null 2>&1 || true; rm -rf "$cluster"' EXIT
+    tests/cluster/cluster.sh up 4 "$cluster" </dev/null >"$cluster/up.log" 2>&1 || { cat "$cluster/up.log"; exit 1; }
+  fi
+  # salloc runs on the login host os-h1 (its names resolve only there).
+  login=(nsenter -t "$(cat "$cluster/sshd.1.pid")" -n -u -m -- env SLURM_CONF="${SLURM_CONF:-}")
   for round in $(seq "$ROUNDS"); do
     echo "== 4 hosts, round $round/$ROUNDS"
     for per in $PER_HOST; do
+      n=$((4 * per))
       timed hosts4 "$per" "$RLAUNCH" --ssh "$(cat "$cluster/ssh")" -f "$cluster/hostfile" \
-        -n $((4 * per)) --oversubscribe "$PWD/$EX/hello_put"
+        -n "$n" --oversubscribe "$PWD/$EX/hello_put"
+      if [ -n "$slurm" ]; then
+        timed salloc_rlaunch "$per" "${login[@]}" salloc -N4 -n "$n" -O "$PWD/$RLAUNCH" "$PWD/$EX/hello_put"
+        timed srun_pmi2 "$per" srun -N4 -n "$n" -O --mpi=pmi2 "$PWD/$EX/hello_put"
+        timed srun_true "$per" "${login[@]}" salloc -N4 -n "$n" -O srun /bin/true
+      fi
     done
   done
 fi
@@ -124,9 +141,12 @@ holdings() { # holdings N
   done
   if [ -n "$cluster" ]; then
     echo
-    echo "== 4 namespace hosts over ssh, hello_put (s), median of $ROUNDS"
-    printf "%10s %8s %8s\n" "ranks/host" ranks time
-    for per in $PER_HOST; do printf "%10s %8s %8s\n" "$per" $((4 * per)) "$(median hosts4 "$per")"; done
+    echo "== 4 namespace hosts, hello_put (s), median of $ROUNDS; srun /bin/true is Slurm's own start-up"
+    printf "%10s %6s %10s %16s %14s %14s\n" "ranks/host" ranks "rlaunch ssh" "salloc+rlaunch" "srun --mpi=pmi2" "srun /bin/true"
+    for per in $PER_HOST; do
+      printf "%10s %6s %10s %16s %14s %14s\n" "$per" $((4 * per)) "$(median hosts4 "$per")" \
+        "$(median salloc_rlaunch "$per")" "$(median srun_pmi2 "$per")" "$(median srun_true "$per")"
+    done
   fi
   echo
   echo "== what a job holds (faults sleep, after init)"

@@ -36,6 +36,11 @@ timeout 120 srun "${jobs[@]}" --mpi=pmi2 "$ex/hello_put" >"$dir/out" 2>&1
 [ $? = 0 ] && [ "$(grep -c 'received "Hello' "$dir/out")" = 4 ] && grep -q 'via shm' "$dir/out" && grep -q 'via tcp' "$dir/out"
 check $? "srun -N2 -n4 --mpi=pmi2 hello_put, no rlaunch: 4 ranks wire up over PMI-2 (shm and tcp)"
 
+timeout 120 srun -N2 -w os-h2,os-h3 -n 128 -O --mpi=pmi2 "$ex/wireup_check" >"$dir/out" 2>&1
+[ $? = 0 ] && grep -q '^wireup_check: 128 ranks, every card, put and rank in place' "$dir/out" &&
+  ! ls /dev/shm | grep -q -- '-cards-'
+check $? "srun -N2 -n128 --mpi=pmi2 wireup_check: nodes from PMI_process_mapping, cards read once per node, every card in place, no table file left"
+
 "$bin/oshcc" -o "$dir/ring" tests/c/ring.c
 timeout 120 srun "${jobs[@]}" --mpi=pmi2 "$dir/ring" >"$dir/out" 2>&1
 [ $? = 0 ] && [ "$(cat "$dir/out")" = "ring ok" ]
