@@ -18,6 +18,11 @@
 # built -O2 with -DFLOAT_PRECISION=4, so the tables keep 4 decimals.
 #
 #   bench/compare_osu.sh          (ROUNDS=3, NPS="2 4", OSHRUN_TIMEOUT=300 s)
+#   BASE=DIR bench/compare_osu.sh also builds the programs with another
+#                                 build's oshcc (DIR/oshcc, e.g. an older
+#                                 commit's target/release), runs them in the
+#                                 same rounds, and prints this build / that
+#                                 one: an A/B for regressions, in one run.
 #
 # The peer: Debian's oshmem, spml ucx over shared memory (UCX_TLS=sm,self),
 # --oversubscribe for 4 PEs on 2 cores. Every one of its programs SIGSEGVs in
@@ -42,9 +47,19 @@ cargo build --release -p oneside-shmem -p rlaunch --quiet
 PAIR_PROGS=(put get atomics)
 ALL_PROGS=(put_mr get_mr_nb barrier broadcast reduce fcollect)
 OSU_CFLAGS=(-DFLOAT_PRECISION=4)
-for side in oneside oshmem; do
+SIDES=(oneside oshmem)
+if [ -n "${BASE:-}" ]; then
+  BASE=$(cd "$BASE" && pwd)
+  [ -x "$BASE/oshcc" ] && [ -x "$BASE/oshrun" ] || { echo "BASE=$BASE has no oshcc and oshrun" >&2; exit 1; }
+  SIDES+=(base)
+fi
+for side in "${SIDES[@]}"; do
   mkdir -p "$OUT/$side"
-  if [ "$side" = oneside ]; then OSHCC=target/release/oshcc; else OSHCC=oshcc; fi
+  case $side in
+    oneside) OSHCC=target/release/oshcc ;;
+    base) OSHCC=$BASE/oshcc ;;
+    *) OSHCC=oshcc ;;
+  esac
   for p in "${PAIR_PROGS[@]}" "${ALL_PROGS[@]}"; do
     extra=()
     [ "$side/$p" = oshmem/atomics ] && extra=(bench/omb_int_cswap.c)
@@ -57,6 +72,7 @@ unset OSHCC
 runner() {
   case $1 in
     oneside) OSHRUN=(timeout -k 5 "$OSHRUN_TIMEOUT" target/release/oshrun -np "$2") ;;
+    base) OSHRUN=(timeout -k 5 "$OSHRUN_TIMEOUT" "$BASE/oshrun" -np "$2") ;;
     oshmem) OSHRUN=(timeout -k 5 "$OSHRUN_TIMEOUT" oshrun -np "$2" --oversubscribe --mca spml ucx -x UCX_TLS=sm,self) ;;
   esac
 }
@@ -73,14 +89,13 @@ COLL_SIZES=(8 4096 65536 1048576)
 ATOMICS='$1 ~ /^shmem_longlong_(fadd|finc|add|inc|cswap|swap|set|fetch)$/ && NF == 3 {
   printf "%s_lat_np2 8 %.4f us\n", substr($1, 16), $3 }'
 
-: > "$OUT/oneside.txt"
-: > "$OUT/oshmem.txt"
+for side in "${SIDES[@]}"; do : > "$OUT/$side.txt"; done
 status=0
 start=$(date +%s)
 for round in $(seq "$ROUNDS"); do
   for np in $NPS; do
     log "round $round/$ROUNDS, $np PEs"
-    for side in oneside oshmem; do
+    for side in "${SIDES[@]}"; do
       runner "$side" "$np"
       bin=$OUT/$side/osu_oshm
       {
@@ -119,4 +134,10 @@ echo "== OSU OpenSHMEM 6.1, oneside (shm) / Open MPI 4.1.4 oshmem (UCX sm), medi
 awk -v peer=oshmem -v rows="$(IFS='|'; echo "${table_rows[*]}")" -f bench/ratios.awk \
   "$OUT/oneside.txt" "$OUT/oshmem.txt" | tee "$OUT/ratios.txt"
 echo "goal: <= 1.00 where lower is better (latency), >= 1.00 where higher is better (rates)"
+if [ -n "${BASE:-}" ]; then
+  echo
+  echo "== this build / BASE ($BASE), same rounds, median of $ROUNDS"
+  awk -v peer=base -v rows="$(IFS='|'; echo "${table_rows[*]}")" -f bench/ratios.awk \
+    "$OUT/oneside.txt" "$OUT/base.txt" | tee "$OUT/ratios_base.txt"
+fi
 exit "$status"
