@@ -158,16 +158,16 @@ pub fn init_with(options: Options) -> Result<World> {
         };
         Ok(postcard::to_stdvec(&card).expect("postcard encoding into a Vec cannot fail"))
     };
-    let (blobs, launcher) = match pmi {
-        Some(pmi) => {
-            let (blobs, launcher) = pmi.exchange_cards(&env, make_card(bootstrap::under_pmi::local_ip())?)?;
-            (blobs, Some(launcher))
-        }
-        None => {
-            let (blobs, launcher) = bootstrap::exchange_cards(&env, make_card)?;
-            (blobs, Some(launcher))
-        }
+    let (table, launcher) = match pmi {
+        Some(pmi) => pmi.exchange_cards(&env, make_card(bootstrap::under_pmi::local_ip())?)?,
+        None => bootstrap::exchange_cards(&env, make_card)?,
     };
+    let launcher = Some(launcher);
+    let blobs = crate::protocol::wire::table_entries(&table).map_err(|e| Error::BootstrapProtocol {
+        rank: env.rank,
+        peer: "the card table".into(),
+        detail: format!("undecodable: {e}"),
+    })?;
     let cards = blobs
         .iter()
         .enumerate()

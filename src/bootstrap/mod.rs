@@ -10,17 +10,18 @@
 
 pub(crate) mod pmi2;
 mod process_mapping;
-mod table;
+pub(crate) mod table;
 pub(crate) mod under_pmi;
 
 use crate::error::{Error, Result};
 use crate::protocol::auth::{self, HandshakeError};
 use crate::protocol::env::LaunchEnv;
-use crate::protocol::wire::{decode_table, recv_blocking, send_blocking, Msg, MAX_FRAME, MAX_TABLE_FRAME};
+use crate::protocol::wire::{recv_blocking, send_blocking, table_entries, Msg, MAX_FRAME, MAX_TABLE_FRAME};
 use std::io;
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
+use table::TableBytes;
 
 /// How much longer than the launcher a rank waits for every rank to
 /// register, so the launcher's verdict (which ranks are missing) comes first.
@@ -120,14 +121,15 @@ pub(crate) fn launched() -> Result<Option<(LaunchEnv, Option<under_pmi::PmiJob>)
     }
 }
 
-/// Runs the whole bootstrap and returns every rank's card, indexed by rank.
+/// Runs the whole bootstrap and returns the card table, which holds every
+/// rank's card, indexed by rank ([`table_entries`]).
 ///
 /// `make_card` builds this rank's card once the address peers reach it at
 /// (the local end of the launcher connection) is known.
 pub fn exchange_cards(
     env: &LaunchEnv,
     make_card: impl FnOnce(IpAddr) -> Result<Vec<u8>>,
-) -> Result<(Vec<Vec<u8>>, LauncherLink)> {
+) -> Result<(TableBytes, LauncherLink)> {
     let timeout = Duration::from_secs(env.bootstrap_timeout_secs.max(1));
     let launcher_err = |stage: &'static str| {
         let addr = env.bootstrap_addr.clone();
@@ -166,19 +168,13 @@ pub fn exchange_cards(
         .set_read_timeout(Some(timeout + LAUNCHER_VERDICT_GRACE))
         .map_err(launcher_err("register"))?;
     let (table, card_table) = receive_table(env, &mut stream, timeout + LAUNCHER_VERDICT_GRACE)?;
-    let cards = decode_table(&table)
-        .ok()
-        .filter(|cards| cards.len() == env.size)
-        .ok_or_else(|| {
-            protocol(
-                env,
-                &env.bootstrap_addr,
-                format!("the card table does not hold {} cards", env.size),
-            )
-        })?;
+    if !table_entries(&table).is_ok_and(|cards| cards.len() == env.size) {
+        let detail = format!("the card table does not hold {} cards", env.size);
+        return Err(protocol(env, &env.bootstrap_addr, detail));
+    }
     stream.set_read_timeout(None).map_err(launcher_err("finish"))?;
     Ok((
-        cards,
+        table,
         LauncherLink {
             stream: Some(stream),
             pmi: None,
@@ -190,7 +186,7 @@ pub fn exchange_cards(
 
 /// Waits for the card table: inline (publishing it for the host's other
 /// ranks if asked), or from the file another rank of this host wrote.
-fn receive_table(env: &LaunchEnv, stream: &mut TcpStream, waited: Duration) -> Result<(Vec<u8>, Option<PathBuf>)> {
+fn receive_table(env: &LaunchEnv, stream: &mut TcpStream, waited: Duration) -> Result<(TableBytes, Option<PathBuf>)> {
     let launcher_err = |stage: &'static str| {
         move |source: io::Error| Error::BootstrapLauncher {
             rank: env.rank,
@@ -203,7 +199,7 @@ fn receive_table(env: &LaunchEnv, stream: &mut TcpStream, waited: Duration) -> R
         match recv_blocking(stream, MAX_TABLE_FRAME) {
             Ok(Msg::Cards { table, publish }) => {
                 let Some(path) = publish else {
-                    return Ok((table, None));
+                    return Ok((TableBytes::Inline(table), None));
                 };
                 // If the file cannot be written, the launcher sends the
                 // others the table itself.
@@ -213,7 +209,7 @@ fn receive_table(env: &LaunchEnv, stream: &mut TcpStream, waited: Duration) -> R
                     None => Msg::NeedCards,
                 };
                 send_blocking(stream, &answer).map_err(launcher_err("publish the card table"))?;
-                return Ok((table, published));
+                return Ok((TableBytes::Inline(table), published));
             }
             Ok(Msg::CardsAt { path }) => match table::read(&path) {
                 Ok(table) => return Ok((table, None)),

@@ -6,9 +6,12 @@
 //! The writer renames a finished temporary file into place, so a reader
 //! never sees half a table; it removes the file after the wire-up barrier,
 //! when every reader has read it (the launcher sweeps it after a crash).
+//! Readers map the file rather than copy it: the host's ranks then share
+//! its pages instead of each zeroing and filling its own.
 
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
+use std::ops::Deref;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -30,9 +33,31 @@ pub fn publish(path: &str, table: &[u8]) -> io::Result<PathBuf> {
     Ok(path)
 }
 
-/// Reads the table another rank of this host published.
-pub fn read(path: &str) -> io::Result<Vec<u8>> {
-    std::fs::read(Path::new(path))
+/// A card table: received inline, or mapped from the host's file.
+pub enum TableBytes {
+    Inline(Vec<u8>),
+    Mapped(memmap2::Mmap),
+}
+
+impl Deref for TableBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            TableBytes::Inline(bytes) => bytes,
+            TableBytes::Mapped(map) => map,
+        }
+    }
+}
+
+/// Maps the table another rank of this host published.
+pub fn read(path: &str) -> io::Result<TableBytes> {
+    let file = File::open(Path::new(path))?;
+    // SAFETY: the writer renamed the finished file into place and never
+    // writes it again, and removing it leaves the mapping intact; only
+    // another process of this user truncating it could break the mapping.
+    let map = unsafe { memmap2::Mmap::map(&file)? };
+    Ok(TableBytes::Mapped(map))
 }
 
 #[cfg(test)]
@@ -42,7 +67,7 @@ mod tests {
         let path = format!("/dev/shm/oneside-test-table-{}", std::process::id());
         let table = vec![7u8; 100_000];
         let written = super::publish(&path, &table).unwrap();
-        assert_eq!(super::read(&path).unwrap(), table);
+        assert_eq!(&*super::read(&path).unwrap(), &table[..]);
         assert!(super::publish(&path, &table).is_ok(), "a rename replaces");
         std::fs::remove_file(written).unwrap();
         assert!(super::read(&path).is_err());

@@ -24,11 +24,11 @@
 
 use super::pmi2::Pmi2;
 use super::process_mapping;
-use super::table;
+use super::table::{self, TableBytes};
 use super::LauncherLink;
 use crate::error::{Error, Result};
 use crate::protocol::env::LaunchEnv;
-use crate::protocol::wire::{decode_table, encode_table};
+use crate::protocol::wire::{encode_table, table_entries};
 use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
 
 const NONCE_BYTES: usize = 16;
@@ -111,50 +111,53 @@ fn hosts_and_nonce(pmi: &mut Pmi2, host: &str) -> Result<(Vec<usize>, Vec<u8>)> 
 }
 
 impl PmiJob {
-    /// Every rank's card, indexed by rank, read once per node (see the
-    /// module docs); then the link that finalizes through the server and
-    /// removes this node's table file after the wire-up barrier.
-    pub(crate) fn exchange_cards(mut self, env: &LaunchEnv, card: Vec<u8>) -> Result<(Vec<Vec<u8>>, LauncherLink)> {
+    /// The card table, every rank's card indexed by rank, read once per
+    /// node (see the module docs); then the link that finalizes through the
+    /// server and removes this node's table file after the wire-up barrier.
+    pub(crate) fn exchange_cards(mut self, env: &LaunchEnv, card: Vec<u8>) -> Result<(TableBytes, LauncherLink)> {
         let epoch = self.pmi.publish(&card)?;
         let leader = self.local[0];
         let path = format!("/dev/shm/oneside-{}-cards-{leader}", env.job_id);
         let mut published = None;
-        let mut cards = None;
+        let mut fetched = None;
         if env.rank == leader {
-            let all = self.fetch_all(epoch, &card)?;
+            let table = self.fetch_all(epoch, &card)?;
             if self.local.len() > 1 {
-                published = table::publish(&path, &encode_table(&all)).ok();
+                published = table::publish(&path, &table).ok();
             }
-            cards = Some(all);
+            fetched = Some(TableBytes::Inline(table));
         }
         // Every rank fences, so the count matches; after it the tables are in place.
         self.pmi.fence()?;
-        let cards = match cards {
-            Some(all) => all,
+        let table = match fetched {
+            Some(table) => table,
             None => match read_table(&path, env.size, env.rank, &card) {
-                Some(all) => all,
-                None => self.fetch_all(epoch, &card)?,
+                Some(table) => table,
+                None => TableBytes::Inline(self.fetch_all(epoch, &card)?),
             },
         };
-        Ok((cards, LauncherLink::pmi(self.pmi, published)))
+        Ok((table, LauncherLink::pmi(self.pmi, published)))
     }
 
-    fn fetch_all(&mut self, epoch: u64, own: &[u8]) -> Result<Vec<Vec<u8>>> {
+    /// Every rank's card from the server, as an encoded table.
+    fn fetch_all(&mut self, epoch: u64, own: &[u8]) -> Result<Vec<u8>> {
         let rank = self.pmi.rank();
-        (0..self.pmi.size())
+        let cards = (0..self.pmi.size())
             .map(|peer| match peer == rank {
                 true => Ok(own.to_vec()),
                 false => self.pmi.fetch(epoch, peer),
             })
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        Ok(encode_table(&cards))
     }
 }
 
 /// The node's table, if it can be read, holds `size` cards and has this
 /// rank's own card in its place.
-fn read_table(path: &str, size: usize, rank: usize, own: &[u8]) -> Option<Vec<Vec<u8>>> {
-    let cards = decode_table(&table::read(path).ok()?).ok()?;
-    (cards.len() == size && cards[rank] == own).then_some(cards)
+fn read_table(path: &str, size: usize, rank: usize, own: &[u8]) -> Option<TableBytes> {
+    let table = table::read(path).ok()?;
+    let valid = table_entries(&table).is_ok_and(|cards| cards.len() == size && cards[rank] == own);
+    valid.then_some(table)
 }
 
 /// `42.0` → `p42x0`: letters and digits only, as segment names need.

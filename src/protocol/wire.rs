@@ -29,6 +29,12 @@ pub fn decode_table(table: &[u8]) -> Result<Vec<Vec<u8>>, postcard::Error> {
     postcard::from_bytes(table)
 }
 
+/// The cards of an [`encode_table`] buffer, as slices of it: no copy, and
+/// one allocation for the whole table (a rank of a large job reads N cards).
+pub fn table_entries(table: &[u8]) -> Result<Vec<&[u8]>, postcard::Error> {
+    postcard::from_bytes(table)
+}
+
 /// Random challenge/response nonce.
 pub type Nonce = [u8; 32];
 /// HMAC-SHA256 tag.
@@ -249,6 +255,26 @@ fn invalid(e: DecodeError) -> io::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_table_reads_back_as_slices_of_itself() {
+        let cards: Vec<Vec<u8>> = (0..300).map(|r| vec![r as u8; r % 200]).collect();
+        let table = encode_table(&cards);
+        let entries = table_entries(&table).unwrap();
+        assert_eq!(entries, cards.iter().map(Vec::as_slice).collect::<Vec<_>>());
+        let inside = table.as_ptr_range();
+        assert!(
+            entries
+                .iter()
+                .filter(|e| !e.is_empty())
+                .all(|e| inside.contains(&e.as_ptr())),
+            "no copies"
+        );
+        assert!(
+            table_entries(&table[..table.len() - 1]).is_err(),
+            "a cut table is refused"
+        );
+    }
 
     #[test]
     fn every_message_round_trips_through_a_framebuf() {

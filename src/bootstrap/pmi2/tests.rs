@@ -545,6 +545,7 @@ fn a_task_of_srun_without_pmi_gets_a_hint_not_a_singleton() {
 /// Returns each task's local rank and size, and the server logs.
 fn wire_up_under_pmi(mapping: Option<&'static str>) -> (Vec<(usize, usize)>, Vec<Vec<String>>) {
     use crate::bootstrap::under_pmi;
+    use crate::protocol::wire::table_entries;
     let jobid = format!("{}.{}", std::process::id(), mapping.is_some() as u8);
     let (clients, servers) = fake_step(
         4,
@@ -564,7 +565,8 @@ fn wire_up_under_pmi(mapping: Option<&'static str>) -> (Vec<(usize, usize)>, Vec
             thread::spawn(move || {
                 let pmi = Pmi2::connect(stream, rank, 4, jobid, LONG).unwrap();
                 let (env, job) = under_pmi::launch_env(pmi).unwrap();
-                let (cards, mut link) = job.exchange_cards(&env, card(rank)).unwrap();
+                let (table, mut link) = job.exchange_cards(&env, card(rank)).unwrap();
+                let cards: Vec<Vec<u8>> = table_entries(&table).unwrap().iter().map(|c| c.to_vec()).collect();
                 assert_eq!(cards, (0..4).map(card).collect::<Vec<_>>(), "rank {rank}'s cards");
                 wired.wait();
                 link.remove_card_table();
