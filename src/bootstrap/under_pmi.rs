@@ -28,7 +28,7 @@ use super::table::{self, TableBytes};
 use super::LauncherLink;
 use crate::error::{Error, Result};
 use crate::protocol::env::LaunchEnv;
-use crate::protocol::wire::{encode_table, table_entries};
+use crate::protocol::wire::{card_table_path, encode_table, table_entries};
 use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
 
 const NONCE_BYTES: usize = 16;
@@ -117,7 +117,7 @@ impl PmiJob {
     pub(crate) fn exchange_cards(mut self, env: &LaunchEnv, card: Vec<u8>) -> Result<(TableBytes, LauncherLink)> {
         let epoch = self.pmi.publish(&card)?;
         let leader = self.local[0];
-        let path = format!("/dev/shm/oneside-{}-cards-{leader}", env.job_id);
+        let path = card_table_path(&env.job_id, leader);
         let mut published = None;
         let mut fetched = None;
         if env.rank == leader {

@@ -24,9 +24,11 @@ pub fn encode_table(cards: &[Vec<u8>]) -> Vec<u8> {
     postcard::to_stdvec(cards).expect("postcard encoding into a Vec cannot fail")
 }
 
-/// The cards of an [`encode_table`] buffer.
-pub fn decode_table(table: &[u8]) -> Result<Vec<Vec<u8>>, postcard::Error> {
-    postcard::from_bytes(table)
+/// Where the rank `writer` publishes job `job_id`'s card table for the
+/// other ranks of its host (rlaunch picks the writer; under PMI-2 it is
+/// each node's lowest rank).
+pub fn card_table_path(job_id: &str, writer: usize) -> String {
+    format!("/dev/shm/{}{job_id}-cards-{writer}", super::env::SHM_PREFIX)
 }
 
 /// The cards of an [`encode_table`] buffer, as slices of it: no copy, and

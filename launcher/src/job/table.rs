@@ -9,8 +9,7 @@
 //! the launcher sends O(hosts × N) bytes, not O(N²), and a node holds the
 //! table once.
 
-use oneside::protocol::env::SHM_PREFIX;
-use oneside::protocol::wire::{encode_table, Msg};
+use oneside::protocol::wire::{card_table_path, encode_table, Msg};
 use std::collections::BTreeMap;
 
 /// Cards as they arrive, and what is owed to whom once all have.
@@ -80,7 +79,7 @@ impl CardTable {
         }
         for ranks in by_host.into_values() {
             let (writer, others) = (ranks[0], ranks[1..].to_vec());
-            let publish = (!others.is_empty()).then(|| format!("/dev/shm/{SHM_PREFIX}{}-cards-{writer}", self.job_id));
+            let publish = (!others.is_empty()).then(|| card_table_path(&self.job_id, writer));
             if let Some(path) = &publish {
                 self.writers.insert(writer, (others, path.clone()));
             }
@@ -133,7 +132,7 @@ impl CardTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oneside::protocol::wire::decode_table;
+    use oneside::protocol::wire::table_entries;
 
     fn registered(hosts: &[&str]) -> CardTable {
         let mut table = CardTable::new(hosts.len(), "j1");
@@ -156,8 +155,8 @@ mod tests {
             .map(|(rank, msg)| match msg {
                 Msg::Cards { table, publish } => {
                     assert_eq!(
-                        decode_table(table).unwrap(),
-                        vec![vec![0], vec![1], vec![2], vec![3], vec![4]]
+                        table_entries(table).unwrap(),
+                        [[0u8], [1], [2], [3], [4]].iter().map(|c| &c[..]).collect::<Vec<_>>()
                     );
                     (*rank, publish.clone())
                 }
