@@ -5,8 +5,7 @@
 # method, alternating ROUNDS times in one run, 2 ranks, over each transport
 # (shared memory, where shmem.h's inline direct paths skip the library, and
 # tcp, where every call goes through it; and verbs, in one Soft-RoCE guest
-# boot, see tests/vm/vm.sh, with the verbs-enabled library and bench from
-# target/verbs). Prints C/Rust ratios of the medians; the goal is <= 1.05.
+# boot, see tests/vm/vm.sh, with the same release build). Prints C/Rust ratios of the medians; the goal is <= 1.05.
 #
 #   bench/compare_capi.sh         (ROUNDS=5, TRANSPORTS="shm tcp";
 #                                  figures in target/compare_capi/)
@@ -36,10 +35,8 @@ ratios() { # TRANSPORT: the C/Rust table of one transport's figures
 : > "$OUT/ratios.txt"
 for transport in $TRANSPORTS; do
   if [ "$transport" = verbs ]; then
-    echo "== verbs: building the verbs-enabled library and bench (target/verbs)"
-    CARGO_TARGET_DIR=target/verbs cargo build --release -p oneside-shmem -p rlaunch --features oneside-shmem/verbs --quiet
-    CARGO_TARGET_DIR=target/verbs cargo build --release -p oneside --features verbs --examples --quiet
-    vb=$repo/target/verbs/release
+    cargo build --release -p oneside-shmem -p rlaunch -p oneside --examples --quiet
+    vb=$repo/target/release
     "$vb/oshcc" -O2 -Wall -o "$OUT/capi_lat_verbs" bench/capi_lat.c
     script="cd $repo
 export ONESIDE_TRANSPORT=verbs ONESIDE_HEAP_SIZE=16M SHMEM_SYMMETRIC_SIZE=16M

@@ -7,7 +7,13 @@
 # window of blocking puts. The guest's CPU is emulated, so only the
 # ratios mean anything. Needs what tests/vm/vm.sh needs (root, QEMU).
 #
+# With BASE=DIR (a release directory of another build, holding
+# examples/bench), the same bench of both builds also runs ROUNDS times,
+# alternating in the same boot, and prints this build / BASE: an A/B of a
+# change to the transport (goal: within 5% on every figure).
+#
 #   bench/compare_verbs.sh        (results in target/compare-verbs/)
+#   BASE=/tmp/old/release ROUNDS=5 bench/compare_verbs.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -15,8 +21,7 @@ OUT=target/compare-verbs
 mkdir -p "$OUT"
 
 echo "== building (release)"
-cargo build --release --bins --quiet
-CARGO_TARGET_DIR=target/verbs cargo build --release -p oneside --features verbs --examples --quiet
+cargo build --release --bins --examples --quiet
 
 pair() { # server and client of one perftest, on loopback
   echo "$1 -d rxe0 -x 1 $2 >/dev/null 2>&1 & sleep 1; $1 -d rxe0 -x 1 $2 127.0.0.1"
@@ -29,11 +34,19 @@ $(pair ib_write_bw '-s 1048576 -n 200') | awk '\$1 == 1048576 { print \"put_bw 1
 $(pair ib_atomic_lat '-n 2000') | awk '\$1 == 8 { print \"fadd_lat 8\", \$5, \"us\" }'
 $(pair ib_atomic_lat '-A CMP_AND_SWAP -n 2000') | awk '\$1 == 8 { print \"cswap_lat 8\", \$5, \"us\" }'
 echo '--- oneside'
-ONESIDE_HEAP_SIZE=16M target/release/rlaunch -n 2 --transport verbs target/verbs/release/examples/bench --max 1048576"
+ONESIDE_HEAP_SIZE=16M target/release/rlaunch -n 2 --transport verbs target/release/examples/bench --max 1048576"
+if [ -n "${BASE:-}" ]; then
+  base=$(realpath "$BASE")
+  script="$script
+for round in \$(seq ${ROUNDS:-5}); do
+  echo '--- ab new'; ONESIDE_HEAP_SIZE=16M target/release/rlaunch -n 2 --transport verbs target/release/examples/bench --max 1048576
+  echo '--- ab base'; ONESIDE_HEAP_SIZE=16M target/release/rlaunch -n 2 --transport verbs $base/examples/bench --max 1048576
+done"
+fi
 VM_TIMEOUT=1800 tests/vm/vm.sh "$script" | tee "$OUT/raw.txt"
 
 sed -n '1,/^--- oneside/p' "$OUT/raw.txt" | grep -E '^(put|get|fadd|cswap)_' > "$OUT/perftest.txt"
-sed -n '/^--- oneside/,$p' "$OUT/raw.txt" | grep -E '^[a-z_0-9]+ [0-9]+ [0-9.]+ ' > "$OUT/ours.txt"
+sed -n '/^--- oneside/,/^--- ab/p' "$OUT/raw.txt" | grep -E '^[a-z_0-9]+ [0-9]+ [0-9.]+ ' > "$OUT/ours.txt"
 echo
 echo "== oneside verbs / perftest on rxe0, same boot"
 awk -v peer="perftest" -f bench/ratios.awk -v rows="put_lat 8|get_lat 8|put_bw 65536|put_bw 1048576|fadd_lat 8|cswap_lat 8" \
@@ -47,3 +60,13 @@ echo "== 32 non-blocking 1 MiB puts + quiet / the same window of blocking puts (
 awk -v peer="blocking" -f bench/ratios.awk -v rows="put_nbi_bw 1048576" \
   <(grep '^put_nbi_bw' "$OUT/ours.txt") <(grep '^put_win_bw' "$OUT/ours.txt" | sed 's/^put_win_bw/put_nbi_bw/') \
   | tee -a "$OUT/ratios.txt"
+if [ -n "${BASE:-}" ]; then
+  awk '/^--- ab new$/ { side = "new" } /^--- ab base$/ { side = "base" } side == "new" && /^[a-z_0-9]+ [0-9]+ [0-9.]+ / { print }' \
+    "$OUT/raw.txt" > "$OUT/ab-new.txt"
+  awk '/^--- ab new$/ { side = "new" } /^--- ab base$/ { side = "base" } side == "base" && /^[a-z_0-9]+ [0-9]+ [0-9.]+ / { print }' \
+    "$OUT/raw.txt" > "$OUT/ab-base.txt"
+  echo
+  echo "== this build / BASE ($BASE), ${ROUNDS:-5} alternating rounds, same boot (medians)"
+  rows=$(awk '{ print $1 " " $2 }' "$OUT/ab-new.txt" | sort -u | paste -sd'|')
+  awk -v peer="BASE" -v rows="$rows" -f bench/ratios.awk "$OUT/ab-new.txt" "$OUT/ab-base.txt" | tee -a "$OUT/ratios.txt"
+fi

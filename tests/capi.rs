@@ -383,3 +383,38 @@ fn every_routine_has_a_pshmem_name() {
         );
     }
 }
+
+/// The library, a C program, a Rust example and rlaunch list no fabric
+/// library as `NEEDED`: libibverbs (and libfabric) are opened at run time.
+#[test]
+fn no_fabric_library_is_linked_they_are_opened_at_run_time() {
+    build_capi();
+    let files = [
+        tool("liboneside_shmem.so"),
+        compile("singleton"),
+        PathBuf::from(example("hello_put")),
+        rlaunch_path(),
+    ];
+    for file in files {
+        let out = Command::new("readelf")
+            .arg("-d")
+            .arg(&file)
+            .output()
+            .expect("readelf runs");
+        assert!(out.status.success(), "readelf -d {}: {out:?}", file.display());
+        let dynamic = String::from_utf8_lossy(&out.stdout);
+        let needed: Vec<&str> = dynamic.lines().filter(|l| l.contains("(NEEDED)")).collect();
+        assert!(
+            !needed.is_empty(),
+            "{} lists no NEEDED at all:\n{dynamic}",
+            file.display()
+        );
+        for line in needed {
+            assert!(
+                !line.contains("libibverbs") && !line.contains("libfabric"),
+                "{} links a fabric library: {line}",
+                file.display()
+            );
+        }
+    }
+}

@@ -337,3 +337,22 @@ fn strangers_at_a_ranks_tcp_port_can_neither_read_nor_write() {
         "memory must be untouched: {stdout}"
     );
 }
+
+/// On a machine without libibverbs (a file that does not exist stands in
+/// for it), `--transport verbs` is one clear error per rank and the doctor
+/// says so; `auto` runs as ever, over shared memory.
+#[test]
+fn without_libibverbs_verbs_is_a_clear_error_and_auto_still_runs() {
+    let missing = [("ONESIDE_VERBS_LIBRARY", "libibverbs-not-here.so.1")];
+    let out = rlaunch_with_env(&["-n", "2", "--transport", "verbs", &example("hello_put")], &missing);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("rank 0: cannot use RDMA: not found (libibverbs-not-here.so.1"),
+        "{out:?}"
+    );
+    let out = rlaunch_with_env(&["-n", "2", &example("hello_put")], &missing);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let out = rlaunch_with_env(&["--check", "-H", "localhost"], &missing);
+    assert!(out.stdout.contains("localhost: libibverbs: not found ("), "{out:?}");
+}

@@ -8,6 +8,8 @@
 //! * back: can the host connect back to the launcher's address
 //! * transports: shm and tcp always; verbs devices with their port state
 //! * memlock: `ulimit -l`, which RDMA registration needs
+//! * under the row, each fabric library oneside opens at run time
+//!   (libibverbs): "ok", or "not found" and why
 
 use crate::error::LaunchError;
 use crate::hostfile::HostEntry;
@@ -85,6 +87,11 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
         if row.ssh != "ok" {
             println!("  {}: {}", row.host, row.ssh);
         }
+        for (library, _) in oneside::probe_libraries() {
+            if let Some((_, found)) = row.fields.iter().find(|(k, _)| k == library) {
+                println!("  {}: {library}: {found}", row.host);
+            }
+        }
         for (key, value) in &row.fields {
             if let Some(what) = key.strip_suffix("_error") {
                 println!("  {}: {what}: {value}", row.host);
@@ -156,6 +163,12 @@ pub fn probe(args: &[String]) -> u8 {
         Err(e) => println!("back=FAILED\nback_error=cannot connect to the launcher at {back}: {e}"),
     }
     println!("transports={}", transports());
+    for (library, found) in oneside::probe_libraries() {
+        match found {
+            Ok(what) => println!("{library}={what}"),
+            Err(why) => println!("{library}={why}"),
+        }
+    }
     println!("memlock={}", memlock());
     0
 }

@@ -46,7 +46,6 @@ impl AmoOp {
 
     /// The new value of a word holding `old`, for the read-modify-write
     /// forms (what a compare-and-swap loop computes).
-    #[cfg_attr(not(feature = "verbs"), allow(dead_code))]
     pub fn combine(self, old: u64, operand: u64, compare: u64) -> u64 {
         match self {
             AmoOp::Fetch => old,

@@ -13,11 +13,11 @@
 //! pair to every rank, same-host peers and itself included.
 
 pub mod amo;
+mod dynlib;
 pub mod primitives;
 pub mod rdma;
 pub mod shm;
 pub mod tcp;
-#[cfg(feature = "verbs")]
 pub mod verbs;
 
 use crate::error::{Error, Result};
@@ -26,6 +26,12 @@ use crate::segment::ShmCard;
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 use tcp::{Dial, TcpPeer};
+
+/// The fabric libraries opened at run time, and whether each opens here:
+/// its name, then what was found or why not (for `rlaunch --check`).
+pub fn probe_libraries() -> Vec<(&'static str, std::result::Result<String, String>)> {
+    vec![("libibverbs", verbs::library::load().map(|_| "ok".to_string()))]
+}
 
 /// What every rank publishes about itself in the bootstrap all-gather.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -39,8 +45,7 @@ pub struct Card {
     pub verbs: Option<VerbsCard>,
 }
 
-/// What a peer needs to reach this rank over RDMA (defined in every build,
-/// so cards decode the same with or without the `verbs` feature).
+/// What a peer needs to reach this rank over RDMA.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct VerbsCard {
     pub port: u8,
@@ -98,12 +103,7 @@ impl Choice {
             "auto" | "" => Ok(Choice::Auto),
             "shm" => Ok(Choice::Shm),
             "tcp" => Ok(Choice::Tcp),
-            "verbs" if cfg!(feature = "verbs") => Ok(Choice::Verbs),
-            "verbs" => Err(Error::TransportUnavailable {
-                rank,
-                requested,
-                detail: "this build of oneside has no verbs transport (build with `--features verbs`); use --transport auto, shm or tcp".into(),
-            }),
+            "verbs" => Ok(Choice::Verbs),
             _ => Err(Error::TransportUnavailable {
                 rank,
                 requested,

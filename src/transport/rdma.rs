@@ -1,7 +1,6 @@
-//! The face of the verbs transport to the rest of the crate. With the
-//! `verbs` feature, [`RdmaLink`] wraps the connected transport; without it,
-//! `RdmaLink` and [`Pending`] are empty enums that no value can inhabit, so
-//! the callers compile the same and a verbs path simply cannot exist.
+//! The face of the verbs transport to the rest of the crate: [`prepare`]
+//! opens libibverbs (at run time) and the device, [`Pending::connect`]
+//! connects the queue pairs, and [`RdmaLink`] serves the primitives.
 
 use super::amo::Amo;
 use super::primitives::SignalOp;
@@ -39,22 +38,16 @@ impl Failure {
 /// The connected verbs transport: its lanes (lane 0 is the default
 /// context's; each other one serves one communication context at a time)
 /// and the lanes no context holds.
-#[cfg(feature = "verbs")]
 pub struct RdmaLink {
     lanes: Vec<std::sync::Mutex<super::verbs::Verbs>>,
     free: std::sync::Mutex<Vec<usize>>,
 }
-#[cfg(not(feature = "verbs"))]
-pub enum RdmaLink {}
-
-#[cfg(feature = "verbs")]
+/// The device open and the queue pairs created, waiting for the cards.
 pub struct Pending(super::verbs::Prepared);
-#[cfg(not(feature = "verbs"))]
-pub enum Pending {}
 
-/// Opens the RDMA device if one is wanted. With `required` (`--transport
-/// verbs`) a missing device or a down port is an error; otherwise `None`.
-#[cfg(feature = "verbs")]
+/// Opens libibverbs and the RDMA device if one is wanted. With `required`
+/// (`--transport verbs`) a missing library or device, or a down port, is an
+/// error; otherwise `None`.
 pub fn prepare(rank: usize, size: usize, segment: RawSegment, required: bool) -> Result<Option<Pending>> {
     let setup = super::verbs::Settings::from_env().and_then(|s| super::verbs::prepare(size, segment, &s));
     match setup {
@@ -64,26 +57,16 @@ pub fn prepare(rank: usize, size: usize, segment: RawSegment, required: bool) ->
     }
 }
 
-#[cfg(not(feature = "verbs"))]
-pub fn prepare(_rank: usize, _size: usize, _segment: RawSegment, _required: bool) -> Result<Option<Pending>> {
-    Ok(None)
-}
-
 impl Pending {
     pub fn card(&self) -> VerbsCard {
-        #[cfg(feature = "verbs")]
-        return self.0.card();
-        #[cfg(not(feature = "verbs"))]
-        match *self {}
+        self.0.card()
     }
 
     /// Connects a queue pair to every rank that has a card here (in a verbs
     /// job: every rank, this one included, whatever its data path);
     /// `by_rdma[p]` says whether rank `p`'s data goes by RDMA.
     pub fn connect(self, rank: usize, cards: &[Option<VerbsCard>], by_rdma: &[bool]) -> Result<RdmaLink> {
-        #[cfg(feature = "verbs")]
-        return self
-            .0
+        self.0
             .connect(rank, cards, by_rdma)
             .map(|lanes| RdmaLink {
                 free: std::sync::Mutex::new((1..lanes.len()).rev().collect()),
@@ -94,16 +77,10 @@ impl Pending {
                 peer,
                 op: "connect the queue pair",
                 detail,
-            });
-        #[cfg(not(feature = "verbs"))]
-        {
-            let _ = (rank, cards, by_rdma);
-            match self {}
-        }
+            })
     }
 }
 
-#[cfg(feature = "verbs")]
 impl RdmaLink {
     pub fn put(&self, lane: usize, peer: usize, offset: usize, src: &[u8]) -> std::result::Result<(), Failure> {
         crate::sync::lock(&self.lanes[lane]).put(peer, offset, src)
@@ -163,54 +140,5 @@ impl RdmaLink {
     }
     pub fn fence(&self, lane: usize) -> std::result::Result<(), Failure> {
         crate::sync::lock(&self.lanes[lane]).fence()
-    }
-}
-
-#[cfg(not(feature = "verbs"))]
-impl RdmaLink {
-    pub fn put(&self, _: usize, _: usize, _: usize, _: &[u8]) -> std::result::Result<(), Failure> {
-        match *self {}
-    }
-    pub fn get(&self, _: usize, _: usize, _: usize, _: &mut [u8]) -> std::result::Result<(), Failure> {
-        match *self {}
-    }
-    pub fn flag(&self, _: usize, _: usize, _: usize, _: u64) -> std::result::Result<(), Failure> {
-        match *self {}
-    }
-    pub fn quiet(&self, _: usize) -> std::result::Result<(), Failure> {
-        match *self {}
-    }
-    pub fn poll(&self, _: usize) -> std::result::Result<(), Failure> {
-        match *self {}
-    }
-    pub fn device_name(&self) -> String {
-        match *self {}
-    }
-    pub fn take_lane(&self) -> usize {
-        match *self {}
-    }
-    pub fn give_back(&self, _: usize) {
-        match *self {}
-    }
-    pub fn amo(&self, _: usize, _: usize, _: usize, _: Amo) -> std::result::Result<u64, Failure> {
-        match *self {}
-    }
-    pub fn signal_word(&self, _: usize, _: usize, _: usize, _: SignalOp, _: u64) -> std::result::Result<(), Failure> {
-        match *self {}
-    }
-    /// # Safety
-    /// As with the verbs build: nothing, as no value of this type exists.
-    pub unsafe fn get_nbi(
-        &self,
-        _: usize,
-        _: usize,
-        _: usize,
-        _: *mut u8,
-        _: usize,
-    ) -> std::result::Result<(), Failure> {
-        match *self {}
-    }
-    pub fn fence(&self, _: usize) -> std::result::Result<(), Failure> {
-        match *self {}
     }
 }

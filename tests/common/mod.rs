@@ -103,6 +103,19 @@ pub fn rlaunch(args: &[&str]) -> Outcome {
     finish(spawn_rlaunch(args))
 }
 
+/// Runs `rlaunch ARGS` with the extra environment `vars`, to completion.
+pub fn rlaunch_with_env(args: &[&str], vars: &[(&str, &str)]) -> Outcome {
+    let child = Command::new(rlaunch_path())
+        .args(args)
+        .envs(vars.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rlaunch starts");
+    finish(child)
+}
+
 /// Waits for a child, collecting its output; kills it at [`hard_limit`].
 pub fn finish(mut child: Child) -> Outcome {
     let out_reader = read_all(child.stdout.take());

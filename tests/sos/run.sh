@@ -8,9 +8,8 @@
 #   TRANSPORTS="shm" PROFILE=release tests/sos/run.sh
 #   DEPRECATED=1 DIRS=test/unit OUT=target/sos-deprecated tests/sos/run.sh
 #       # --enable-deprecated-tests: the same programs on the pre-1.5 names
-#   CARGO_TARGET_DIR=target/verbs FEATURES=oneside-shmem/verbs BUILD_ONLY=1 \
-#     OUT=target/sos-verbs tests/sos/run.sh
-#       # only builds, with the verbs transport (for tests/vm/sos-verbs.sh)
+#   PROFILE=release BUILD_ONLY=1 OUT=target/sos-verbs tests/sos/run.sh
+#       # only builds (for tests/vm/sos-verbs.sh, which runs them over verbs)
 #
 # Exit status: 0 when every test that is not listed in tests/sos/skip.txt
 # passed on every transport.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A subset of Sandia OpenSHMEM's test suite (tests/sos/verbs-subset.txt) over
 # the verbs transport, inside one Soft-RoCE guest. The suite is built on the
-# host with the verbs-enabled C library (tests/sos/run.sh, BUILD_ONLY=1, into
+# host with the release C library (tests/sos/run.sh, BUILD_ONLY=1, into
 # target/sos-verbs); the guest sees the host's files read-only, so it runs
 # each program directly under oshrun (every run bounded by `timeout`)
 # instead of `make check`, which writes logs next to the tests. Writes the
@@ -11,10 +11,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 out=$root/target/sos-verbs
-bin=$root/target/verbs/release
+bin=$root/target/release
 
-echo "== building the suite against the verbs-enabled library (host)"
-CARGO_TARGET_DIR=target/verbs PROFILE=release FEATURES=oneside-shmem/verbs BUILD_ONLY=1 OUT=$out tests/sos/run.sh
+echo "== building the suite against the release library (host)"
+PROFILE=release BUILD_ONLY=1 OUT=$out tests/sos/run.sh
 
 tests=$(grep -v '^#' tests/sos/verbs-subset.txt | tr '\n' ' ')
 script="cd $out/build

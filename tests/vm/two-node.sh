@@ -11,8 +11,7 @@ cd "$(dirname "$0")/../.."
 repo=$(pwd)
 
 echo "== building (release)"
-cargo build --release --bins --quiet
-CARGO_TARGET_DIR=target/verbs cargo build --release -p oneside --features verbs --examples --quiet
+cargo build --release --bins --examples --quiet
 
 control=$(mktemp -d /var/tmp/oneside-two-node.XXXXXX)
 trap 'touch "$control/stop"; wait; rm -rf "$control"' EXIT
@@ -44,7 +43,7 @@ echo "== guest A (198.18.2.1): rlaunch -n 2 -f hosts hello_put --transport verbs
 set +e
 VM_NET=connect:$port:198.18.2.1/24 VM_TIMEOUT=900 tests/vm/vm.sh "for i in \$(seq 180); do $ssh -o BatchMode=yes -o ConnectTimeout=5 198.18.2.2 true 2>/dev/null && break; sleep 1; done
 cat $control/hosts
-cd $repo && target/release/rlaunch -n 2 -f $control/hosts --ssh '$ssh' --transport verbs --timeout 300 target/verbs/release/examples/hello_put" | tee "$control/a.log"
+cd $repo && target/release/rlaunch -n 2 -f $control/hosts --ssh '$ssh' --transport verbs --timeout 300 target/release/examples/hello_put" | tee "$control/a.log"
 status=${PIPESTATUS[0]}
 set -e
 touch "$control/stop"

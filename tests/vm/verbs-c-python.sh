@@ -5,7 +5,7 @@
 # profiling interface (tests/c/profiler.c preloaded around
 # tests/c/profiled.c, counts checked exactly), and shmem4py's own test
 # suite and examples/python at 2 PEs. The C programs are built on the host
-# against the verbs-enabled library (target/verbs/release, as
+# against the release library (target/release, as
 # tests/vm/sos-verbs.sh builds it); the Python venv is tests/python/run.sh's,
 # whose binding loads that library in the guest through LD_LIBRARY_PATH
 # (oshcc's rpath is a RUNPATH, which LD_LIBRARY_PATH overrides). Exits
@@ -13,11 +13,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
-bin=$root/target/verbs/release
+bin=$root/target/release
 out=$root/target/verbs-c-python
 
-echo "== building against the verbs-enabled library (host)"
-CARGO_TARGET_DIR=target/verbs cargo build --release --quiet -p oneside-shmem -p rlaunch --features oneside-shmem/verbs
+echo "== building against the release library (host)"
+cargo build --release --quiet -p oneside-shmem -p rlaunch
 rm -rf "$out" && mkdir -p "$out"
 for prog in spec16 progress profiled; do
   "$bin/oshcc" -std=c11 -Wall -Werror -g -o "$out/$prog" "tests/c/$prog.c"

@@ -3,25 +3,27 @@
 //! `Drop`; users keep them in struct fields declared so that they drop in
 //! reverse order of creation (QPs, CQ, MRs, PD, context).
 
-use ibverbs_sys as ffi;
+use super::library::Library;
+use super::sys as ffi;
 use std::ffi::CStr;
 
 /// An open RDMA device (`ibv_context`).
 pub struct Context {
     raw: *mut ffi::ibv_context,
     pub name: String,
+    pub lib: &'static Library,
 }
 
 impl Context {
-    /// Opens the device named `wanted`, or the first one.
-    pub fn open(wanted: Option<&str>) -> Result<Context, String> {
+    /// Opens the device named `wanted`, or the first one, through `lib`.
+    pub fn open(lib: &'static Library, wanted: Option<&str>) -> Result<Context, String> {
         let mut count = 0;
         // SAFETY: ibv_get_device_list returns a NULL-terminated array we free below.
-        let list = unsafe { ffi::ibv_get_device_list(&mut count) };
+        let list = unsafe { (lib.get_device_list)(&mut count) };
         if list.is_null() || count == 0 {
             if !list.is_null() {
                 // SAFETY: `list` came from ibv_get_device_list.
-                unsafe { ffi::ibv_free_device_list(list) };
+                unsafe { (lib.free_device_list)(list) };
             }
             return Err(
                 "no RDMA device found (is a driver loaded, e.g. `rdma link add rxe0 type rxe netdev eth0`?)".into(),
@@ -33,7 +35,7 @@ impl Context {
             // SAFETY: the list holds `count` valid device pointers.
             let device = unsafe { *list.add(i) };
             // SAFETY: ibv_get_device_name returns a NUL-terminated string owned by the device.
-            let name = unsafe { CStr::from_ptr(ffi::ibv_get_device_name(device)) }
+            let name = unsafe { CStr::from_ptr((lib.get_device_name)(device)) }
                 .to_string_lossy()
                 .into_owned();
             if chosen.is_none() && wanted.is_none_or(|w| w == name) {
@@ -49,19 +51,19 @@ impl Context {
             )),
             Some((device, name)) => {
                 // SAFETY: `device` is valid until the list is freed; the context outlives that.
-                let raw = unsafe { ffi::ibv_open_device(device) };
+                let raw = unsafe { (lib.open_device)(device) };
                 if raw.is_null() {
                     Err(format!(
                         "cannot open RDMA device {name}: {}",
                         std::io::Error::last_os_error()
                     ))
                 } else {
-                    Ok(Context { raw, name })
+                    Ok(Context { raw, name, lib })
                 }
             }
         };
         // SAFETY: `list` came from ibv_get_device_list and is freed once.
-        unsafe { ffi::ibv_free_device_list(list) };
+        unsafe { (lib.free_device_list)(list) };
         result
     }
 
@@ -75,7 +77,7 @@ impl Context {
         // SAFETY: `ibv_query_port` (the exported compat symbol, as verbs.h's
         // inline wrapper calls it) fills a prefix of ibv_port_attr, which we
         // zeroed; the context is open.
-        let rc = unsafe { ffi::ibv_query_port(self.raw, port, (&mut attr as *mut ffi::ibv_port_attr).cast()) };
+        let rc = unsafe { (self.lib.query_port)(self.raw, port, &mut attr) };
         if rc != 0 {
             return Err(format!(
                 "cannot query port {port} of {}: {}",
@@ -88,21 +90,20 @@ impl Context {
 
     /// GID `index` of `port`.
     pub fn gid(&self, port: u8, index: u8) -> Result<[u8; 16], String> {
-        let mut gid = ffi::ibv_gid { raw: [0; 16] };
+        let mut gid = ffi::ibv_gid::default();
         // SAFETY: the context is open and `gid` is a valid out-parameter.
-        let rc = unsafe { ffi::ibv_query_gid(self.raw, port, index as i32, &mut gid) };
+        let rc = unsafe { (self.lib.query_gid)(self.raw, port, index as i32, &mut gid) };
         if rc != 0 {
             return Err(format!("cannot read GID {index} of {} port {port}", self.name));
         }
-        // SAFETY: every bit pattern of the union is a valid [u8; 16].
-        Ok(unsafe { gid.raw })
+        Ok(gid.raw)
     }
 
     /// The device's attributes.
     pub fn attributes(&self) -> Result<ffi::ibv_device_attr, String> {
         let mut attr = ffi::ibv_device_attr::default();
         // SAFETY: the context is open and `attr` is a valid out-parameter.
-        let rc = unsafe { ffi::ibv_query_device(self.raw, &mut attr) };
+        let rc = unsafe { (self.lib.query_device)(self.raw, &mut attr) };
         if rc != 0 {
             return Err(format!(
                 "cannot query device {}: {}",
@@ -117,26 +118,27 @@ impl Context {
 impl Drop for Context {
     fn drop(&mut self) {
         // SAFETY: opened by ibv_open_device; every resource of it was dropped first.
-        unsafe { ffi::ibv_close_device(self.raw) };
+        unsafe { (self.lib.close_device)(self.raw) };
     }
 }
 
 /// A protection domain (`ibv_pd`).
 pub struct ProtectionDomain {
     raw: *mut ffi::ibv_pd,
+    pub lib: &'static Library,
 }
 
 impl ProtectionDomain {
     pub fn new(context: &Context) -> Result<ProtectionDomain, String> {
         // SAFETY: the context is open.
-        let raw = unsafe { ffi::ibv_alloc_pd(context.raw()) };
+        let raw = unsafe { (context.lib.alloc_pd)(context.raw()) };
         if raw.is_null() {
             return Err(format!(
                 "cannot allocate a protection domain: {}",
                 std::io::Error::last_os_error()
             ));
         }
-        Ok(ProtectionDomain { raw })
+        Ok(ProtectionDomain { raw, lib: context.lib })
     }
 
     pub fn raw(&self) -> *mut ffi::ibv_pd {
@@ -147,13 +149,14 @@ impl ProtectionDomain {
 impl Drop for ProtectionDomain {
     fn drop(&mut self) {
         // SAFETY: allocated by ibv_alloc_pd; its QPs and MRs were dropped first.
-        unsafe { ffi::ibv_dealloc_pd(self.raw) };
+        unsafe { (self.lib.dealloc_pd)(self.raw) };
     }
 }
 
 /// A registered memory region (`ibv_mr`).
 pub struct MemoryRegion {
     raw: *mut ffi::ibv_mr,
+    lib: &'static Library,
 }
 
 impl MemoryRegion {
@@ -163,12 +166,12 @@ impl MemoryRegion {
     /// # Safety
     /// `addr..addr+len` must stay mapped for the life of the region.
     pub unsafe fn register(pd: &ProtectionDomain, addr: *mut u8, len: usize) -> Result<MemoryRegion, String> {
-        let access = ffi::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE
-            | ffi::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE
-            | ffi::ibv_access_flags::IBV_ACCESS_REMOTE_READ
-            | ffi::ibv_access_flags::IBV_ACCESS_REMOTE_ATOMIC;
+        let access = ffi::IBV_ACCESS_LOCAL_WRITE
+            | ffi::IBV_ACCESS_REMOTE_WRITE
+            | ffi::IBV_ACCESS_REMOTE_READ
+            | ffi::IBV_ACCESS_REMOTE_ATOMIC;
         // SAFETY: the caller keeps the range mapped; the PD is valid.
-        let raw = unsafe { ffi::ibv_reg_mr(pd.raw(), addr.cast(), len, access.0 as i32) };
+        let raw = unsafe { (pd.lib.reg_mr)(pd.raw(), addr.cast(), len, access as i32) };
         if raw.is_null() {
             let err = std::io::Error::last_os_error();
             return Err(format!(
@@ -176,7 +179,7 @@ impl MemoryRegion {
                 memlock_hint(len)
             ));
         }
-        Ok(MemoryRegion { raw })
+        Ok(MemoryRegion { raw, lib: pd.lib })
     }
 
     pub fn lkey(&self) -> u32 {
@@ -193,7 +196,7 @@ impl MemoryRegion {
 impl Drop for MemoryRegion {
     fn drop(&mut self) {
         // SAFETY: registered by ibv_reg_mr; no work request uses it any more.
-        unsafe { ffi::ibv_dereg_mr(self.raw) };
+        unsafe { (self.lib.dereg_mr)(self.raw) };
     }
 }
 

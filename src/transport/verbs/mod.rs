@@ -1,7 +1,8 @@
 //! The verbs transport: one RC queue pair per rank (a loopback pair for this
 //! rank itself), RDMA WRITE for put, RDMA READ for get, RDMA atomics for
 //! every atomic of the job, completions by polling a CQ. This directory is
-//! the only place that touches `ibverbs-sys`.
+//! the only place that touches libibverbs, which it opens at run time
+//! ([`library`]), its ABI declared by hand in `sys`.
 //!
 //! * Lanes: a [`Verbs`] is one lane, a complete set of queue pairs (one per
 //!   rank) with its own CQ, staging and completion counts. Lane 0 is the
@@ -43,17 +44,19 @@
 
 mod atomic;
 mod device;
+pub mod library;
 mod queue;
 mod setup;
+mod sys;
 mod work;
 
 pub use setup::{prepare, Prepared, Settings};
 
 use super::rdma::Failure;
 use crate::segment::HEADER_BYTES;
-use ibverbs_sys as ffi;
 use queue::{CompletionQueue, QueuePair, Ready};
 use std::collections::VecDeque;
+use sys as ffi;
 use work::{Op, Source, Wr};
 
 /// Staging ring per peer of lane 0: room for four largest WRs in flight

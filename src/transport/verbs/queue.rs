@@ -4,7 +4,8 @@
 //! is known; only a ready pair can post work.
 
 use super::device::{Context, ProtectionDomain};
-use ibverbs_sys as ffi;
+use super::library::Library;
+use super::sys as ffi;
 use std::marker::PhantomData;
 
 /// Send queue depth of every queue pair.
@@ -15,20 +16,22 @@ pub const CQ_DEPTH: i32 = 4096;
 /// A completion queue (`ibv_cq`).
 pub struct CompletionQueue {
     raw: *mut ffi::ibv_cq,
+    lib: &'static Library,
 }
 
 impl CompletionQueue {
     /// A CQ with room for `depth` completions.
     pub fn new(context: &Context, depth: i32) -> Result<CompletionQueue, String> {
         // SAFETY: the context is open; no channel, no vector: we poll.
-        let raw = unsafe { ffi::ibv_create_cq(context.raw(), depth, std::ptr::null_mut(), std::ptr::null_mut(), 0) };
+        let raw =
+            unsafe { (context.lib.create_cq)(context.raw(), depth, std::ptr::null_mut(), std::ptr::null_mut(), 0) };
         if raw.is_null() {
             return Err(format!(
                 "cannot create a completion queue: {}",
                 std::io::Error::last_os_error()
             ));
         }
-        Ok(CompletionQueue { raw })
+        Ok(CompletionQueue { raw, lib: context.lib })
     }
 
     /// Polls up to `out.len()` completions; returns how many arrived.
@@ -51,7 +54,7 @@ impl CompletionQueue {
 impl Drop for CompletionQueue {
     fn drop(&mut self) {
         // SAFETY: created by ibv_create_cq; every QP using it was dropped first.
-        unsafe { ffi::ibv_destroy_cq(self.raw) };
+        unsafe { (self.lib.destroy_cq)(self.raw) };
     }
 }
 
@@ -83,6 +86,7 @@ pub struct LocalPort {
 /// An RC queue pair (`ibv_qp`) in connection state `S`.
 pub struct QueuePair<S> {
     raw: *mut ffi::ibv_qp,
+    lib: &'static Library,
     pub psn: u32,
     pub max_inline: u32,
     _state: PhantomData<S>,
@@ -102,7 +106,7 @@ impl QueuePair<Init> {
             let mut init = ffi::ibv_qp_init_attr {
                 send_cq: cq.raw,
                 recv_cq: cq.raw,
-                qp_type: ffi::ibv_qp_type::IBV_QPT_RC,
+                qp_type: ffi::IBV_QPT_RC,
                 cap: ffi::ibv_qp_cap {
                     max_send_wr: SQ_DEPTH,
                     max_recv_wr: 1,
@@ -110,34 +114,33 @@ impl QueuePair<Init> {
                     max_recv_sge: 1,
                     max_inline_data: max_inline,
                 },
-                ..Default::default()
+                qp_context: std::ptr::null_mut(),
+                srq: std::ptr::null_mut(),
+                sq_sig_all: 0,
             };
             // SAFETY: the PD and CQ are live; `init` is fully initialized.
-            let raw = unsafe { ffi::ibv_create_qp(pd.raw(), &mut init) };
+            let raw = unsafe { (pd.lib.create_qp)(pd.raw(), &mut init) };
             if raw.is_null() {
                 last_error = std::io::Error::last_os_error().to_string();
                 continue;
             }
             let qp = QueuePair {
                 raw,
+                lib: pd.lib,
                 psn,
                 max_inline: init.cap.max_inline_data,
                 _state: PhantomData,
             };
             let mut attr = ffi::ibv_qp_attr {
-                qp_state: ffi::ibv_qp_state::IBV_QPS_INIT,
+                qp_state: ffi::IBV_QPS_INIT,
                 pkey_index: 0,
                 port_num: local.port,
-                qp_access_flags: (ffi::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE
-                    | ffi::ibv_access_flags::IBV_ACCESS_REMOTE_READ
-                    | ffi::ibv_access_flags::IBV_ACCESS_REMOTE_ATOMIC)
-                    .0,
+                qp_access_flags: ffi::IBV_ACCESS_REMOTE_WRITE
+                    | ffi::IBV_ACCESS_REMOTE_READ
+                    | ffi::IBV_ACCESS_REMOTE_ATOMIC,
                 ..Default::default()
             };
-            let mask = ffi::ibv_qp_attr_mask::IBV_QP_STATE
-                | ffi::ibv_qp_attr_mask::IBV_QP_PKEY_INDEX
-                | ffi::ibv_qp_attr_mask::IBV_QP_PORT
-                | ffi::ibv_qp_attr_mask::IBV_QP_ACCESS_FLAGS;
+            let mask = ffi::IBV_QP_STATE | ffi::IBV_QP_PKEY_INDEX | ffi::IBV_QP_PORT | ffi::IBV_QP_ACCESS_FLAGS;
             qp.modify(&mut attr, mask, "INIT")?;
             return Ok(qp);
         }
@@ -147,7 +150,7 @@ impl QueuePair<Init> {
     /// Connects to `remote`: INIT → RTR → RTS.
     pub fn connect(self, local: &LocalPort, remote: &RemoteEnd) -> Result<QueuePair<Ready>, String> {
         let mut attr = ffi::ibv_qp_attr {
-            qp_state: ffi::ibv_qp_state::IBV_QPS_RTR,
+            qp_state: ffi::IBV_QPS_RTR,
             path_mtu: local.mtu.min(remote.mtu),
             dest_qp_num: remote.qpn,
             rq_psn: remote.psn,
@@ -169,7 +172,7 @@ impl QueuePair<Init> {
             },
             ..Default::default()
         };
-        use ffi::ibv_qp_attr_mask as m;
+        use ffi as m;
         let rtr = m::IBV_QP_STATE
             | m::IBV_QP_AV
             | m::IBV_QP_PATH_MTU
@@ -179,7 +182,7 @@ impl QueuePair<Init> {
             | m::IBV_QP_MIN_RNR_TIMER;
         self.modify(&mut attr, rtr, "RTR")?;
         let mut attr = ffi::ibv_qp_attr {
-            qp_state: ffi::ibv_qp_state::IBV_QPS_RTS,
+            qp_state: ffi::IBV_QPS_RTS,
             timeout: 14,
             retry_cnt: 7,
             rnr_retry: 7,
@@ -196,6 +199,7 @@ impl QueuePair<Init> {
         self.modify(&mut attr, rts, "RTS")?;
         let ready = QueuePair {
             raw: self.raw,
+            lib: self.lib,
             psn: self.psn,
             max_inline: self.max_inline,
             _state: PhantomData,
@@ -211,9 +215,9 @@ impl<S> QueuePair<S> {
         unsafe { (*self.raw).qp_num }
     }
 
-    fn modify(&self, attr: &mut ffi::ibv_qp_attr, mask: ffi::ibv_qp_attr_mask, state: &str) -> Result<(), String> {
+    fn modify(&self, attr: &mut ffi::ibv_qp_attr, mask: i32, state: &str) -> Result<(), String> {
         // SAFETY: the QP is live and `attr` is initialized for every bit in `mask`.
-        let rc = unsafe { ffi::ibv_modify_qp(self.raw, attr, mask.0 as i32) };
+        let rc = unsafe { (self.lib.modify_qp)(self.raw, attr, mask) };
         if rc != 0 {
             return Err(format!(
                 "cannot move queue pair {} to {state}: {}",
@@ -252,6 +256,6 @@ impl<S> Drop for QueuePair<S> {
     fn drop(&mut self) {
         // SAFETY: created by ibv_create_qp and destroyed once (`connect`
         // forgets the INIT handle it replaces).
-        unsafe { ffi::ibv_destroy_qp(self.raw) };
+        unsafe { (self.lib.destroy_qp)(self.raw) };
     }
 }

@@ -9,10 +9,10 @@
 
 use super::device::{Context, MemoryRegion, ProtectionDomain};
 use super::queue::{CompletionQueue, Init, LocalPort, QueuePair, RemoteEnd, CQ_DEPTH, SQ_DEPTH};
+use super::sys as ffi;
 use super::{Device, Peer, Verbs, CTX_RING_BYTES, RING_BYTES};
 use crate::segment::RawSegment;
 use crate::transport::VerbsCard;
-use ibverbs_sys as ffi;
 use std::collections::VecDeque;
 
 /// `ONESIDE_VERBS_DEVICE`, `_PORT`, `_GID_INDEX` (set by rlaunch's
@@ -73,15 +73,15 @@ pub struct Prepared {
 
 /// Opens the device and prepares one queue pair for each of the job's `size` ranks, this one's included.
 pub fn prepare(size: usize, segment: RawSegment, settings: &Settings) -> Result<Prepared, String> {
-    let context = Context::open(settings.device.as_deref())?;
+    let context = Context::open(super::library::load()?, settings.device.as_deref())?;
     let port = context.port(settings.port)?;
-    if port.state != ffi::ibv_port_state::IBV_PORT_ACTIVE {
+    if port.state != ffi::IBV_PORT_ACTIVE {
         return Err(format!(
             "port {} of {} is not active (state {}): check the link (`ibv_devinfo`, `rdma link`)",
             settings.port, context.name, port.state
         ));
     }
-    let ethernet = port.link_layer == ffi::IBV_LINK_LAYER_ETHERNET as u8;
+    let ethernet = port.link_layer == ffi::IBV_LINK_LAYER_ETHERNET;
     let gid_index = match settings.gid_index {
         Some(index) => index,
         None => pick_gid(&context, settings.port, port.gid_tbl_len)?,

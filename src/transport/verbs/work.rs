@@ -11,9 +11,9 @@
 //! until every earlier READ and ATOMIC of its queue pair has completed, so
 //! it is needed only on a WR posted while one of those is outstanding.
 
+use super::sys as ffi;
 use super::{Failure, Verbs, SIGNAL_EVERY};
-use ffi::ibv_wr_opcode as opcode;
-use ibverbs_sys as ffi;
+use ffi as opcode;
 
 /// What a WR is for; its code travels in the `wr_id` and names it in errors.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -64,7 +64,7 @@ impl Op {
         }
     }
 
-    fn opcode(self) -> opcode::Type {
+    fn opcode(self) -> std::ffi::c_uint {
         match self {
             Op::Put | Op::Flag | Op::Quiet | Op::SignalSet => opcode::IBV_WR_RDMA_WRITE,
             Op::Get | Op::GetNbi => opcode::IBV_WR_RDMA_READ,
@@ -150,14 +150,14 @@ impl Verbs {
         p.fence_next = false;
         let mut flags = 0;
         if signalled {
-            flags |= ffi::ibv_send_flags::IBV_SEND_SIGNALED.0;
+            flags |= ffi::IBV_SEND_SIGNALED;
         }
         if fenced {
-            flags |= ffi::ibv_send_flags::IBV_SEND_FENCE.0;
+            flags |= ffi::IBV_SEND_FENCE;
         }
         let mut sge = match wr.source {
             Source::Inline(bytes) => {
-                flags |= ffi::ibv_send_flags::IBV_SEND_INLINE.0;
+                flags |= ffi::IBV_SEND_INLINE;
                 ffi::ibv_sge {
                     addr: bytes.as_ptr() as u64,
                     length: bytes.len() as u32,
@@ -180,12 +180,12 @@ impl Verbs {
             ..Default::default()
         };
         if wr.op.opcode() == opcode::IBV_WR_RDMA_WRITE || wr.op.opcode() == opcode::IBV_WR_RDMA_READ {
-            request.wr.rdma = ffi::ibv_send_wr__bindgen_ty_2__bindgen_ty_1 {
+            request.wr.rdma = ffi::ibv_rdma {
                 remote_addr: wr.remote,
                 rkey: p.rkey,
             };
         } else {
-            request.wr.atomic = ffi::ibv_send_wr__bindgen_ty_2__bindgen_ty_2 {
+            request.wr.atomic = ffi::ibv_atomic {
                 remote_addr: wr.remote,
                 compare_add: wr.compare_add,
                 swap: wr.swap,
@@ -233,12 +233,12 @@ impl Verbs {
         };
         for index in 0..n {
             let wc = self.completions[index];
-            let id = wc.wr_id();
+            let id = wc.wr_id;
             let (peer, op, seq) = ((id >> 44) as usize, (id >> 40) & 0xf, id & ((1 << 40) - 1));
             if let Some((status, vendor)) = wc.error() {
                 // SAFETY: ibv_wc_status_str returns a static string for any status.
-                let text = unsafe { std::ffi::CStr::from_ptr(ffi::ibv_wc_status_str(status)) };
-                let flushed = status == ffi::ibv_wc_status::IBV_WC_WR_FLUSH_ERR;
+                let text = unsafe { std::ffi::CStr::from_ptr((self.device.context.lib.wc_status_str)(status)) };
+                let flushed = status == ffi::IBV_WC_WR_FLUSH_ERR;
                 let consequence = match flushed {
                     true => format!("; the connection broke after an earlier error, here or at rank {peer}"),
                     false => String::new(),

@@ -1,0 +1,69 @@
+//! Shared objects opened at run time (`dlopen`), for the fabric libraries
+//! no build of oneside links against: libibverbs (`verbs::library`) and
+//! libfabric (`ofi::library`). Each resolves its table of entry points once;
+//! the handle is never closed, so every resolved pointer stays valid for the
+//! life of the process.
+
+use std::ffi::{c_void, CStr, CString};
+
+/// An opened shared object, kept open for good.
+pub struct Dynlib {
+    handle: *mut c_void,
+    /// The file asked for, for messages.
+    pub file: String,
+}
+
+impl Dynlib {
+    /// Opens `file` (a soname the loader searches for, or a path).
+    pub fn open(file: &str) -> Result<Dynlib, String> {
+        let name = CString::new(file).map_err(|_| format!("{file:?} holds a NUL byte"))?;
+        // SAFETY: dlopen with a valid C string. Running the library's
+        // initializers is what linking against it would do too.
+        let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        if handle.is_null() {
+            return Err(dl_error());
+        }
+        Ok(Dynlib {
+            handle,
+            file: file.to_string(),
+        })
+    }
+
+    /// The function `name`, as the function pointer type `F`.
+    ///
+    /// # Safety
+    /// `F` must be an `unsafe extern "C" fn` type with the C signature of
+    /// the library's function `name`.
+    pub unsafe fn function<F: Copy>(&self, name: &CStr) -> Result<F, String> {
+        const { assert!(std::mem::size_of::<F>() == std::mem::size_of::<*mut c_void>()) };
+        // SAFETY: `handle` is a live dlopen handle and `name` a C string.
+        let address = unsafe { libc::dlsym(self.handle, name.as_ptr()) };
+        if address.is_null() {
+            return Err(format!(
+                "{} has no {}: {}",
+                self.file,
+                name.to_string_lossy(),
+                dl_error()
+            ));
+        }
+        // SAFETY: a non-null address of the function `name`, whose type the
+        // caller vouches `F` is; both are one pointer wide (checked above).
+        Ok(unsafe { std::mem::transmute_copy::<*mut c_void, F>(&address) })
+    }
+}
+
+// SAFETY: a dlopen handle may be used from any thread; it is only read.
+unsafe impl Send for Dynlib {}
+// SAFETY: as above.
+unsafe impl Sync for Dynlib {}
+
+/// The loader's last error message.
+fn dl_error() -> String {
+    // SAFETY: dlerror returns null or a NUL-terminated message.
+    let message = unsafe { libc::dlerror() };
+    match message.is_null() {
+        true => "no detail from the loader".into(),
+        // SAFETY: non-null: a NUL-terminated string valid until the next dl call.
+        false => unsafe { CStr::from_ptr(message) }.to_string_lossy().into_owned(),
+    }
+}
