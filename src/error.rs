@@ -138,6 +138,10 @@ pub enum Error {
     #[error("rank {rank}: cannot use RDMA: {detail}")]
     RdmaSetup { rank: usize, detail: String },
 
+    /// libfabric or its provider could not be set up (`--transport ofi`).
+    #[error("rank {rank}: cannot use libfabric (--transport ofi): {detail}")]
+    OfiSetup { rank: usize, detail: String },
+
     /// An RDMA operation with a peer failed (a bad work completion, or posting failed).
     #[error("rank {rank}: {op} with rank {peer} failed: {detail}")]
     Rdma {

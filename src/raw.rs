@@ -71,7 +71,7 @@ impl World {
         match self.paths.get(target)? {
             Path::Local => Some(addr as *mut u8),
             Path::Shm(segment) => Some(segment.heap_base(self.rank, target).ok()?.wrapping_add(offset)),
-            Path::Tcp(_) | Path::Verbs => None,
+            Path::Tcp(_) | Path::Verbs | Path::Ofi => None,
         }
     }
 
@@ -92,7 +92,7 @@ impl World {
                     Path::Local => self.own.heap_base(),
                     // A peer not mapped yet takes the ordinary call, which maps it.
                     Path::Shm(segment) => segment.mapped_base().unwrap_or(std::ptr::null_mut()),
-                    Path::Tcp(_) | Path::Verbs => std::ptr::null_mut(),
+                    Path::Tcp(_) | Path::Verbs | Path::Ofi => std::ptr::null_mut(),
                 })
                 .collect(),
             cpu_atomics: !self.nic_atomics,

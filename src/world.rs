@@ -119,6 +119,7 @@ pub fn init_with(options: Options) -> Result<World> {
     let remote_peers = env.local_size < env.size;
     let want_tcp = choice == Choice::Tcp || (choice == Choice::Auto && remote_peers);
     let want_rdma = choice == Choice::Verbs || (choice == Choice::Auto && remote_peers);
+    let want_ofi = choice == Choice::Ofi || (choice == Choice::Auto && remote_peers);
     // A segment file is only for same-host peers that shared memory will reach.
     let segment_heap = segment_heap_bytes(heap_bytes, env.size);
     let (own, shm) = if env.local_size > 1 && matches!(choice, Choice::Auto | Choice::Shm) {
@@ -129,6 +130,11 @@ pub fn init_with(options: Options) -> Result<World> {
     };
     let pending_rdma = match want_rdma {
         true => rdma::prepare(env.rank, env.size, own.raw(), choice == Choice::Verbs)?,
+        false => None,
+    };
+    // `auto` looks for a hardware provider only where there is no verbs device.
+    let pending_ofi = match want_ofi && pending_rdma.is_none() {
+        true => rdma::prepare_ofi(env.rank, env.size, own.raw(), choice == Choice::Ofi)?,
         false => None,
     };
     let mut engine = None;
@@ -149,12 +155,14 @@ pub fn init_with(options: Options) -> Result<World> {
             false => None,
         };
         let verbs = pending_rdma.as_ref().map(rdma::Pending::card);
+        let ofi = pending_ofi.as_ref().map(transport::ofi::Prepared::card);
         let card = Card {
             host: env.host.clone(),
             heap_bytes: heap_bytes as u64,
             shm,
             tcp,
             verbs,
+            ofi,
         };
         Ok(postcard::to_stdvec(&card).expect("postcard encoding into a Vec cannot fail"))
     };
@@ -204,6 +212,20 @@ pub fn init_with(options: Options) -> Result<World> {
             })
         }
         (false, _) => None,
+    };
+    // Likewise an ofi job: every rank is in the address vector.
+    let rdma = match (transport::uses_ofi(choice, &cards), pending_ofi) {
+        (true, Some(pending)) => {
+            let ofi_cards: Vec<_> = cards.iter().map(|card| card.ofi.clone()).collect();
+            Some(rdma::connect_ofi(pending, env.rank, &ofi_cards)?)
+        }
+        (true, None) => {
+            return Err(Error::OfiSetup {
+                rank: env.rank,
+                detail: "the job uses ofi, but this rank opened no libfabric endpoint".into(),
+            })
+        }
+        (false, _) => rdma,
     };
     let node_of = nodes_of(&cards);
     let mut world = World::assemble(

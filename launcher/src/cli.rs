@@ -68,6 +68,11 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     pub gid_index: Option<u8>,
 
+    /// libfabric provider for the ofi transport, e.g. "tcp;ofi_rxm", shm,
+    /// cxi (default: libfabric's first that offers RMA and atomics).
+    #[arg(long, value_name = "NAME", env = "ONESIDE_OFI_PROVIDER")]
+    pub ofi_provider: Option<String>,
+
     /// Symmetric heap size per rank, e.g. 64M (default 64M).
     #[arg(long, value_name = "SIZE")]
     pub heap_size: Option<String>,
@@ -127,6 +132,8 @@ pub enum Transport {
     Shm,
     Tcp,
     Verbs,
+    /// libfabric (the provider from --ofi-provider, ONESIDE_OFI_PROVIDER or FI_PROVIDER).
+    Ofi,
 }
 
 impl Transport {
@@ -136,6 +143,7 @@ impl Transport {
             Transport::Shm => "shm",
             Transport::Tcp => "tcp",
             Transport::Verbs => "verbs",
+            Transport::Ofi => "ofi",
         }
     }
 }

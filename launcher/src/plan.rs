@@ -82,6 +82,7 @@ impl LaunchPlan {
             ("ONESIDE_VERBS_DEVICE", args.device.clone()),
             ("ONESIDE_VERBS_PORT", args.port.map(|p| p.to_string())),
             ("ONESIDE_VERBS_GID_INDEX", args.gid_index.map(|g| g.to_string())),
+            ("ONESIDE_OFI_PROVIDER", args.ofi_provider.clone()),
         ];
         env.extend(
             rdma.into_iter()

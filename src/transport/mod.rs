@@ -14,6 +14,7 @@
 
 pub mod amo;
 mod dynlib;
+pub mod ofi;
 pub mod primitives;
 pub mod rdma;
 pub mod shm;
@@ -30,7 +31,22 @@ use tcp::{Dial, TcpPeer};
 /// The fabric libraries opened at run time, and whether each opens here:
 /// its name, then what was found or why not (for `rlaunch --check`).
 pub fn probe_libraries() -> Vec<(&'static str, std::result::Result<String, String>)> {
-    vec![("libibverbs", verbs::library::load().map(|_| "ok".to_string()))]
+    let ofi = ofi::library::load().and_then(|lib| {
+        let providers = ofi::providers()?;
+        Ok(format!(
+            "{} with RMA and atomics: {}",
+            ofi::library::version_text(lib),
+            if providers.is_empty() {
+                "none".to_string()
+            } else {
+                providers.join(" ")
+            }
+        ))
+    });
+    vec![
+        ("libibverbs", verbs::library::load().map(|_| "ok".to_string())),
+        ("libfabric", ofi),
+    ]
 }
 
 /// What every rank publishes about itself in the bootstrap all-gather.
@@ -43,6 +59,20 @@ pub struct Card {
     pub tcp: Option<String>,
     /// The rank's RDMA endpoint, if it has an active verbs device.
     pub verbs: Option<VerbsCard>,
+    /// The rank's libfabric endpoint, if the job may use ofi.
+    pub ofi: Option<OfiCard>,
+}
+
+/// What a peer needs to reach this rank through libfabric.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OfiCard {
+    /// The provider, e.g. "tcp;ofi_rxm": every rank must use the same.
+    pub provider: String,
+    /// The endpoint's address (`fi_getname`).
+    pub name: Vec<u8>,
+    /// The registered segment's base for RMA (0 unless `FI_MR_VIRT_ADDR`), and its key.
+    pub addr: u64,
+    pub key: u64,
 }
 
 /// What a peer needs to reach this rank over RDMA.
@@ -73,6 +103,8 @@ pub enum Path {
     Tcp(tcp::path::TcpPath),
     /// A peer reached by RDMA through the world's verbs transport.
     Verbs,
+    /// A peer reached through the world's libfabric endpoint.
+    Ofi,
 }
 
 impl Path {
@@ -83,6 +115,7 @@ impl Path {
             Path::Shm(_) => "shm",
             Path::Tcp(_) => "tcp",
             Path::Verbs => "verbs",
+            Path::Ofi => "ofi",
         }
     }
 }
@@ -94,6 +127,7 @@ pub enum Choice {
     Shm,
     Tcp,
     Verbs,
+    Ofi,
 }
 
 impl Choice {
@@ -104,10 +138,11 @@ impl Choice {
             "shm" => Ok(Choice::Shm),
             "tcp" => Ok(Choice::Tcp),
             "verbs" => Ok(Choice::Verbs),
+            "ofi" => Ok(Choice::Ofi),
             _ => Err(Error::TransportUnavailable {
                 rank,
                 requested,
-                detail: "expected one of auto, shm, tcp, verbs".into(),
+                detail: "expected one of auto, shm, tcp, verbs, ofi".into(),
             }),
         }
     }
@@ -120,7 +155,17 @@ pub fn uses_verbs(choice: Choice, cards: &[Card]) -> bool {
     match choice {
         Choice::Verbs => true,
         Choice::Auto => cards.iter().all(|card| card.verbs.is_some()),
-        Choice::Shm | Choice::Tcp => false,
+        Choice::Shm | Choice::Tcp | Choice::Ofi => false,
+    }
+}
+
+/// Whether the job uses ofi: forced, or `auto` with an ofi card (only a
+/// hardware provider's) from every rank and no verbs. The same on every rank.
+pub fn uses_ofi(choice: Choice, cards: &[Card]) -> bool {
+    match choice {
+        Choice::Ofi => true,
+        Choice::Auto => !uses_verbs(choice, cards) && cards.iter().all(|card| card.ofi.is_some()),
+        Choice::Shm | Choice::Tcp | Choice::Verbs => false,
     }
 }
 
@@ -131,6 +176,7 @@ pub fn connect_all(rank: usize, choice: Choice, cards: &[Card], dial: &Dial, laz
     let own = &cards[rank];
     let lazy_tcp = cards.len() > tcp::path::eager_peers() + 1;
     let verbs_job = uses_verbs(choice, cards);
+    let ofi_job = uses_ofi(choice, cards);
     let mut probes = shm::Probes::default();
     let mut paths = Vec::with_capacity(cards.len());
     for (peer, card) in cards.iter().enumerate() {
@@ -155,9 +201,19 @@ pub fn connect_all(rank: usize, choice: Choice, cards: &[Card], dial: &Dial, laz
                     detail: "--transport verbs was forced, but it has no active RDMA device".into(),
                 })
             }
+            Choice::Ofi if own.ofi.is_some() && card.ofi.is_some() => Path::Ofi,
+            Choice::Ofi => {
+                return Err(Error::Unreachable {
+                    rank,
+                    peer,
+                    host: card.host.clone(),
+                    detail: "--transport ofi was forced, but it opened no libfabric endpoint".into(),
+                })
+            }
             Choice::Auto => match shm::connect(rank, peer, own, card, lazy_shm, &mut probes) {
                 Ok(path) => path,
                 Err(_) if verbs_job => Path::Verbs,
+                Err(_) if ofi_job => Path::Ofi,
                 Err(_) if card.tcp.is_some() => connect_tcp(rank, peer, card, dial, lazy_tcp)?,
                 Err(e) => return Err(e),
             },

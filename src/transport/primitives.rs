@@ -84,7 +84,7 @@ impl World {
                 Stream::Default => path.get_or_connect(|| self.dial_lazily(target))?,
                 Stream::Ctx(links) => links.link(target),
             }),
-            Path::Verbs => Route::Rdma,
+            Path::Verbs | Path::Ofi => Route::Rdma,
         })
     }
 

@@ -4,7 +4,7 @@
 
 use super::amo::Amo;
 use super::primitives::SignalOp;
-use super::VerbsCard;
+use super::{OfiCard, VerbsCard};
 use crate::error::{Error, Result};
 use crate::segment::RawSegment;
 
@@ -35,14 +35,23 @@ impl Failure {
     }
 }
 
-/// The connected verbs transport: its lanes (lane 0 is the default
-/// context's; each other one serves one communication context at a time)
-/// and the lanes no context holds.
-pub struct RdmaLink {
-    lanes: Vec<std::sync::Mutex<super::verbs::Verbs>>,
-    free: std::sync::Mutex<Vec<usize>>,
+/// The connected NIC transport, one of a closed set: verbs (its lanes:
+/// lane 0 is the default context's, each other one serves one
+/// communication context at a time; and the lanes no context holds), or
+/// ofi (one endpoint every context shares, and the progress thread of a
+/// provider that needs one).
+pub enum RdmaLink {
+    Verbs {
+        lanes: Vec<std::sync::Mutex<super::verbs::Verbs>>,
+        free: std::sync::Mutex<Vec<usize>>,
+    },
+    Ofi {
+        link: std::sync::Arc<std::sync::Mutex<super::ofi::Ofi>>,
+        _progress: Option<super::ofi::progress::Progress>,
+    },
 }
-/// The device open and the queue pairs created, waiting for the cards.
+
+/// The verbs device open and the queue pairs created, waiting for the cards.
 pub struct Pending(super::verbs::Prepared);
 
 /// Opens libibverbs and the RDMA device if one is wanted. With `required`
@@ -57,6 +66,45 @@ pub fn prepare(rank: usize, size: usize, segment: RawSegment, required: bool) ->
     }
 }
 
+/// Opens libfabric and an endpoint if one is wanted. With `required`
+/// (`--transport ofi`) any failure is an error; otherwise (`auto`) only a
+/// provider with RMA and atomics in hardware is taken, and `None` otherwise.
+pub fn prepare_ofi(
+    rank: usize,
+    size: usize,
+    segment: RawSegment,
+    required: bool,
+) -> Result<Option<super::ofi::Prepared>> {
+    match super::ofi::prepare(size, segment, !required) {
+        Ok(prepared) => Ok(Some(prepared)),
+        Err(detail) if required => Err(Error::OfiSetup { rank, detail }),
+        Err(_) => Ok(None),
+    }
+}
+
+/// Connects the ofi endpoint to every rank (all have a card in an ofi job).
+pub fn connect_ofi(prepared: super::ofi::Prepared, rank: usize, cards: &[Option<OfiCard>]) -> Result<RdmaLink> {
+    let manual = prepared.manual_progress();
+    let link = prepared.connect(rank, cards).map_err(|(peer, detail)| Error::Rdma {
+        rank,
+        peer,
+        op: "connect the ofi endpoint",
+        detail,
+    })?;
+    let link = std::sync::Arc::new(std::sync::Mutex::new(link));
+    let progress = match manual {
+        true => Some(
+            super::ofi::progress::Progress::start(rank, link.clone())
+                .map_err(|source| Error::TcpListen { rank, source })?,
+        ),
+        false => None,
+    };
+    Ok(RdmaLink::Ofi {
+        link,
+        _progress: progress,
+    })
+}
+
 impl Pending {
     pub fn card(&self) -> VerbsCard {
         self.0.card()
@@ -68,7 +116,7 @@ impl Pending {
     pub fn connect(self, rank: usize, cards: &[Option<VerbsCard>], by_rdma: &[bool]) -> Result<RdmaLink> {
         self.0
             .connect(rank, cards, by_rdma)
-            .map(|lanes| RdmaLink {
+            .map(|lanes| RdmaLink::Verbs {
                 free: std::sync::Mutex::new((1..lanes.len()).rev().collect()),
                 lanes: lanes.into_iter().map(std::sync::Mutex::new).collect(),
             })
@@ -81,38 +129,59 @@ impl Pending {
     }
 }
 
+/// Runs `$body` with `$t` bound to the locked backend of `$lane`: the same
+/// method exists on both, so each primitive is one line per backend.
+macro_rules! on_lane {
+    ($link:expr, $lane:expr, |$t:ident| $body:expr) => {
+        #[allow(unused_mut)]
+        match $link {
+            RdmaLink::Verbs { lanes, .. } => {
+                let mut $t = crate::sync::lock(&lanes[$lane]);
+                $body
+            }
+            RdmaLink::Ofi { link, .. } => {
+                let mut $t = crate::sync::lock(link);
+                $body
+            }
+        }
+    };
+}
+
 impl RdmaLink {
     pub fn put(&self, lane: usize, peer: usize, offset: usize, src: &[u8]) -> std::result::Result<(), Failure> {
-        crate::sync::lock(&self.lanes[lane]).put(peer, offset, src)
+        on_lane!(self, lane, |t| t.put(peer, offset, src))
     }
     pub fn get(&self, lane: usize, peer: usize, offset: usize, dst: &mut [u8]) -> std::result::Result<(), Failure> {
-        crate::sync::lock(&self.lanes[lane]).get(peer, offset, dst)
+        on_lane!(self, lane, |t| t.get(peer, offset, dst))
     }
     pub fn flag(&self, lane: usize, peer: usize, offset: usize, value: u64) -> std::result::Result<(), Failure> {
-        crate::sync::lock(&self.lanes[lane]).flag(peer, offset, value)
+        on_lane!(self, lane, |t| t.flag(peer, offset, value))
     }
     pub fn quiet(&self, lane: usize) -> std::result::Result<(), Failure> {
-        crate::sync::lock(&self.lanes[lane]).quiet()
+        on_lane!(self, lane, |t| t.quiet())
     }
     pub fn poll(&self, lane: usize) -> std::result::Result<(), Failure> {
-        crate::sync::lock(&self.lanes[lane]).poll()
+        on_lane!(self, lane, |t| t.poll())
     }
     pub fn device_name(&self) -> String {
-        crate::sync::lock(&self.lanes[0]).device_name().to_string()
+        on_lane!(self, 0, |t| t.device_name().to_string())
     }
     /// A lane of its own for a new context, or lane 0 (shared with the
-    /// default context) when every other lane is taken.
+    /// default context) when every other lane is taken; ofi has one.
     pub fn take_lane(&self) -> usize {
-        crate::sync::lock(&self.free).pop().unwrap_or(0)
+        match self {
+            RdmaLink::Verbs { free, .. } => crate::sync::lock(free).pop().unwrap_or(0),
+            RdmaLink::Ofi { .. } => 0,
+        }
     }
     /// Gives back a context's lane, once its work has completed.
     pub fn give_back(&self, lane: usize) {
-        if lane != 0 {
-            crate::sync::lock(&self.free).push(lane);
+        if let (RdmaLink::Verbs { free, .. }, true) = (self, lane != 0) {
+            crate::sync::lock(free).push(lane);
         }
     }
     pub fn amo(&self, lane: usize, peer: usize, offset: usize, amo: Amo) -> std::result::Result<u64, Failure> {
-        crate::sync::lock(&self.lanes[lane]).amo(peer, offset, amo)
+        on_lane!(self, lane, |t| t.amo(peer, offset, amo))
     }
     pub fn signal_word(
         &self,
@@ -122,7 +191,7 @@ impl RdmaLink {
         op: SignalOp,
         value: u64,
     ) -> std::result::Result<(), Failure> {
-        crate::sync::lock(&self.lanes[lane]).signal_word(peer, offset, op, value)
+        on_lane!(self, lane, |t| t.signal_word(peer, offset, op, value))
     }
     /// # Safety
     /// `dst` must stay valid for `len` bytes of writes, untouched, until the
@@ -136,9 +205,9 @@ impl RdmaLink {
         len: usize,
     ) -> std::result::Result<(), Failure> {
         // SAFETY: forwarded from this function's contract.
-        unsafe { crate::sync::lock(&self.lanes[lane]).get_nbi(peer, offset, dst, len) }
+        on_lane!(self, lane, |t| unsafe { t.get_nbi(peer, offset, dst, len) })
     }
     pub fn fence(&self, lane: usize) -> std::result::Result<(), Failure> {
-        crate::sync::lock(&self.lanes[lane]).fence()
+        on_lane!(self, lane, |t| t.fence())
     }
 }

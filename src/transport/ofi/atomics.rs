@@ -1,0 +1,119 @@
+//! Atomics through the provider. At start, the `fi_*atomicvalid` calls
+//! say which (width, operation) pairs the provider does itself
+//! ([`Support::probe`]). An atomic it does is one `fi_inject_atomic`
+//! (non-fetching), `fi_fetch_atomic` or `fi_compare_atomic`; one it does not
+//! is a compare-and-swap loop on the same word, which is still atomic with
+//! the provider's other atomics. A provider without compare-and-swap at a
+//! width it cannot otherwise serve is refused at start, never given a
+//! wrong answer.
+
+use super::fabric::Object;
+use super::library::Library;
+use super::sys::*;
+use crate::transport::amo::{AmoOp, Width};
+use std::ffi::c_int;
+
+/// The forms an atomic is issued in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// `fi_atomic` / `fi_inject_atomic`: no result.
+    Write,
+    /// `fi_fetch_atomic`: the old value.
+    Fetch,
+    /// `fi_compare_atomic`: compare-and-swap, the old value.
+    Compare,
+}
+
+/// libfabric's operation for one of ours, and the form it takes.
+pub fn fi_op(op: AmoOp, fetch: bool) -> (c_int, Form) {
+    let form = if fetch { Form::Fetch } else { Form::Write };
+    match op {
+        AmoOp::Fetch => (FI_ATOMIC_READ, Form::Fetch),
+        AmoOp::Set => (FI_ATOMIC_WRITE, form),
+        AmoOp::Swap => (FI_ATOMIC_WRITE, Form::Fetch),
+        AmoOp::CompareSwap => (FI_CSWAP, Form::Compare),
+        AmoOp::Add => (FI_SUM, form),
+        AmoOp::And => (FI_BAND, form),
+        AmoOp::Or => (FI_BOR, form),
+        AmoOp::Xor => (FI_BXOR, form),
+    }
+}
+
+pub fn datatype(width: Width) -> c_int {
+    match width {
+        Width::W32 => FI_UINT32,
+        Width::W64 => FI_UINT64,
+    }
+}
+
+const OPS: [AmoOp; 8] = [
+    AmoOp::Fetch,
+    AmoOp::Set,
+    AmoOp::Swap,
+    AmoOp::CompareSwap,
+    AmoOp::Add,
+    AmoOp::And,
+    AmoOp::Or,
+    AmoOp::Xor,
+];
+
+/// Which (width, op, fetch) the provider does natively.
+#[derive(Debug, Clone)]
+pub struct Support {
+    /// Indexed by [`Support::slot`].
+    native: [bool; 32],
+}
+
+impl Support {
+    fn slot(width: Width, op: AmoOp, fetch: bool) -> usize {
+        (usize::from(width == Width::W64) << 4) | (usize::from(op.code()) << 1) | usize::from(fetch)
+    }
+
+    /// Asks the endpoint about every pair; refuses a provider that could
+    /// not do some atomic either natively or by a compare-and-swap loop.
+    pub fn probe(lib: &Library, ep: &Object<fid_ep>) -> Result<Support, String> {
+        let mut native = [false; 32];
+        for width in [Width::W32, Width::W64] {
+            for op in OPS {
+                for fetch in [false, true] {
+                    let (fop, form) = fi_op(op, fetch);
+                    let mut count = 0usize;
+                    // SAFETY: the *valid calls through the live endpoint's
+                    // atomic ops, with an out-parameter for the count.
+                    let rc = unsafe {
+                        let ops = &*(*ep.raw).atomic;
+                        let valid = match form {
+                            Form::Write => ops.writevalid,
+                            Form::Fetch => ops.readwritevalid,
+                            Form::Compare => ops.compwritevalid,
+                        };
+                        valid(ep.raw, datatype(width), fop, &mut count)
+                    };
+                    native[Self::slot(width, op, fetch)] = rc == 0 && count >= 1;
+                }
+            }
+            if !native[Self::slot(width, AmoOp::CompareSwap, true)] {
+                let missing: Vec<String> = OPS
+                    .iter()
+                    .flat_map(|&op| [(op, false), (op, true)])
+                    .filter(|&(op, fetch)| !native[Self::slot(width, op, fetch)])
+                    .map(|(op, fetch)| format!("{op:?}{}", if fetch { " (fetching)" } else { "" }))
+                    .collect();
+                if !missing.is_empty() {
+                    let _ = lib;
+                    return Err(format!(
+                        "the provider cannot do {}-bit {} and has no compare-and-swap to do them with",
+                        width.bytes() * 8,
+                        missing.join(", ")
+                    ));
+                }
+            }
+        }
+        Ok(Support { native })
+    }
+
+    /// Whether the provider does this atomic itself.
+    pub fn native(&self, width: Width, op: AmoOp, fetch: bool) -> bool {
+        self.native[Self::slot(width, op, fetch)]
+    }
+}

@@ -1,0 +1,294 @@
+//! The ofi transport: one libfabric RDM endpoint per rank, reaching every
+//! rank (itself included) as address `r` of an `FI_AV_TABLE` address
+//! vector. This directory is the only place that touches libfabric, which
+//! it opens at run time ([`library`]), its ABI declared by hand in `sys`.
+//!
+//! * RMA: put is `fi_inject_write` up to the provider's inject size (the
+//!   source is reusable at once) and `fi_write` above it, waited for; get is
+//!   `fi_read` into the destination, waited for; a non-blocking get is an
+//!   `fi_read` completed at quiet. Transfers larger than the provider's
+//!   message size are split.
+//! * Completions: one counter bound for reads and writes counts every
+//!   operation's completion; `FI_DELIVERY_COMPLETE` makes a completed write
+//!   visible at the target. `quiet` waits until the counter reaches the
+//!   number posted. The CQ takes only errors (`FI_SELECTIVE_COMPLETION`).
+//! * Atomics ([`atomics`]): the provider's own where `fi_*atomicvalid`
+//!   says so, a compare-and-swap loop otherwise. When the job uses ofi,
+//!   every atomic goes through here, as with verbs.
+//! * Ordering: `fence`, signals and collective flags first complete what
+//!   was posted (no provider ordering is assumed), then post.
+//! * Progress: every wait reads the CQ, which drives providers with manual
+//!   progress; for those, a thread ([`progress`]) also polls while the rank
+//!   computes, so its peers' operations on it (rxm's software atomics, rxd,
+//!   shm) are served.
+//! * Posting retries on `-FI_EAGAIN` (connections forming, queues full),
+//!   driving progress in between. A peer that stops answering is an error
+//!   naming it after [`STALL_LIMIT`] without a completion.
+
+mod atomics;
+mod fabric;
+pub mod library;
+pub mod progress;
+mod rma;
+mod setup;
+mod sys;
+
+pub use setup::{prepare, providers, Prepared};
+
+use super::rdma::Failure;
+use fabric::{Info, Object};
+use library::Library;
+use std::time::{Duration, Instant};
+use sys::*;
+
+/// How long a wait may see no completion before it names the peer.
+pub const STALL_LIMIT: Duration = Duration::from_secs(8);
+
+/// The connected transport. Fields drop in order: endpoint, memory region,
+/// counter, CQ, AV, domain, fabric, info.
+pub struct Ofi {
+    ep: Object<fid_ep>,
+    _mr: Object<fid_mr>,
+    cntr: Object<fid_cntr>,
+    cq: Object<fid_cq>,
+    _av: Object<fid_av>,
+    _domain: Object<fid_domain>,
+    _fabric: Object<fid_fabric>,
+    info: Info,
+    lib: &'static Library,
+    /// Each rank's AV address, segment base (0 without `FI_MR_VIRT_ADDR`) and key.
+    addrs: Vec<fi_addr_t>,
+    remote: Vec<(u64, u64)>,
+    atomics: atomics::Support,
+    /// Operations posted (every one completes into the counter, as a
+    /// success or an error), and the errors already reported.
+    posted: u64,
+    errors_seen: u64,
+    /// The peers written to or read from since the last quiet, for messages.
+    pending_peers: Vec<usize>,
+    inject_max: usize,
+    msg_max: usize,
+}
+
+// SAFETY: the libfabric objects are owned here and used only under the
+// owner's mutex (FI_THREAD_DOMAIN asks for serialized calls, not one thread).
+unsafe impl Send for Ofi {}
+
+impl Ofi {
+    fn new(prepared: Prepared, addrs: Vec<fi_addr_t>, remote: Vec<(u64, u64)>) -> Ofi {
+        let first = prepared.info.first();
+        // SAFETY: fi_getinfo filled the attribute structs of its entries.
+        let (inject_max, msg_max) = unsafe { ((*first.tx_attr).inject_size, (*first.ep_attr).max_msg_size) };
+        let _ = prepared.virt_addr;
+        Ofi {
+            ep: prepared.ep,
+            _mr: prepared.mr,
+            cntr: prepared.cntr,
+            cq: prepared.cq,
+            _av: prepared.av,
+            _domain: prepared.domain,
+            _fabric: prepared.fabric,
+            info: prepared.info,
+            lib: prepared.lib,
+            addrs,
+            remote,
+            atomics: prepared.atomics,
+            posted: 0,
+            errors_seen: 0,
+            pending_peers: Vec::new(),
+            inject_max,
+            msg_max: msg_max.max(1),
+        }
+    }
+
+    /// "ofi tcp;ofi_rxm", for messages and benchmarks.
+    pub fn device_name(&self) -> String {
+        format!("ofi {}", self.info.provider())
+    }
+
+    /// The address of heap `offset` at `peer`, and its key.
+    fn target(&self, peer: usize, offset: usize) -> (fi_addr_t, u64, u64) {
+        let (base, key) = self.remote[peer];
+        (
+            self.addrs[peer],
+            base + (crate::segment::HEADER_BYTES + offset) as u64,
+            key,
+        )
+    }
+
+    /// Posts with `post` until the provider takes it, driving progress
+    /// while it answers `-FI_EAGAIN`; counts it as posted.
+    fn post(&mut self, peer: usize, op: &'static str, mut post: impl FnMut(&Self) -> isize) -> Result<(), Failure> {
+        let started = Instant::now();
+        loop {
+            match post(self) {
+                0 => break,
+                rc if rc == -FI_EAGAIN => {
+                    self.progress(peer, op)?;
+                    if started.elapsed() > STALL_LIMIT {
+                        return Err(self.failure(
+                            peer,
+                            op,
+                            "the provider took no operation for 8 s (-FI_EAGAIN)".into(),
+                        ));
+                    }
+                }
+                rc => return Err(self.failure(peer, op, format!("posting failed: {}", self.lib.error_text(rc)))),
+            }
+        }
+        self.posted += 1;
+        if !self.pending_peers.contains(&peer) {
+            self.pending_peers.push(peer);
+        }
+        Ok(())
+    }
+
+    /// Completions counted so far: successes, errors.
+    fn counts(&self) -> (u64, u64) {
+        // SAFETY: fi_cntr_read / fi_cntr_readerr through the live counter's ops.
+        unsafe {
+            let ops = &*(*self.cntr.raw).ops;
+            ((ops.read)(self.cntr.raw), (ops.readerr)(self.cntr.raw))
+        }
+    }
+
+    /// Completions so far; a new error is reported from the CQ's entry.
+    fn completed(&mut self, peer: usize, op: &'static str) -> Result<u64, Failure> {
+        let (ok, errors) = self.counts();
+        if errors > self.errors_seen {
+            self.errors_seen = errors;
+            for _ in 0..1000 {
+                self.progress(peer, op)?;
+            }
+            let peers = self.pending_text(peer);
+            return Err(self.failure(
+                peer,
+                op,
+                format!("an operation failed ({peers}); the provider gave no detail"),
+            ));
+        }
+        Ok(ok + errors)
+    }
+
+    /// Reads the CQ once without taking an error entry (the progress thread's step).
+    pub fn drive(&mut self) {
+        let mut entry = [fi_cq_entry {
+            op_context: std::ptr::null_mut(),
+        }; 4];
+        // SAFETY: fi_cq_read through the live CQ's ops, into room for 4 entries.
+        unsafe { ((*(*self.cq.raw).ops).read)(self.cq.raw, entry.as_mut_ptr().cast(), entry.len()) };
+    }
+
+    /// Reads the CQ once: drives a manual-progress provider, and turns an
+    /// error completion into a failure naming `peer` (the operation's).
+    pub fn progress(&mut self, peer: usize, op: &'static str) -> Result<(), Failure> {
+        let mut entry = [fi_cq_entry {
+            op_context: std::ptr::null_mut(),
+        }; 4];
+        // SAFETY: fi_cq_read through the live CQ's ops, into room for 4 entries.
+        let rc = unsafe { ((*(*self.cq.raw).ops).read)(self.cq.raw, entry.as_mut_ptr().cast(), entry.len()) };
+        if rc == -FI_EAVAIL {
+            return Err(self.read_error(peer, op));
+        }
+        Ok(())
+    }
+
+    /// The error entry at the head of the CQ, as a failure.
+    fn read_error(&mut self, peer: usize, op: &'static str) -> Failure {
+        // SAFETY: zeroed fi_cq_err_entry (err_data null, size 0) is valid input.
+        let mut error: fi_cq_err_entry = unsafe { std::mem::zeroed() };
+        // SAFETY: fi_cq_readerr through the live CQ's ops into `error`.
+        let rc = unsafe { ((*(*self.cq.raw).ops).readerr)(self.cq.raw, &mut error, 0) };
+        if rc < 0 {
+            return self.failure(peer, op, format!("an operation failed, and fi_cq_readerr too ({rc})"));
+        }
+        let mut buffer = [0 as std::ffi::c_char; 128];
+        // SAFETY: fi_cq_strerror through the CQ's ops, into `buffer`.
+        let provider_text = unsafe {
+            fabric::c_text(((*(*self.cq.raw).ops).strerror)(
+                self.cq.raw,
+                error.prov_errno,
+                error.err_data,
+                buffer.as_mut_ptr(),
+                buffer.len(),
+            ))
+        };
+        let peers = self.pending_text(peer);
+        self.failure(
+            peer,
+            op,
+            format!(
+                "{} (provider {}: {provider_text}; {peers})",
+                self.lib.error_text(error.err as isize),
+                self.info.provider()
+            ),
+        )
+    }
+
+    fn pending_text(&self, peer: usize) -> String {
+        let mut peers = self.pending_peers.clone();
+        if !peers.contains(&peer) {
+            peers.push(peer);
+        }
+        let list: Vec<String> = peers.iter().map(|p| format!("rank {p}")).collect();
+        format!("operations in flight to {}", list.join(", "))
+    }
+
+    fn failure(&self, peer: usize, op: &'static str, detail: String) -> Failure {
+        Failure {
+            peer,
+            op,
+            detail,
+            consequence: false,
+        }
+    }
+
+    /// Waits until every posted operation has completed; progress is driven
+    /// all along, and a stall of [`STALL_LIMIT`] names the peers.
+    pub fn quiet(&mut self) -> Result<(), Failure> {
+        let peer = self.pending_peers.first().copied().unwrap_or(0);
+        self.wait_all(peer, "quiet")?;
+        self.pending_peers.clear();
+        Ok(())
+    }
+
+    fn wait_all(&mut self, peer: usize, op: &'static str) -> Result<(), Failure> {
+        let mut last = self.completed(peer, op)?;
+        let mut since = Instant::now();
+        let mut spins = 0u32;
+        while last < self.posted {
+            self.progress(peer, op)?;
+            let now = self.completed(peer, op)?;
+            if now != last {
+                last = now;
+                since = Instant::now();
+            } else if since.elapsed() > STALL_LIMIT {
+                let peers = self.pending_text(peer);
+                return Err(self.failure(
+                    peer,
+                    op,
+                    format!(
+                        "no completion for {} s ({peers}): the peer is gone or hung",
+                        STALL_LIMIT.as_secs()
+                    ),
+                ));
+            }
+            spins += 1;
+            if spins > 1000 {
+                std::thread::yield_now();
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the CQ once (a local wait's step).
+    pub fn poll(&mut self) -> Result<(), Failure> {
+        let peer = self.pending_peers.first().copied().unwrap_or(0);
+        self.progress(peer, "progress")
+    }
+
+    /// Orders later operations after earlier ones: completes them.
+    pub fn fence(&mut self) -> Result<(), Failure> {
+        self.quiet()
+    }
+}

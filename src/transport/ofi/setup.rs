@@ -1,0 +1,290 @@
+//! Bringing the ofi transport up: choose a provider that offers an RDM
+//! endpoint with RMA and atomics ([`prepare`]: `fi_getinfo` with hints,
+//! then fabric, domain, address vector, error CQ, one completion counter,
+//! endpoint, and this rank's segment registered), publish the endpoint's
+//! name and the segment's key in the card, and with every card insert the
+//! job's addresses into the AV in rank order ([`Prepared::connect`]), so
+//! rank `r` is address `r` (`FI_AV_TABLE`).
+
+use super::atomics::Support;
+use super::fabric::{self, no_context, open, Info, Object};
+use super::library::{self, Library};
+use super::sys::*;
+use super::Ofi;
+use crate::segment::{RawSegment, HEADER_BYTES};
+use crate::transport::OfiCard;
+use std::ffi::c_void;
+
+/// `ONESIDE_OFI_PROVIDER` (set by rlaunch's `--ofi-provider`), else the
+/// `FI_PROVIDER` libfabric itself honours, else the first provider that fits.
+pub const PROVIDER_VAR: &str = "ONESIDE_OFI_PROVIDER";
+
+/// The memory-registration modes this transport can follow.
+const MR_MODES: i32 = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+
+/// Everything opened, the addresses not yet known. Drops as `Ofi` does.
+pub struct Prepared {
+    pub(super) ep: Object<fid_ep>,
+    pub(super) mr: Object<fid_mr>,
+    pub(super) cntr: Object<fid_cntr>,
+    pub(super) cq: Object<fid_cq>,
+    pub(super) av: Object<fid_av>,
+    pub(super) domain: Object<fid_domain>,
+    pub(super) fabric: Object<fid_fabric>,
+    pub(super) info: Info,
+    pub(super) lib: &'static Library,
+    card: OfiCard,
+    pub(super) virt_addr: bool,
+    pub(super) manual_progress: bool,
+    pub(super) atomics: Support,
+}
+
+// SAFETY: libfabric objects may be used from any thread under
+// FI_THREAD_DOMAIN as long as calls are serialized, which the owner's
+// mutex does; nothing here is tied to the creating thread.
+unsafe impl Send for Prepared {}
+
+impl Prepared {
+    pub fn card(&self) -> OfiCard {
+        self.card.clone()
+    }
+
+    /// Whether the provider needs a thread to progress while the rank computes.
+    pub fn manual_progress(&self) -> bool {
+        self.manual_progress
+    }
+
+    /// Inserts every rank's address in rank order; checks one provider
+    /// serves the whole job.
+    pub fn connect(self, rank: usize, cards: &[Option<OfiCard>]) -> Result<Ofi, (usize, String)> {
+        let mut names = Vec::new();
+        let mut remote = Vec::with_capacity(cards.len());
+        for (peer, card) in cards.iter().enumerate() {
+            let Some(card) = card else {
+                return Err((peer, "it has no ofi endpoint".into()));
+            };
+            if card.provider != self.card.provider || card.name.len() != self.card.name.len() {
+                return Err((
+                    peer,
+                    format!(
+                        "it uses provider {}, this rank {}: set the same ONESIDE_OFI_PROVIDER everywhere",
+                        card.provider, self.card.provider
+                    ),
+                ));
+            }
+            names.extend_from_slice(&card.name);
+            remote.push((card.addr, card.key));
+        }
+        let mut addrs = vec![0 as fi_addr_t; cards.len()];
+        // SAFETY: `names` holds `cards.len()` addresses of this provider's
+        // format, back to back; `addrs` has room for as many results.
+        let inserted = unsafe {
+            ((*self.av.raw).ops.as_ref().expect("an AV has ops").insert)(
+                self.av.raw,
+                names.as_ptr().cast(),
+                cards.len(),
+                addrs.as_mut_ptr(),
+                0,
+                no_context(),
+            )
+        };
+        if inserted < 0 || inserted as usize != cards.len() {
+            return Err((
+                rank,
+                format!("fi_av_insert placed {inserted} of {} addresses", cards.len()),
+            ));
+        }
+        Ok(Ofi::new(self, addrs, remote))
+    }
+}
+
+/// Providers whose RMA and atomics are done by hardware: the only ones
+/// `auto` takes (for anything else between hosts, TCP is as good).
+pub const HARDWARE: [&str; 5] = ["cxi", "efa", "opx", "psm2", "psm3"];
+
+/// Opens the provider and prepares this rank's endpoint for a job of `size`
+/// ranks; with `hardware_only`, only a provider of [`HARDWARE`].
+pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<Prepared, String> {
+    let lib = library::load()?;
+    let wanted = std::env::var(PROVIDER_VAR)
+        .ok()
+        .filter(|p| !p.is_empty() && p != "auto");
+    let hints = Info::hints(lib)?;
+    // SAFETY: fi_allocinfo allocated every attribute struct; strings we put
+    // in are malloc'ed (strdup), as fi_freeinfo frees them.
+    unsafe {
+        let h = &mut *hints.raw;
+        h.caps = FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+        h.mode = 0;
+        (*h.ep_attr).type_ = FI_EP_RDM;
+        (*h.domain_attr).mr_mode = MR_MODES;
+        (*h.domain_attr).threading = FI_THREAD_DOMAIN;
+        (*h.domain_attr).av_type = FI_AV_TABLE;
+        (*h.tx_attr).op_flags = FI_DELIVERY_COMPLETE;
+        if let Some(name) = &wanted {
+            let name = std::ffi::CString::new(name.as_str()).map_err(|_| format!("{PROVIDER_VAR} holds a NUL"))?;
+            (*h.fabric_attr).prov_name = libc::strdup(name.as_ptr());
+        }
+    }
+    let info = Info::get(lib, &hints).map_err(|e| match &wanted {
+        Some(p) => format!("provider {p:?} offers no RDM endpoint with RMA and atomics here ({e})"),
+        None => format!("no libfabric provider offers an RDM endpoint with RMA and atomics here ({e})"),
+    })?;
+    let provider = info.provider();
+    if hardware_only && !HARDWARE.contains(&provider.split(';').next().unwrap_or("")) {
+        return Err(format!("{provider} does its RMA in software"));
+    }
+    let first = info.first();
+    // SAFETY: fi_getinfo filled every attribute struct of its entries.
+    let (domain_attr, ep_attr) = unsafe { (&*first.domain_attr, &*first.ep_attr) };
+    let mr_mode = domain_attr.mr_mode;
+    let virt_addr = mr_mode & FI_MR_VIRT_ADDR != 0;
+    let manual_progress = domain_attr.data_progress == FI_PROGRESS_MANUAL;
+    let _ = ep_attr;
+
+    // SAFETY (every `open` below): each call is the inline libfabric
+    // function of the same name, made through the parent's ops table with
+    // the arguments its header declares; on success it returns a new object.
+    let fabric = unsafe {
+        open("fi_fabric", lib, |out| {
+            (lib.fabric)(first.fabric_attr, out, no_context())
+        })
+    }?;
+    let domain = unsafe {
+        open("fi_domain", lib, |out| {
+            ((*(*fabric.raw).ops).domain)(fabric.raw, info.raw, out, no_context())
+        })
+    }?;
+    let mut av_attr = fi_av_attr {
+        type_: FI_AV_TABLE,
+        rx_ctx_bits: 0,
+        count: size,
+        ep_per_node: 0,
+        name: std::ptr::null(),
+        map_addr: std::ptr::null_mut(),
+        flags: 0,
+    };
+    let av = unsafe {
+        open("fi_av_open", lib, |out| {
+            ((*(*domain.raw).ops).av_open)(domain.raw, &mut av_attr, out, no_context())
+        })
+    }?;
+    let mut cq_attr = fi_cq_attr {
+        size: 0,
+        flags: 0,
+        format: FI_CQ_FORMAT_CONTEXT,
+        wait_obj: FI_WAIT_NONE,
+        signaling_vector: 0,
+        wait_cond: 0,
+        wait_set: std::ptr::null_mut(),
+    };
+    let cq = unsafe {
+        open("fi_cq_open", lib, |out| {
+            ((*(*domain.raw).ops).cq_open)(domain.raw, &mut cq_attr, out, no_context())
+        })
+    }?;
+    let mut cntr_attr = fi_cntr_attr {
+        events: FI_CNTR_EVENTS_COMP,
+        wait_obj: FI_WAIT_NONE,
+        wait_set: std::ptr::null_mut(),
+        flags: 0,
+    };
+    let cntr = unsafe {
+        open("fi_cntr_open", lib, |out| {
+            ((*(*domain.raw).ops).cntr_open)(domain.raw, &mut cntr_attr, out, no_context())
+        })
+    }?;
+    let ep = unsafe {
+        open("fi_endpoint", lib, |out| {
+            ((*(*domain.raw).ops).endpoint)(domain.raw, info.raw, out, no_context())
+        })
+    }?;
+    ep.bind(av.fid(), 0, "fi_ep_bind (address vector)", lib)?;
+    ep.bind(
+        cq.fid(),
+        FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION,
+        "fi_ep_bind (CQ)",
+        lib,
+    )?;
+    ep.bind(cntr.fid(), FI_READ | FI_WRITE, "fi_ep_bind (counter)", lib)?;
+    ep.enable("fi_enable", lib)?;
+
+    let base = segment.heap_base().wrapping_sub(HEADER_BYTES);
+    let len = segment.heap_len() + HEADER_BYTES;
+    let mr = unsafe {
+        open("fi_mr_reg", lib, |out| {
+            ((*(*domain.raw).mr).reg)(
+                domain.fid(),
+                base as *const c_void,
+                len,
+                FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE,
+                0,
+                0,
+                0,
+                out,
+                no_context(),
+            )
+        })
+    }?;
+    if mr_mode & FI_MR_ENDPOINT != 0 {
+        mr.bind(ep.fid(), 0, "fi_mr_bind", lib)?;
+        mr.enable("fi_mr_enable", lib)?;
+    }
+    let mut name = vec![0u8; 256];
+    let mut name_len = name.len();
+    // SAFETY: fi_getname through the endpoint's cm ops; `name` has room for `name_len` bytes.
+    let rc = unsafe { ((*(*ep.raw).cm).getname)(ep.fid(), name.as_mut_ptr().cast(), &mut name_len) };
+    fabric::check(rc, "fi_getname", lib)?;
+    name.truncate(name_len);
+    let atomics = Support::probe(lib, &ep)?;
+    let card = OfiCard {
+        provider: info.provider(),
+        name,
+        addr: if virt_addr { base as u64 } else { 0 },
+        // SAFETY: a live MR; its key is set at registration (fi_mr_key).
+        key: unsafe { (*mr.raw).key },
+    };
+    Ok(Prepared {
+        ep,
+        mr,
+        cntr,
+        cq,
+        av,
+        domain,
+        fabric,
+        info,
+        lib,
+        card,
+        virt_addr,
+        manual_progress,
+        atomics,
+    })
+}
+
+/// The name of the provider `prepare` would pick, and its domain, for `rlaunch --check`.
+pub fn providers() -> Result<Vec<String>, String> {
+    let lib = library::load()?;
+    let hints = Info::hints(lib)?;
+    // SAFETY: as in `prepare`.
+    unsafe {
+        let h = &mut *hints.raw;
+        h.caps = FI_RMA | FI_ATOMIC;
+        (*h.ep_attr).type_ = FI_EP_RDM;
+        (*h.domain_attr).mr_mode = MR_MODES;
+    }
+    let Ok(info) = Info::get(lib, &hints) else {
+        return Ok(Vec::new());
+    };
+    let mut names = Vec::new();
+    let mut entry = info.raw;
+    while !entry.is_null() {
+        // SAFETY: walking the list fi_getinfo returned, which `info` keeps alive.
+        let name = unsafe { fabric::c_text((*(*entry).fabric_attr).prov_name) };
+        if !names.contains(&name) {
+            names.push(name);
+        }
+        // SAFETY: as above.
+        entry = unsafe { (*entry).next };
+    }
+    Ok(names)
+}
