@@ -53,11 +53,13 @@ pub fn example(name: &str) -> String {
 }
 
 /// `--transport` values to test, each with the path name the examples
-/// report: `ONESIDE_TEST_TRANSPORTS=verbs` (the VM suite), else shm and tcp.
+/// report: `ONESIDE_TEST_TRANSPORTS=verbs` (the VM suite) or `ofi` (tests/ofi/run.sh,
+/// with `ONESIDE_OFI_PROVIDER`), else shm and tcp.
 pub fn transports() -> Vec<(&'static str, &'static str)> {
     match std::env::var("ONESIDE_TEST_TRANSPORTS").as_deref() {
         Ok("verbs") => vec![("verbs", "verbs")],
         Ok("tcp") => vec![("tcp", "tcp")],
+        Ok("ofi") => vec![("ofi", "ofi")],
         _ => vec![("auto", "shm"), ("tcp", "tcp")],
     }
 }

@@ -1,7 +1,7 @@
 //! Atomics through the provider. At start, the `fi_*atomicvalid` calls
 //! say which (width, operation) pairs the provider does itself
-//! ([`Support::probe`]). An atomic it does is one `fi_inject_atomic`
-//! (non-fetching), `fi_fetch_atomic` or `fi_compare_atomic`; one it does not
+//! ([`Support::probe`]). An atomic it does is one `fi_atomic`
+//! (non-fetching, its operand in the bounce buffer), `fi_fetch_atomic` or `fi_compare_atomic`; one it does not
 //! is a compare-and-swap loop on the same word, which is still atomic with
 //! the provider's other atomics. A provider without compare-and-swap at a
 //! width it cannot otherwise serve is refused at start, never given a
@@ -16,7 +16,7 @@ use std::ffi::c_int;
 /// The forms an atomic is issued in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Form {
-    /// `fi_atomic` / `fi_inject_atomic`: no result.
+    /// `fi_atomic`: no result.
     Write,
     /// `fi_fetch_atomic`: the old value.
     Fetch,

@@ -3,8 +3,12 @@
 //! vector. This directory is the only place that touches libfabric, which
 //! it opens at run time ([`library`]), its ABI declared by hand in `sys`.
 //!
-//! * RMA: put is `fi_inject_write` up to the provider's inject size (the
-//!   source is reusable at once) and `fi_write` above it, waited for; get is
+//! * RMA: a put up to [`BOUNCE_PUT`] bytes is copied into a bounce buffer
+//!   and written from there with `fi_write` (the source is reusable at
+//!   once; the space comes back when everything has completed, at the
+//!   latest when the buffer is full). A larger one is an `fi_write` from the
+//!   source, waited for. Never `fi_inject_write`: rxm completes an injected
+//!   write when it leaves, and quiet must mean delivered. Get is
 //!   `fi_read` into the destination, waited for; a non-blocking get is an
 //!   `fi_read` completed at quiet. Transfers larger than the provider's
 //!   message size are split.
@@ -38,8 +42,14 @@ pub use setup::{prepare, providers, Prepared};
 use super::rdma::Failure;
 use fabric::{Info, Object};
 use library::Library;
+use std::ffi::c_void;
 use std::time::{Duration, Instant};
 use sys::*;
+
+/// Puts up to this size go through the bounce buffer.
+pub const BOUNCE_PUT: usize = 64 << 10;
+/// The bounce buffer's size.
+const BOUNCE_BYTES: usize = 1 << 20;
 
 /// How long a wait may see no completion before it names the peer.
 pub const STALL_LIMIT: Duration = Duration::from_secs(8);
@@ -66,8 +76,11 @@ pub struct Ofi {
     errors_seen: u64,
     /// The peers written to or read from since the last quiet, for messages.
     pending_peers: Vec<usize>,
-    inject_max: usize,
     msg_max: usize,
+    /// Sources of puts and non-fetching atomics in flight, and the bytes
+    /// of it in use (all free again once every operation has completed).
+    bounce: Box<[u8]>,
+    bounce_used: usize,
 }
 
 // SAFETY: the libfabric objects are owned here and used only under the
@@ -78,7 +91,7 @@ impl Ofi {
     fn new(prepared: Prepared, addrs: Vec<fi_addr_t>, remote: Vec<(u64, u64)>) -> Ofi {
         let first = prepared.info.first();
         // SAFETY: fi_getinfo filled the attribute structs of its entries.
-        let (inject_max, msg_max) = unsafe { ((*first.tx_attr).inject_size, (*first.ep_attr).max_msg_size) };
+        let msg_max = unsafe { (*first.ep_attr).max_msg_size };
         let _ = prepared.virt_addr;
         Ofi {
             ep: prepared.ep,
@@ -96,8 +109,9 @@ impl Ofi {
             posted: 0,
             errors_seen: 0,
             pending_peers: Vec::new(),
-            inject_max,
             msg_max: msg_max.max(1),
+            bounce: vec![0; BOUNCE_BYTES].into_boxed_slice(),
+            bounce_used: 0,
         }
     }
 
@@ -278,7 +292,20 @@ impl Ofi {
                 std::thread::yield_now();
             }
         }
+        self.bounce_used = 0;
         Ok(())
+    }
+
+    /// Copies `bytes` into the bounce buffer (after waiting for everything
+    /// in flight if it is full); returns where they are.
+    fn stage(&mut self, peer: usize, op: &'static str, bytes: &[u8]) -> Result<*const c_void, Failure> {
+        if self.bounce_used + bytes.len() > self.bounce.len() {
+            self.wait_all(peer, op)?;
+        }
+        let at = self.bounce_used;
+        self.bounce[at..at + bytes.len()].copy_from_slice(bytes);
+        self.bounce_used = (at + bytes.len()).next_multiple_of(8);
+        Ok(self.bounce[at..].as_ptr().cast())
     }
 
     /// Reads the CQ once (a local wait's step).

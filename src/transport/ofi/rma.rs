@@ -1,10 +1,10 @@
 //! The operations of the ofi transport: puts, gets, atomics, signals and
 //! collective flags, each posted through the endpoint's ops tables (the
-//! inline `fi_write`, `fi_read`, `fi_inject_write`, `fi_inject_atomic`,
-//! `fi_fetch_atomic` and `fi_compare_atomic` of libfabric's headers).
+//! inline `fi_write`, `fi_read`, `fi_atomic`, `fi_fetch_atomic` and
+//! `fi_compare_atomic` of libfabric's headers).
 
 use super::atomics::{datatype, fi_op, Form};
-use super::Ofi;
+use super::{Ofi, BOUNCE_PUT};
 use crate::transport::amo::{Amo, AmoOp, Width};
 use crate::transport::primitives::SignalOp;
 use crate::transport::rdma::Failure;
@@ -12,13 +12,24 @@ use std::ffi::c_void;
 
 impl Ofi {
     /// Writes `src` at heap `offset` of `peer`; returns when `src` may be
-    /// reused (injected, or completed).
+    /// reused (copied to the bounce buffer, or completed).
     pub fn put(&mut self, peer: usize, offset: usize, src: &[u8]) -> Result<(), Failure> {
         let (addr, remote, key) = self.target(peer, offset);
-        if src.len() <= self.inject_max {
-            // SAFETY: fi_inject_write copies `src` before returning.
+        if src.len() <= BOUNCE_PUT.min(self.msg_max) {
+            let staged = self.stage(peer, "put", src)?;
+            // SAFETY: the staged copy stays untouched until every operation
+            // has completed (`wait_all` frees the bounce buffer only then).
             return self.post(peer, "put", |me| unsafe {
-                ((*(*me.ep.raw).rma).inject)(me.ep.raw, src.as_ptr().cast(), src.len(), addr, remote, key)
+                ((*(*me.ep.raw).rma).write)(
+                    me.ep.raw,
+                    staged,
+                    src.len(),
+                    std::ptr::null_mut(),
+                    addr,
+                    remote,
+                    key,
+                    std::ptr::null_mut(),
+                )
             });
         }
         for (i, chunk) in src.chunks(self.msg_max).enumerate() {
@@ -119,10 +130,25 @@ impl Ofi {
         let mut result = Word::new(amo.width, 0);
         let name = "atomic";
         match form {
-            // SAFETY: fi_inject_atomic copies the operand before returning.
-            Form::Write => self.post(peer, name, |me| unsafe {
-                ((*(*me.ep.raw).atomic).inject)(me.ep.raw, operand.ptr(), 1, addr, remote, key, dt, op)
-            }),
+            Form::Write => {
+                let staged = self.stage(peer, name, &amo.operand.to_ne_bytes()[..amo.width.bytes()])?;
+                // SAFETY: the staged operand stays untouched until every
+                // operation has completed (as for a put).
+                self.post(peer, name, |me| unsafe {
+                    ((*(*me.ep.raw).atomic).write)(
+                        me.ep.raw,
+                        staged,
+                        1,
+                        std::ptr::null_mut(),
+                        addr,
+                        remote,
+                        key,
+                        dt,
+                        op,
+                        std::ptr::null_mut(),
+                    )
+                })
+            }
             // SAFETY: operand and result live on this frame until the wait below.
             Form::Fetch => self.post(peer, name, |me| unsafe {
                 ((*(*me.ep.raw).atomic).readwrite)(

@@ -19,6 +19,9 @@ use std::ffi::c_void;
 /// `FI_PROVIDER` libfabric itself honours, else the first provider that fits.
 pub const PROVIDER_VAR: &str = "ONESIDE_OFI_PROVIDER";
 
+/// Entries of the error CQ (some providers take 0 literally).
+const CQ_DEPTH: usize = 1024;
+
 /// The memory-registration modes this transport can follow.
 const MR_MODES: i32 = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
 
@@ -170,7 +173,7 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<
         })
     }?;
     let mut cq_attr = fi_cq_attr {
-        size: 0,
+        size: CQ_DEPTH,
         flags: 0,
         format: FI_CQ_FORMAT_CONTEXT,
         wait_obj: FI_WAIT_NONE,

@@ -214,15 +214,6 @@ pub type RmaWrite = unsafe extern "C" fn(
     key: u64,
     context: *mut c_void,
 ) -> isize;
-pub type RmaInject = unsafe extern "C" fn(
-    ep: *mut fid_ep,
-    buf: *const c_void,
-    len: usize,
-    dest_addr: fi_addr_t,
-    addr: u64,
-    key: u64,
-) -> isize;
-
 #[repr(C)]
 pub struct fi_ops_rma {
     pub size: usize,
@@ -232,7 +223,7 @@ pub struct fi_ops_rma {
     pub write: RmaWrite,
     _writev: *const c_void,
     _writemsg: *const c_void,
-    pub inject: RmaInject,
+    _inject: *const c_void,
 }
 
 pub type AtomicWrite = unsafe extern "C" fn(
@@ -246,16 +237,6 @@ pub type AtomicWrite = unsafe extern "C" fn(
     datatype: c_int,
     op: c_int,
     context: *mut c_void,
-) -> isize;
-pub type AtomicInject = unsafe extern "C" fn(
-    ep: *mut fid_ep,
-    buf: *const c_void,
-    count: usize,
-    dest_addr: fi_addr_t,
-    addr: u64,
-    key: u64,
-    datatype: c_int,
-    op: c_int,
 ) -> isize;
 pub type AtomicReadWrite = unsafe extern "C" fn(
     ep: *mut fid_ep,
@@ -295,7 +276,7 @@ pub struct fi_ops_atomic {
     pub write: AtomicWrite,
     _writev: *const c_void,
     _writemsg: *const c_void,
-    pub inject: AtomicInject,
+    _inject: *const c_void,
     pub readwrite: AtomicReadWrite,
     _readwritev: *const c_void,
     _readwritemsg: *const c_void,
@@ -487,8 +468,8 @@ const _: () = {
     assert!(offset_of!(fid_ep, atomic) == 64);
     assert!(offset_of!(fi_ops_cm, getname) == 16);
     assert!(offset_of!(fi_ops_rma, write) == 32);
-    assert!(offset_of!(fi_ops_rma, inject) == 56);
-    assert!(offset_of!(fi_ops_atomic, inject) == 32);
+    assert!(offset_of!(fi_ops_rma, _inject) == 56);
+    assert!(offset_of!(fi_ops_atomic, _inject) == 32);
     assert!(offset_of!(fi_ops_atomic, readwrite) == 40);
     assert!(offset_of!(fi_ops_atomic, compwrite) == 64);
     assert!(offset_of!(fi_ops_atomic, writevalid) == 88);
