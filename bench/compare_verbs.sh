@@ -10,7 +10,8 @@
 # With BASE=DIR (a release directory of another build, holding
 # examples/bench), the same bench of both builds also runs ROUNDS times,
 # alternating in the same boot, and prints this build / BASE: an A/B of a
-# change to the transport (goal: within 5% on every figure).
+# change to the transport (goal: within 5% on every figure). AB_MAX caps
+# the sizes of those rounds (default 1048576; 65536 fits 5 rounds in a boot).
 #
 #   bench/compare_verbs.sh        (results in target/compare-verbs/)
 #   BASE=/tmp/old/release ROUNDS=5 bench/compare_verbs.sh
@@ -39,11 +40,11 @@ if [ -n "${BASE:-}" ]; then
   base=$(realpath "$BASE")
   script="$script
 for round in \$(seq ${ROUNDS:-5}); do
-  echo '--- ab new'; ONESIDE_HEAP_SIZE=16M target/release/rlaunch -n 2 --transport verbs target/release/examples/bench --max 1048576
-  echo '--- ab base'; ONESIDE_HEAP_SIZE=16M target/release/rlaunch -n 2 --transport verbs $base/examples/bench --max 1048576
+  echo '--- ab new'; ONESIDE_HEAP_SIZE=16M target/release/rlaunch -n 2 --transport verbs target/release/examples/bench --max ${AB_MAX:-1048576}
+  echo '--- ab base'; ONESIDE_HEAP_SIZE=16M target/release/rlaunch -n 2 --transport verbs $base/examples/bench --max ${AB_MAX:-1048576}
 done"
 fi
-VM_TIMEOUT=1800 tests/vm/vm.sh "$script" | tee "$OUT/raw.txt"
+VM_TIMEOUT=${VM_TIMEOUT:-1800} tests/vm/vm.sh "$script" | tee "$OUT/raw.txt"
 
 sed -n '1,/^--- oneside/p' "$OUT/raw.txt" | grep -E '^(put|get|fadd|cswap)_' > "$OUT/perftest.txt"
 sed -n '/^--- oneside/,/^--- ab/p' "$OUT/raw.txt" | grep -E '^[a-z_0-9]+ [0-9]+ [0-9.]+ ' > "$OUT/ours.txt"

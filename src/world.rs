@@ -217,7 +217,7 @@ pub fn init_with(options: Options) -> Result<World> {
     let rdma = match (transport::uses_ofi(choice, &cards), pending_ofi) {
         (true, Some(pending)) => {
             let ofi_cards: Vec<_> = cards.iter().map(|card| card.ofi.clone()).collect();
-            Some(rdma::connect_ofi(pending, env.rank, &ofi_cards)?)
+            Some(rdma::connect_ofi(pending, env.rank, env.local_size, &ofi_cards)?)
         }
         (true, None) => {
             return Err(Error::OfiSetup {

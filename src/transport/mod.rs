@@ -1,11 +1,13 @@
 //! How this rank reaches each peer: a closed set of paths, chosen per peer at
 //! `init` and dispatched with `match`.
 //!
-//! There are four: the rank itself, a same-host peer through shared memory
-//! ([`shm`]), any peer over TCP ([`tcp`]), and any peer by RDMA (`verbs`).
-//! `auto` picks shared memory where the peer's segment opens here, and
-//! between hosts verbs if every rank published a verbs card, TCP otherwise;
-//! a forced choice applies to every peer but the rank itself.
+//! There are five: the rank itself, a same-host peer through shared memory
+//! ([`shm`]), any peer over TCP ([`tcp`]), any peer by RDMA ([`verbs`]),
+//! and any peer through a libfabric provider ([`ofi`]). `auto` picks shared
+//! memory where the peer's segment opens here, and between hosts verbs if
+//! every rank published a verbs card, else ofi if every rank found a
+//! hardware provider (cxi, efa, opx, psm2, psm3), TCP otherwise; a forced
+//! choice applies to every peer but the rank itself.
 //!
 //! Whether the job uses verbs ([`uses_verbs`]) is decided from the
 //! all-gathered cards alone, so every rank decides the same. A verbs job

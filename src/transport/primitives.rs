@@ -1,17 +1,17 @@
 //! The transport primitives: the small closed set of operations every path
 //! implements, and the one place that dispatches them on the path.
 //!
-//! | primitive      | self / shm (CPU)          | TCP (progress engine)        | verbs (NIC)                     |
-//! |----------------|---------------------------|------------------------------|---------------------------------|
-//! | `copy_in`      | memcpy                    | batched or `writev` request  | RDMA WRITE                      |
-//! | `copy_out`     | memcpy                    | request + reply              | RDMA READ, waited for           |
-//! | `copy_out_nbi` | memcpy                    | request, reply read at quiet | RDMA READ, copied out at quiet  |
-//! | `amo`          | CPU atomic                | CPU atomic by the engine     | FETCH_ADD / CMP_SWP (+ CAS loop)|
-//! | `signal`       | CPU atomic (Release)      | ordered request              | WRITE or FETCH_ADD after data   |
-//! | `flag_store`   | Release store             | ordered atomic set           | 8-byte WRITE after data         |
-//! | `fence`        | Release fence             | nothing: one ordered stream  | IBV_SEND_FENCE on next WR (*)   |
-//! | `quiet`        | SeqCst fence              | acknowledgement per peer     | drain the completion queue      |
-//! | `quiet_pes`    | SeqCst fence              | acknowledgement per named peer | drain the completion queue    |
+//! | primitive      | self / shm (CPU)          | TCP (progress engine)        | verbs (NIC)                     | ofi (libfabric provider)          |
+//! |----------------|---------------------------|------------------------------|---------------------------------|-----------------------------------|
+//! | `copy_in`      | memcpy                    | batched or `writev` request  | RDMA WRITE                      | `fi_write` from the bounce buffer |
+//! | `copy_out`     | memcpy                    | request + reply              | RDMA READ, waited for           | `fi_read`, waited for             |
+//! | `copy_out_nbi` | memcpy                    | request, reply read at quiet | RDMA READ, copied out at quiet  | `fi_read`, completed at quiet     |
+//! | `amo`          | CPU atomic                | CPU atomic by the engine     | FETCH_ADD / CMP_SWP (+ CAS loop)| `fi_*atomic` (+ CAS loop)         |
+//! | `signal`       | CPU atomic (Release)      | ordered request              | WRITE or FETCH_ADD after data   | `fi_atomic` after data completes  |
+//! | `flag_store`   | Release store             | ordered atomic set           | 8-byte WRITE after data         | `fi_atomic` after data completes  |
+//! | `fence`        | Release fence             | nothing: one ordered stream  | IBV_SEND_FENCE on next WR (*)   | completes what was posted         |
+//! | `quiet`        | SeqCst fence              | acknowledgement per peer     | drain the completion queue      | count CQ entries up to posted     |
+//! | `quiet_pes`    | SeqCst fence              | acknowledgement per named peer | drain the completion queue    | as `quiet`                        |
 //!
 //! (*) Or, to a rank whose data moves by CPU while its atomics take the NIC,
 //! waiting for the atomics still in flight to it.
@@ -21,8 +21,9 @@
 //! the path. Offsets are heap offsets that the caller has already checked.
 //!
 //! Atomics follow one rule (see the crate docs' memory model): when the job
-//! uses verbs, every atomic goes through the NIC, whatever the path for
-//! data, because a NIC's atomics are not atomic with a CPU's.
+//! uses verbs or ofi, every atomic goes through the NIC (the provider),
+//! whatever the path for data, because a NIC's atomics are not atomic with
+//! a CPU's. Both NIC transports sit behind `Route::Rdma` (`rdma::RdmaLink`).
 
 use crate::error::{Error, Result};
 use crate::sync::lock;

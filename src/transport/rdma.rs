@@ -83,14 +83,22 @@ pub fn prepare_ofi(
 }
 
 /// Connects the ofi endpoint to every rank (all have a card in an ofi job).
-pub fn connect_ofi(prepared: super::ofi::Prepared, rank: usize, cards: &[Option<OfiCard>]) -> Result<RdmaLink> {
+/// `local_size` ranks share this host: waits spin only if each of them
+/// and its progress thread has a core.
+pub fn connect_ofi(
+    prepared: super::ofi::Prepared,
+    rank: usize,
+    local_size: usize,
+    cards: &[Option<OfiCard>],
+) -> Result<RdmaLink> {
     let manual = prepared.manual_progress();
-    let link = prepared.connect(rank, cards).map_err(|(peer, detail)| Error::Rdma {
+    let mut link = prepared.connect(rank, cards).map_err(|(peer, detail)| Error::Rdma {
         rank,
         peer,
         op: "connect the ofi endpoint",
         detail,
     })?;
+    link.spin = crate::backoff::may_spin(local_size, if manual { 2 } else { 1 });
     let link = std::sync::Arc::new(std::sync::Mutex::new(link));
     let progress = match manual {
         true => Some(

@@ -12,10 +12,12 @@
 //!   `fi_read` into the destination, waited for; a non-blocking get is an
 //!   `fi_read` completed at quiet. Transfers larger than the provider's
 //!   message size are split.
-//! * Completions: one counter bound for reads and writes counts every
-//!   operation's completion; `FI_DELIVERY_COMPLETE` makes a completed write
-//!   visible at the target. `quiet` waits until the counter reaches the
-//!   number posted. The CQ takes only errors (`FI_SELECTIVE_COMPLETION`).
+//! * Completions: every operation reports one CQ entry (success) or one
+//!   error entry, counted as they are read; `FI_DELIVERY_COMPLETE` makes a
+//!   completed write visible at the target. `quiet` waits until the count
+//!   reaches the number posted. Not a counter: some providers count a
+//!   fetching atomic as a read and as a write, and a counter that runs
+//!   ahead lets `quiet` return, and the bounce buffer be reused, too soon.
 //! * Atomics ([`atomics`]): the provider's own where `fi_*atomicvalid`
 //!   says so, a compare-and-swap loop otherwise. When the job uses ofi,
 //!   every atomic goes through here, as with verbs.
@@ -59,7 +61,6 @@ pub const STALL_LIMIT: Duration = Duration::from_secs(8);
 pub struct Ofi {
     ep: Object<fid_ep>,
     _mr: Object<fid_mr>,
-    cntr: Object<fid_cntr>,
     cq: Object<fid_cq>,
     _av: Object<fid_av>,
     _domain: Object<fid_domain>,
@@ -70,10 +71,9 @@ pub struct Ofi {
     addrs: Vec<fi_addr_t>,
     remote: Vec<(u64, u64)>,
     atomics: atomics::Support,
-    /// Operations posted (every one completes into the counter, as a
-    /// success or an error), and the errors already reported.
+    /// Operations posted, and their completions read from the CQ.
     posted: u64,
-    errors_seen: u64,
+    completed: u64,
     /// The peers written to or read from since the last quiet, for messages.
     pending_peers: Vec<usize>,
     msg_max: usize,
@@ -81,6 +81,8 @@ pub struct Ofi {
     /// of it in use (all free again once every operation has completed).
     bounce: Box<[u8]>,
     bounce_used: usize,
+    /// Whether waits may spin (a core for each local rank and its threads).
+    pub(crate) spin: bool,
 }
 
 // SAFETY: the libfabric objects are owned here and used only under the
@@ -96,7 +98,6 @@ impl Ofi {
         Ofi {
             ep: prepared.ep,
             _mr: prepared.mr,
-            cntr: prepared.cntr,
             cq: prepared.cq,
             _av: prepared.av,
             _domain: prepared.domain,
@@ -107,11 +108,12 @@ impl Ofi {
             remote,
             atomics: prepared.atomics,
             posted: 0,
-            errors_seen: 0,
+            completed: 0,
             pending_peers: Vec::new(),
             msg_max: msg_max.max(1),
             bounce: vec![0; BOUNCE_BYTES].into_boxed_slice(),
             bounce_used: 0,
+            spin: false,
         }
     }
 
@@ -157,51 +159,30 @@ impl Ofi {
         Ok(())
     }
 
-    /// Completions counted so far: successes, errors.
-    fn counts(&self) -> (u64, u64) {
-        // SAFETY: fi_cntr_read / fi_cntr_readerr through the live counter's ops.
-        unsafe {
-            let ops = &*(*self.cntr.raw).ops;
-            ((ops.read)(self.cntr.raw), (ops.readerr)(self.cntr.raw))
-        }
-    }
-
-    /// Completions so far; a new error is reported from the CQ's entry.
-    fn completed(&mut self, peer: usize, op: &'static str) -> Result<u64, Failure> {
-        let (ok, errors) = self.counts();
-        if errors > self.errors_seen {
-            self.errors_seen = errors;
-            for _ in 0..1000 {
-                self.progress(peer, op)?;
-            }
-            let peers = self.pending_text(peer);
-            return Err(self.failure(
-                peer,
-                op,
-                format!("an operation failed ({peers}); the provider gave no detail"),
-            ));
-        }
-        Ok(ok + errors)
-    }
-
-    /// Reads the CQ once without taking an error entry (the progress thread's step).
+    /// Reads the CQ once without taking an error entry (the progress
+    /// thread's step); counts the completions it finds.
     pub fn drive(&mut self) {
-        let mut entry = [fi_cq_entry {
+        let mut entries = [fi_cq_entry {
             op_context: std::ptr::null_mut(),
-        }; 4];
-        // SAFETY: fi_cq_read through the live CQ's ops, into room for 4 entries.
-        unsafe { ((*(*self.cq.raw).ops).read)(self.cq.raw, entry.as_mut_ptr().cast(), entry.len()) };
+        }; 16];
+        // SAFETY: fi_cq_read through the live CQ's ops, into room for 16 entries.
+        let n = unsafe { ((*(*self.cq.raw).ops).read)(self.cq.raw, entries.as_mut_ptr().cast(), entries.len()) };
+        if n > 0 {
+            self.completed += n as u64;
+        }
     }
 
     /// Reads the CQ once: drives a manual-progress provider, and turns an
     /// error completion into a failure naming `peer` (the operation's).
     pub fn progress(&mut self, peer: usize, op: &'static str) -> Result<(), Failure> {
-        let mut entry = [fi_cq_entry {
+        let mut entries = [fi_cq_entry {
             op_context: std::ptr::null_mut(),
-        }; 4];
-        // SAFETY: fi_cq_read through the live CQ's ops, into room for 4 entries.
-        let rc = unsafe { ((*(*self.cq.raw).ops).read)(self.cq.raw, entry.as_mut_ptr().cast(), entry.len()) };
-        if rc == -FI_EAVAIL {
+        }; 16];
+        // SAFETY: fi_cq_read through the live CQ's ops, into room for 16 entries.
+        let n = unsafe { ((*(*self.cq.raw).ops).read)(self.cq.raw, entries.as_mut_ptr().cast(), entries.len()) };
+        if n > 0 {
+            self.completed += n as u64;
+        } else if n == -FI_EAVAIL {
             return Err(self.read_error(peer, op));
         }
         Ok(())
@@ -267,12 +248,12 @@ impl Ofi {
     }
 
     fn wait_all(&mut self, peer: usize, op: &'static str) -> Result<(), Failure> {
-        let mut last = self.completed(peer, op)?;
+        let mut last = self.completed;
         let mut since = Instant::now();
-        let mut spins = 0u32;
-        while last < self.posted {
+        let mut backoff = crate::backoff::Backoff::new(self.spin);
+        while self.completed < self.posted {
             self.progress(peer, op)?;
-            let now = self.completed(peer, op)?;
+            let now = self.completed;
             if now != last {
                 last = now;
                 since = Instant::now();
@@ -287,10 +268,7 @@ impl Ofi {
                     ),
                 ));
             }
-            spins += 1;
-            if spins > 1000 {
-                std::thread::yield_now();
-            }
+            backoff.pause();
         }
         self.bounce_used = 0;
         Ok(())

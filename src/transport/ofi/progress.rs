@@ -29,9 +29,9 @@ impl Progress {
             .spawn(move || {
                 while !stopping.load(Ordering::Relaxed) {
                     if let Ok(mut ofi) = ofi.try_lock() {
-                        // An error belongs to the operation that waits for
-                        // it; the rank's own wait reads it from the CQ.
-                        let _ = ofi.drive();
+                        // An error entry stays in the CQ for the rank's own
+                        // wait, whose operation it belongs to.
+                        ofi.drive();
                     }
                     std::thread::sleep(PERIOD);
                 }

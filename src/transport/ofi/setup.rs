@@ -1,10 +1,9 @@
 //! Bringing the ofi transport up: choose a provider that offers an RDM
 //! endpoint with RMA and atomics ([`prepare`]: `fi_getinfo` with hints,
-//! then fabric, domain, address vector, error CQ, one completion counter,
-//! endpoint, and this rank's segment registered), publish the endpoint's
-//! name and the segment's key in the card, and with every card insert the
-//! job's addresses into the AV in rank order ([`Prepared::connect`]), so
-//! rank `r` is address `r` (`FI_AV_TABLE`).
+//! then fabric, domain, address vector, CQ, endpoint, and this rank's
+//! segment registered), publish the endpoint's name and the segment's key
+//! in the card, and with every card insert the job's addresses into the AV
+//! in rank order ([`Prepared::connect`]).
 
 use super::atomics::Support;
 use super::fabric::{self, no_context, open, Info, Object};
@@ -19,7 +18,7 @@ use std::ffi::c_void;
 /// `FI_PROVIDER` libfabric itself honours, else the first provider that fits.
 pub const PROVIDER_VAR: &str = "ONESIDE_OFI_PROVIDER";
 
-/// Entries of the error CQ (some providers take 0 literally).
+/// Entries of the CQ (some providers take 0 literally).
 const CQ_DEPTH: usize = 1024;
 
 /// The memory-registration modes this transport can follow.
@@ -29,7 +28,6 @@ const MR_MODES: i32 = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR
 pub struct Prepared {
     pub(super) ep: Object<fid_ep>,
     pub(super) mr: Object<fid_mr>,
-    pub(super) cntr: Object<fid_cntr>,
     pub(super) cq: Object<fid_cq>,
     pub(super) av: Object<fid_av>,
     pub(super) domain: Object<fid_domain>,
@@ -60,13 +58,12 @@ impl Prepared {
     /// Inserts every rank's address in rank order; checks one provider
     /// serves the whole job.
     pub fn connect(self, rank: usize, cards: &[Option<OfiCard>]) -> Result<Ofi, (usize, String)> {
-        let mut names = Vec::new();
         let mut remote = Vec::with_capacity(cards.len());
         for (peer, card) in cards.iter().enumerate() {
             let Some(card) = card else {
                 return Err((peer, "it has no ofi endpoint".into()));
             };
-            if card.provider != self.card.provider || card.name.len() != self.card.name.len() {
+            if card.provider != self.card.provider {
                 return Err((
                     peer,
                     format!(
@@ -75,28 +72,32 @@ impl Prepared {
                     ),
                 ));
             }
-            names.extend_from_slice(&card.name);
             remote.push((card.addr, card.key));
         }
+        // One address at a time: some formats (shm's strings) vary in length.
         let mut addrs = vec![0 as fi_addr_t; cards.len()];
-        // SAFETY: `names` holds `cards.len()` addresses of this provider's
-        // format, back to back; `addrs` has room for as many results.
-        let inserted = unsafe {
-            ((*self.av.raw).ops.as_ref().expect("an AV has ops").insert)(
-                self.av.raw,
-                names.as_ptr().cast(),
-                cards.len(),
-                addrs.as_mut_ptr(),
-                0,
-                no_context(),
-            )
-        };
-        if inserted < 0 || inserted as usize != cards.len() {
-            return Err((
-                rank,
-                format!("fi_av_insert placed {inserted} of {} addresses", cards.len()),
-            ));
+        for (peer, card) in cards.iter().flatten().enumerate() {
+            // SAFETY: one address of this provider's format (from its
+            // fi_getname), and room for its one result.
+            let inserted = unsafe {
+                ((*(*self.av.raw).ops).insert)(
+                    self.av.raw,
+                    card.name.as_ptr().cast(),
+                    1,
+                    &mut addrs[peer],
+                    0,
+                    no_context(),
+                )
+            };
+            if inserted != 1 {
+                let why = self.lib.error_text(inserted as isize);
+                return Err((
+                    peer,
+                    format!("fi_av_insert did not take its address ({inserted}: {why})"),
+                ));
+            }
         }
+        let _ = rank;
         Ok(Ofi::new(self, addrs, remote))
     }
 }
@@ -186,30 +187,13 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<
             ((*(*domain.raw).ops).cq_open)(domain.raw, &mut cq_attr, out, no_context())
         })
     }?;
-    let mut cntr_attr = fi_cntr_attr {
-        events: FI_CNTR_EVENTS_COMP,
-        wait_obj: FI_WAIT_NONE,
-        wait_set: std::ptr::null_mut(),
-        flags: 0,
-    };
-    let cntr = unsafe {
-        open("fi_cntr_open", lib, |out| {
-            ((*(*domain.raw).ops).cntr_open)(domain.raw, &mut cntr_attr, out, no_context())
-        })
-    }?;
     let ep = unsafe {
         open("fi_endpoint", lib, |out| {
             ((*(*domain.raw).ops).endpoint)(domain.raw, info.raw, out, no_context())
         })
     }?;
     ep.bind(av.fid(), 0, "fi_ep_bind (address vector)", lib)?;
-    ep.bind(
-        cq.fid(),
-        FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION,
-        "fi_ep_bind (CQ)",
-        lib,
-    )?;
-    ep.bind(cntr.fid(), FI_READ | FI_WRITE, "fi_ep_bind (counter)", lib)?;
+    ep.bind(cq.fid(), FI_TRANSMIT | FI_RECV, "fi_ep_bind (CQ)", lib)?;
     ep.enable("fi_enable", lib)?;
 
     let base = segment.heap_base().wrapping_sub(HEADER_BYTES);
@@ -250,7 +234,6 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<
     Ok(Prepared {
         ep,
         mr,
-        cntr,
         cq,
         av,
         domain,

@@ -142,13 +142,6 @@ pub struct fi_ops_domain {
         ep: *mut *mut fid_ep,
         context: *mut c_void,
     ) -> c_int,
-    _scalable_ep: *const c_void,
-    pub cntr_open: unsafe extern "C" fn(
-        domain: *mut fid_domain,
-        attr: *mut fi_cntr_attr,
-        cntr: *mut *mut fid_cntr,
-        context: *mut c_void,
-    ) -> c_int,
 }
 
 #[repr(C)]
@@ -332,19 +325,6 @@ pub struct fi_ops_cq {
 }
 
 #[repr(C)]
-pub struct fid_cntr {
-    pub fid: fid,
-    pub ops: *mut fi_ops_cntr,
-}
-
-#[repr(C)]
-pub struct fi_ops_cntr {
-    pub size: usize,
-    pub read: unsafe extern "C" fn(cntr: *mut fid_cntr) -> u64,
-    pub readerr: unsafe extern "C" fn(cntr: *mut fid_cntr) -> u64,
-}
-
-#[repr(C)]
 pub struct fi_cq_attr {
     pub size: usize,
     pub flags: u64,
@@ -353,14 +333,6 @@ pub struct fi_cq_attr {
     pub signaling_vector: c_int,
     pub wait_cond: c_int,
     pub wait_set: *mut c_void,
-}
-
-#[repr(C)]
-pub struct fi_cntr_attr {
-    pub events: c_int,
-    pub wait_obj: c_int,
-    pub wait_set: *mut c_void,
-    pub flags: u64,
 }
 
 #[repr(C)]
@@ -407,7 +379,6 @@ pub const FI_TRANSMIT: u64 = 1 << 11;
 pub const FI_REMOTE_READ: u64 = 1 << 12;
 pub const FI_REMOTE_WRITE: u64 = 1 << 13;
 pub const FI_DELIVERY_COMPLETE: u64 = 1 << 28;
-pub const FI_SELECTIVE_COMPLETION: u64 = 1 << 59;
 
 pub const FI_EP_RDM: c_int = 3;
 pub const FI_THREAD_DOMAIN: c_int = 3;
@@ -421,7 +392,6 @@ pub const FI_MR_ENDPOINT: c_int = 512;
 
 pub const FI_CQ_FORMAT_CONTEXT: c_int = 1;
 pub const FI_WAIT_NONE: c_int = 0;
-pub const FI_CNTR_EVENTS_COMP: c_int = 0;
 pub const FI_ENABLE: c_int = 6;
 
 pub const FI_EAGAIN: isize = 11;
@@ -460,7 +430,6 @@ const _: () = {
     assert!(offset_of!(fi_ops_fabric, domain) == 8);
     assert!(offset_of!(fid_domain, mr) == 32);
     assert!(offset_of!(fi_ops_domain, endpoint) == 24);
-    assert!(offset_of!(fi_ops_domain, cntr_open) == 40);
     assert!(offset_of!(fi_ops_mr, reg) == 8);
     assert!(offset_of!(fid_mr, key) == 32);
     assert!(size_of::<fid_ep>() == 80);
@@ -477,10 +446,8 @@ const _: () = {
     assert!(offset_of!(fid_av, ops) == 24);
     assert!(offset_of!(fi_ops_cq, readerr) == 24);
     assert!(offset_of!(fi_ops_cq, strerror) == 56);
-    assert!(offset_of!(fi_ops_cntr, readerr) == 16);
     assert!(size_of::<fi_cq_attr>() == 40);
     assert!(offset_of!(fi_cq_attr, wait_set) == 32);
-    assert!(size_of::<fi_cntr_attr>() == 24);
     assert!(size_of::<fi_av_attr>() == 48);
     assert!(size_of::<fi_cq_err_entry>() == 80);
     assert!(offset_of!(fi_cq_err_entry, err) == 56);
