@@ -25,7 +25,7 @@ pub enum AmoOp {
 }
 
 impl AmoOp {
-    const ALL: [AmoOp; 8] = [
+    pub(crate) const ALL: [AmoOp; 8] = [
         AmoOp::Fetch,
         AmoOp::Set,
         AmoOp::Swap,

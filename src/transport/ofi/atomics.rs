@@ -46,17 +46,6 @@ pub fn datatype(width: Width) -> c_int {
     }
 }
 
-const OPS: [AmoOp; 8] = [
-    AmoOp::Fetch,
-    AmoOp::Set,
-    AmoOp::Swap,
-    AmoOp::CompareSwap,
-    AmoOp::Add,
-    AmoOp::And,
-    AmoOp::Or,
-    AmoOp::Xor,
-];
-
 /// Which (width, op, fetch) the provider does natively.
 #[derive(Debug, Clone)]
 pub struct Support {
@@ -74,7 +63,7 @@ impl Support {
     pub fn probe(lib: &Library, ep: &Object<fid_ep>) -> Result<Support, String> {
         let mut native = [false; 32];
         for width in [Width::W32, Width::W64] {
-            for op in OPS {
+            for op in AmoOp::ALL {
                 for fetch in [false, true] {
                     let (fop, form) = fi_op(op, fetch);
                     let mut count = 0usize;
@@ -93,7 +82,7 @@ impl Support {
                 }
             }
             if !native[Self::slot(width, AmoOp::CompareSwap, true)] {
-                let missing: Vec<String> = OPS
+                let missing: Vec<String> = AmoOp::ALL
                     .iter()
                     .flat_map(|&op| [(op, false), (op, true)])
                     .filter(|&(op, fetch)| !native[Self::slot(width, op, fetch)])

@@ -162,19 +162,20 @@ impl Ofi {
     /// Reads the CQ once without taking an error entry (the progress
     /// thread's step); counts the completions it finds.
     pub fn drive(&mut self) {
-        let mut entries = [fi_cq_entry {
-            op_context: std::ptr::null_mut(),
-        }; 16];
-        // SAFETY: fi_cq_read through the live CQ's ops, into room for 16 entries.
-        let n = unsafe { ((*(*self.cq.raw).ops).read)(self.cq.raw, entries.as_mut_ptr().cast(), entries.len()) };
-        if n > 0 {
-            self.completed += n as u64;
-        }
+        self.read_cq();
     }
 
     /// Reads the CQ once: drives a manual-progress provider, and turns an
     /// error completion into a failure naming `peer` (the operation's).
     pub fn progress(&mut self, peer: usize, op: &'static str) -> Result<(), Failure> {
+        match self.read_cq() {
+            n if n == -FI_EAVAIL => Err(self.read_error(peer, op)),
+            _ => Ok(()),
+        }
+    }
+
+    /// One `fi_cq_read`: counts the completions read; returns its result.
+    fn read_cq(&mut self) -> isize {
         let mut entries = [fi_cq_entry {
             op_context: std::ptr::null_mut(),
         }; 16];
@@ -182,10 +183,8 @@ impl Ofi {
         let n = unsafe { ((*(*self.cq.raw).ops).read)(self.cq.raw, entries.as_mut_ptr().cast(), entries.len()) };
         if n > 0 {
             self.completed += n as u64;
-        } else if n == -FI_EAVAIL {
-            return Err(self.read_error(peer, op));
         }
-        Ok(())
+        n
     }
 
     /// The error entry at the head of the CQ, as a failure.
