@@ -1,7 +1,9 @@
 //! The ofi transport's own cases, run by tests/ofi/run.sh (feature
 //! `ofi-tests`) on a host with libfabric: the doctor lists the providers,
-//! a forced ofi job says which provider carries every path and atomic, and
-//! a provider that does not exist is one clear error per rank.
+//! a forced ofi job says which provider carries every path and atomic, a
+//! provider that does not exist is one clear error per rank, a dead peer
+//! is named within 10 s, and the providers' known faults in atomics (shm,
+//! udp;ofi_rxd) give exact answers or a clear error, never a wrong answer.
 
 mod common;
 use common::*;
@@ -57,4 +59,82 @@ fn an_unknown_provider_is_a_clear_error() {
         ))
     };
     assert!(said(0) || said(1), "{out:?}");
+}
+
+/// Over tcp;ofi_rxm, a peer killed mid-job makes the next get or
+/// fetch-add on it fail naming it, within 10 s: rlaunch's kill grace is set
+/// to 10 s, so a report that came later would never be printed.
+#[test]
+fn a_dead_peer_is_named_within_ten_seconds() {
+    for (mode, call) in [("get", "get"), ("fadd", "atomic")] {
+        let out = rlaunch_with_env(
+            &[
+                "-n",
+                "2",
+                "--transport",
+                "ofi",
+                "--ofi-provider",
+                "tcp;ofi_rxm",
+                &example("faults"),
+                "peer-dies",
+                mode,
+            ],
+            &[("RLAUNCH_KILL_GRACE", "10")],
+        );
+        assert_eq!(out.code, Some(137), "rank 1's death decides the exit code: {out:?}");
+        assert!(
+            out.stderr
+                .contains(&format!("faults: rank 0: {call} with rank 1 failed: ")),
+            "{mode}: {out:?}"
+        );
+        assert!(!out.stdout.contains("still answers"), "{out:?}");
+    }
+}
+
+/// shm's `fi_atomic` landed wrong values at a peer (and lost a lock's
+/// hand-over); every atomic over shm takes the fetching form, and the
+/// exact hammer and the lock counter hold.
+#[test]
+fn atomics_over_shm_are_exact() {
+    for program in ["atomic_hammer", "lock_counter"] {
+        let out = rlaunch(&[
+            "-n",
+            "2",
+            "--transport",
+            "ofi",
+            "--ofi-provider",
+            "shm",
+            &example(program),
+        ]);
+        assert_eq!(out.code, Some(0), "{program}: {out:?}");
+        assert!(out.stdout.contains("ok"), "{program}: {out:?}");
+    }
+}
+
+/// udp;ofi_rxd crashes inside fi_cq_read on a fetching atomic
+/// (ofiwg/libfabric#11814): such an atomic is a clear error naming the
+/// way out, while puts, gets and collectives work.
+#[test]
+fn fetching_atomics_over_rxd_are_a_clear_error_not_a_crash() {
+    let rxd = |program: &str| {
+        rlaunch(&[
+            "-n",
+            "2",
+            "--transport",
+            "ofi",
+            "--ofi-provider",
+            "udp;ofi_rxd",
+            &example(program),
+        ])
+    };
+    let out = rxd("hello_put");
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let out = rxd("lock_counter");
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("udp;ofi_rxd crashes in fetching atomics (ofiwg/libfabric#11814)"),
+        "{out:?}"
+    );
+    assert!(!out.stderr.contains("signal 11"), "{out:?}");
 }

@@ -2,7 +2,8 @@
 # The ofi suite on one host, through Debian's libfabric (1.17): the
 # integration tests (examples, course, collectives, the model test, threads)
 # over tcp;ofi_rxm at 2 and 4 ranks, the ofi-specific tests of tests/ofi.rs,
-# the demo over shm and sockets at 2 ranks, and a
+# the same suites over shm at 2 ranks, examples and collectives over
+# udp;ofi_rxd at 2 and 4, the demo over sockets, and a
 # subset of Sandia OpenSHMEM's test suite (tests/sos/verbs-subset.txt) over
 # tcp;ofi_rxm through oshrun. Every run is bounded. Needs libfabric1 (the
 # library is opened at run time; nothing is built against it).
@@ -22,33 +23,51 @@ ONESIDE_TEST_TRANSPORTS=ofi ONESIDE_OFI_PROVIDER='tcp;ofi_rxm' ONESIDE_TEST_SIZE
   cargo test -p rlaunch --features ofi-tests --test examples --test course --test coll --test model \
   --test threads --test ofi -- --test-threads=1
 
-# Not yet: atomics over shm (libfabric 1.17's shm crashed or hung in them)
-# and a clean exit after atomics over sockets; see ARCHITECTURE.
-echo "== the demo over shm and sockets, 2 ranks"
-for provider in shm sockets; do
-  for program in hello_put; do
-    timeout 120 target/debug/rlaunch -n 2 --transport ofi --ofi-provider "$provider" \
-      target/debug/examples/$program > target/ofi-$provider-$program.log 2>&1 \
-      || { echo "FAIL: $program over $provider"; cat target/ofi-$provider-$program.log; exit 1; }
-    grep -q 'via ofi\|ok: ' target/ofi-$provider-$program.log \
-      || { echo "FAIL: $program over $provider printed no result"; cat target/ofi-$provider-$program.log; exit 1; }
-    echo "ok: $program over $provider"
-  done
-done
+echo "== over shm, 2 ranks: examples, model, threads, course"
+# Not yet at 3 or more ranks: libfabric 1.17's shm loses completions there
+# (see ARCHITECTURE), so the course's 3-rank case is skipped.
+ONESIDE_TEST_TRANSPORTS=ofi ONESIDE_OFI_PROVIDER=shm ONESIDE_TEST_SIZES=2 \
+  cargo test -p rlaunch --test examples --test model --test threads --test course \
+  -- --test-threads=1 --skip collectives_with_uneven_shares
 
-echo "== a subset of tests-sos over ofi (tcp;ofi_rxm), 2 PEs"
+echo "== over udp;ofi_rxd, 2 and 4 ranks: examples and collectives"
+# Its fetching atomics crash libfabric (ofiwg/libfabric#11814): they are a
+# clear error (tests/ofi.rs), so the suites that use them are not run here.
+ONESIDE_TEST_TRANSPORTS=ofi ONESIDE_OFI_PROVIDER='udp;ofi_rxd' ONESIDE_TEST_SIZES=2,4 \
+  cargo test -p rlaunch --test examples --test coll -- --test-threads=1
+
+# sockets (deprecated upstream) hangs at exit after atomics: the demo only.
+echo "== the demo over sockets, 2 ranks"
+timeout 120 target/debug/rlaunch -n 2 --transport ofi --ofi-provider sockets \
+  target/debug/examples/hello_put > target/ofi-sockets-hello_put.log 2>&1 \
+  || { echo "FAIL: hello_put over sockets"; cat target/ofi-sockets-hello_put.log; exit 1; }
+grep -q 'via ofi' target/ofi-sockets-hello_put.log \
+  || { echo "FAIL: hello_put over sockets printed no result"; cat target/ofi-sockets-hello_put.log; exit 1; }
+echo "ok: hello_put over sockets"
+
+echo "== a subset of tests-sos over ofi, 2 PEs: tcp;ofi_rxm, shm, udp;ofi_rxd"
 out=$root/target/sos-ofi
 PROFILE=release BUILD_ONLY=1 OUT=$out tests/sos/run.sh
 bin=$root/target/release
 failed=0
-passed=0
-for t in $(grep -v '^#' tests/sos/verbs-subset.txt); do
-  if (cd "$out/build/test/${t%/*}" && ONESIDE_TRANSPORT=ofi ONESIDE_OFI_PROVIDER='tcp;ofi_rxm' \
-        timeout -k 5 120 "$bin/oshrun" -np 2 "./${t#*/}" > "$out/last.log" 2>&1); then
-    passed=$((passed + 1))
-  else
-    echo "| $t | ofi tcp;ofi_rxm | FAIL |"; tail -8 "$out/last.log" | sed 's/^/    /'; failed=$((failed + 1))
-  fi
+# Over udp;ofi_rxd a program with fetching atomics must stop with the
+# clear error that names the libfabric bug (never crash or answer
+# wrongly); bigput's 10,000 large puts outlast the bound over rxd's UDP.
+refusal='udp;ofi_rxd crashes in fetching atomics'
+for provider in 'tcp;ofi_rxm' shm 'udp;ofi_rxd'; do
+  passed=0 refused=0
+  for t in $(grep -v '^#' tests/sos/verbs-subset.txt); do
+    [ "$provider" = 'udp;ofi_rxd' ] && [ "$t" = unit/bigput ] && continue
+    if (cd "$out/build/test/${t%/*}" && ONESIDE_TRANSPORT=ofi ONESIDE_OFI_PROVIDER="$provider" \
+          timeout -k 5 120 "$bin/oshrun" -np 2 "./${t#*/}" > "$out/last.log" 2>&1); then
+      passed=$((passed + 1))
+    elif [ "$provider" = 'udp;ofi_rxd' ] && grep -q "$refusal" "$out/last.log"; then
+      refused=$((refused + 1))
+    else
+      echo "| $t | ofi $provider | FAIL |"; tail -8 "$out/last.log" | sed 's/^/    /'; failed=$((failed + 1))
+    fi
+  done
+  echo "tests-sos over ofi $provider: $passed passed, $refused refused clearly (fetching atomics)"
 done
-echo "tests-sos over ofi: $passed passed, $failed failed"
+echo "tests-sos over ofi: $failed failed"
 [ "$failed" -eq 0 ]

@@ -67,8 +67,23 @@ pub fn rank_env(plan: &LaunchPlan, placement: &Placement, job: &JobContext) -> V
         env.push((vars::HEAP_SIZE, size.clone()));
     }
     let mut env: Vec<(String, String)> = env.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    env.extend(quiet_fabric_libraries(|name| std::env::var_os(name).is_some()));
     env.extend(plan.env.iter().cloned());
     env
+}
+
+/// Variables that keep libraries loaded with libfabric from taking over
+/// the rank's signals: Debian's libfabric links PSM and PSM2, whose
+/// constructors install SIGTERM, SIGINT and SIGSEGV handlers that print a
+/// backtrace and exit, so a program's own handlers (and rlaunch's orderly
+/// teardown) stop working. Open MPI sets the same two. Each is set only
+/// where the user has not set it (`is_set`).
+fn quiet_fabric_libraries(is_set: impl Fn(&str) -> bool) -> Vec<(String, String)> {
+    ["IPATH_NO_BACKTRACE", "HFI_NO_BACKTRACE"]
+        .into_iter()
+        .filter(|name| !is_set(name))
+        .map(|name| (name.to_string(), "1".to_string()))
+        .collect()
 }
 
 /// A rank's place among the ranks of its host, for `--bind-to core`: it
@@ -201,7 +216,20 @@ pub fn is_local(host: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::CpuShare;
+    use super::{quiet_fabric_libraries, CpuShare};
+
+    #[test]
+    fn psm_backtraces_are_off_unless_the_user_chose() {
+        let names = |env: Vec<(String, String)>| env.into_iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>();
+        assert_eq!(
+            names(quiet_fabric_libraries(|_| false)),
+            ["IPATH_NO_BACKTRACE=1", "HFI_NO_BACKTRACE=1"]
+        );
+        assert_eq!(
+            names(quiet_fabric_libraries(|name| name == "HFI_NO_BACKTRACE")),
+            ["IPATH_NO_BACKTRACE=1"]
+        );
+    }
 
     #[test]
     fn cpu_shares_are_equal_disjoint_blocks() {

@@ -6,6 +6,9 @@
 //! the provider's other atomics. A provider without compare-and-swap at a
 //! width it cannot otherwise serve is refused at start, never given a
 //! wrong answer.
+//!
+//! Some providers get some forms wrong ([`Quirks`]); those are issued in a
+//! form that works, or refused with a clear error, by provider name.
 
 use super::fabric::Object;
 use super::library::Library;
@@ -43,6 +46,36 @@ pub fn datatype(width: Width) -> c_int {
     match width {
         Width::W32 => FI_UINT32,
         Width::W64 => FI_UINT64,
+    }
+}
+
+/// What a provider is known to get wrong, found by running the exact
+/// atomic tests (`examples/atomic_hammer`, tests-sos) over Debian's
+/// libfabric 1.17.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Quirks {
+    /// `fi_atomic` lands a wrong value at a peer (shm: the target applies
+    /// an operand that is not ours), while `fi_fetch_atomic` is exact:
+    /// every atomic takes the fetching form and drops the result.
+    pub write_as_fetch: bool,
+    /// A fetching or compare atomic crashes the provider inside
+    /// `fi_cq_read` (udp;ofi_rxd, ofiwg/libfabric#11814): refused with
+    /// this text instead.
+    pub no_fetch: Option<&'static str>,
+}
+
+impl Quirks {
+    /// The quirks of the provider named `provider` (e.g. "udp;ofi_rxd").
+    pub fn of(provider: &str) -> Quirks {
+        let core = provider.split(';').next().unwrap_or(provider);
+        let layered = provider.split(';').nth(1);
+        Quirks {
+            write_as_fetch: core == "shm",
+            no_fetch: (layered == Some("ofi_rxd")).then_some(
+                "udp;ofi_rxd crashes in fetching atomics (ofiwg/libfabric#11814); \
+                 use --ofi-provider 'tcp;ofi_rxm' for programs with fetching atomics, swaps or locks",
+            ),
+        }
     }
 }
 
@@ -104,5 +137,19 @@ impl Support {
     /// Whether the provider does this atomic itself.
     pub fn native(&self, width: Width, op: AmoOp, fetch: bool) -> bool {
         self.native[Self::slot(width, op, fetch)]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quirks_follow_the_provider_name() {
+        assert_eq!(Quirks::of("tcp;ofi_rxm"), Quirks::default());
+        assert!(Quirks::of("shm").write_as_fetch);
+        assert!(Quirks::of("udp;ofi_rxd").no_fetch.is_some());
+        assert!(!Quirks::of("udp;ofi_rxd").write_as_fetch);
+        assert_eq!(Quirks::of("verbs;ofi_rxm"), Quirks::default());
     }
 }

@@ -71,9 +71,14 @@ pub struct Ofi {
     addrs: Vec<fi_addr_t>,
     remote: Vec<(u64, u64)>,
     atomics: atomics::Support,
+    quirks: atomics::Quirks,
     /// Operations posted, and their completions read from the CQ.
     posted: u64,
     completed: u64,
+    /// At most this many operations in flight: the CQ's depth, or the
+    /// provider's transmit queue if smaller. More would overrun the CQ,
+    /// and udp;ofi_rxd then loses completions.
+    depth: u64,
     /// The peers written to or read from since the last quiet, for messages.
     pending_peers: Vec<usize>,
     msg_max: usize,
@@ -94,7 +99,11 @@ impl Ofi {
         let first = prepared.info.first();
         // SAFETY: fi_getinfo filled the attribute structs of its entries.
         let msg_max = unsafe { (*first.ep_attr).max_msg_size };
+        // SAFETY: as above, for tx_attr.
+        let tx_size = unsafe { (*first.tx_attr).size };
+        let depth = setup::CQ_DEPTH.min(tx_size.max(1)) as u64;
         let _ = prepared.virt_addr;
+        let quirks = atomics::Quirks::of(&prepared.info.provider());
         Ofi {
             ep: prepared.ep,
             _mr: prepared.mr,
@@ -107,8 +116,10 @@ impl Ofi {
             addrs,
             remote,
             atomics: prepared.atomics,
+            quirks,
             posted: 0,
             completed: 0,
+            depth,
             pending_peers: Vec::new(),
             msg_max: msg_max.max(1),
             bounce: vec![0; BOUNCE_BYTES].into_boxed_slice(),
@@ -135,6 +146,9 @@ impl Ofi {
     /// Posts with `post` until the provider takes it, driving progress
     /// while it answers `-FI_EAGAIN`; counts it as posted.
     fn post(&mut self, peer: usize, op: &'static str, mut post: impl FnMut(&Self) -> isize) -> Result<(), Failure> {
+        if self.posted - self.completed >= self.depth {
+            self.wait_for(self.depth - 1, peer, op)?;
+        }
         let started = Instant::now();
         loop {
             match post(self) {
@@ -247,10 +261,18 @@ impl Ofi {
     }
 
     fn wait_all(&mut self, peer: usize, op: &'static str) -> Result<(), Failure> {
+        self.wait_for(0, peer, op)?;
+        self.bounce_used = 0;
+        Ok(())
+    }
+
+    /// Drives progress until at most `in_flight` operations are
+    /// outstanding; a stall of [`STALL_LIMIT`] names the peers.
+    fn wait_for(&mut self, in_flight: u64, peer: usize, op: &'static str) -> Result<(), Failure> {
         let mut last = self.completed;
         let mut since = Instant::now();
         let mut backoff = crate::backoff::Backoff::new(self.spin);
-        while self.completed < self.posted {
+        while self.posted - self.completed > in_flight {
             self.progress(peer, op)?;
             let now = self.completed;
             if now != last {
@@ -269,7 +291,6 @@ impl Ofi {
             }
             backoff.pause();
         }
-        self.bounce_used = 0;
         Ok(())
     }
 

@@ -123,7 +123,10 @@ impl Ofi {
 
     fn native_amo(&mut self, peer: usize, offset: usize, amo: Amo) -> Result<u64, Failure> {
         let (addr, remote, key) = self.target(peer, offset);
-        let (op, form) = fi_op(amo.op, amo.fetch);
+        let (op, form) = fi_op(amo.op, amo.fetch || self.quirks.write_as_fetch);
+        if let (Some(why), Form::Fetch | Form::Compare) = (self.quirks.no_fetch, form) {
+            return Err(self.failure(peer, "atomic", why.into()));
+        }
         let dt = datatype(amo.width);
         let operand = Word::new(amo.width, amo.operand);
         let compare = Word::new(amo.width, amo.compare);
@@ -190,7 +193,11 @@ impl Ofi {
             return Ok(0);
         }
         self.wait_all(peer, name)?;
-        Ok(result.value())
+        Ok(if amo.fetch || matches!(amo.op, AmoOp::Swap | AmoOp::CompareSwap) {
+            result.value()
+        } else {
+            0
+        })
     }
 
     /// Updates the 64-bit signal word at heap `offset` of `peer` after

@@ -18,8 +18,9 @@ use std::ffi::c_void;
 /// `FI_PROVIDER` libfabric itself honours, else the first provider that fits.
 pub const PROVIDER_VAR: &str = "ONESIDE_OFI_PROVIDER";
 
-/// Entries of the CQ (some providers take 0 literally).
-const CQ_DEPTH: usize = 1024;
+/// Entries of the CQ (some providers take 0 literally); no more
+/// operations than this are ever in flight (`Ofi::make_room`).
+pub(super) const CQ_DEPTH: usize = 1024;
 
 /// The memory-registration modes this transport can follow.
 const MR_MODES: i32 = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
