@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# oneside's ofi transport next to its two peers over the same libfabric and
+# provider, two ranks on this host, in alternating rounds of one run:
+#
+# * the floor: bench/ofi_floor.c, the same operations on raw libfabric
+#   with the same endpoint (put, get and fetch-add latency of 8 B, put
+#   bandwidth of 64 KiB windows), against examples/bench --smoke;
+# * Sandia OpenSHMEM over the same libfabric (SOS=PREFIX, an install built
+#   from its public sources outside this tree, with --enable-pmi-mpi and
+#   launched by Open MPI's mpirun): bench/capi_lat.c (put, get, fetch-add
+#   and compare-and-swap latency through shmem.h) built with its oshcc and
+#   with ours, and tests-sos's shmem_bw_put_perf at 64 KiB built with each.
+#
+# Needs libfabric-dev (the floor is compiled against it). Medians over
+# ROUNDS (default 5) rounds; only the ratios mean anything here.
+#
+#   bench/compare_ofi.sh                               (floor only)
+#   SOS=/tmp/sos/install PROVIDERS='tcp;ofi_rxm' bench/compare_ofi.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=target/compare-ofi
+rm -rf "$OUT" && mkdir -p "$OUT"
+ROUNDS=${ROUNDS:-5}
+read -r -a providers <<< "${PROVIDERS:-tcp;ofi_rxm shm}"
+suites=${SUITES:-../shared/suites}
+
+echo "== building"
+cargo build --release --workspace --bins --examples --quiet
+cc -O2 -Wall -o "$OUT/ofi_floor" bench/ofi_floor.c -lfabric
+target/release/oshcc -O2 -Wall -o "$OUT/capi_lat" bench/capi_lat.c
+perf=$suites/tests-sos/test/performance/shmem_perf_suite
+if [ -n "${SOS:-}" ]; then
+  "$SOS/bin/oshcc" -O2 -o "$OUT/capi_lat_sos" bench/capi_lat.c
+  "$SOS/bin/oshcc" -O2 -I"$perf" -o "$OUT/bw_put_sos" "$perf/shmem_bw_put_perf.c" -lm
+  target/release/oshcc -O2 -I"$perf" -o "$OUT/bw_put" "$perf/shmem_bw_put_perf.c" -lm
+fi
+
+figures() { grep -E '^[a-z_0-9]+ [0-9]+ [0-9.]+ ' || true; }
+# tests-sos's bandwidth table ("  65536  <MB/s> ...") as one of our lines.
+bw_line() { awk '$1 == 65536 && $2 ~ /^[0-9.]+$/ { print "put_bw 65536", $2, "MB/s"; exit }'; }
+
+for provider in "${providers[@]}"; do
+  tag=${provider//;/_}
+  for round in $(seq "$ROUNDS"); do
+    echo "-- $provider, round $round"
+    timeout 120 "$OUT/ofi_floor" "$provider" 2000 < /dev/null | figures >> "$OUT/floor-$tag.txt"
+    ONESIDE_HEAP_SIZE=16M timeout 300 target/release/rlaunch -n 2 --transport ofi --ofi-provider "$provider" \
+      target/release/examples/bench --smoke | figures >> "$OUT/ours-$tag.txt"
+    if [ -n "${SOS:-}" ]; then
+      SHMEM_OFI_PROVIDER=$provider timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 \
+        "$OUT/capi_lat_sos" | figures >> "$OUT/sos-$tag.txt"
+      ONESIDE_TRANSPORT=ofi ONESIDE_OFI_PROVIDER=$provider timeout 120 target/release/oshrun -np 2 \
+        "$OUT/capi_lat" | figures >> "$OUT/c-$tag.txt"
+      SHMEM_OFI_PROVIDER=$provider timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 \
+        "$OUT/bw_put_sos" -s 65536 -e 65536 | bw_line >> "$OUT/sos-$tag.txt"
+      ONESIDE_TRANSPORT=ofi ONESIDE_OFI_PROVIDER=$provider timeout 120 target/release/oshrun -np 2 \
+        "$OUT/bw_put" -s 65536 -e 65536 | bw_line >> "$OUT/c-$tag.txt"
+    fi
+  done
+done
+
+for provider in "${providers[@]}"; do
+  tag=${provider//;/_}
+  echo
+  echo "== oneside ofi / raw libfabric ($provider), $ROUNDS alternating rounds (medians)"
+  awk -v peer="raw libfabric" -v rows="put_lat 8|get_lat 8|fadd_lat 8|put_bw 65536" -f bench/ratios.awk \
+    "$OUT/ours-$tag.txt" "$OUT/floor-$tag.txt" | tee -a "$OUT/ratios.txt"
+  if [ -n "${SOS:-}" ]; then
+    echo "== oneside ofi / Sandia OpenSHMEM ($provider, same C programs), $ROUNDS alternating rounds (medians)"
+    awk -v peer="SOS" -v rows="put_lat 8|get_lat 8|fadd_lat 8|cswap_lat 8|put_bw 65536" -f bench/ratios.awk \
+      "$OUT/c-$tag.txt" "$OUT/sos-$tag.txt" | tee -a "$OUT/ratios.txt"
+  fi
+done
