@@ -8,6 +8,21 @@
 mod common;
 use common::*;
 
+/// rlaunch's arguments for a 2-rank job over ofi `provider`, then `program`
+/// (an example) and its arguments.
+fn over(provider: &str, program: &str, args: &[&str]) -> Vec<String> {
+    let mut all: Vec<String> = ["-n", "2", "--transport", "ofi", "--ofi-provider", provider]
+        .map(String::from)
+        .to_vec();
+    all.push(example(program));
+    all.extend(args.iter().map(|a| a.to_string()));
+    all
+}
+
+fn refs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
 #[test]
 fn the_doctor_lists_libfabrics_providers() {
     let out = rlaunch(&["--check", "-H", "localhost"]);
@@ -22,16 +37,7 @@ fn the_doctor_lists_libfabrics_providers() {
 
 #[test]
 fn a_forced_ofi_job_sends_data_and_atomics_through_the_provider() {
-    let out = rlaunch(&[
-        "-n",
-        "2",
-        "--transport",
-        "ofi",
-        "--ofi-provider",
-        "tcp;ofi_rxm",
-        &example("atomic_hammer"),
-        "50",
-    ]);
+    let out = rlaunch(&refs(&over("tcp;ofi_rxm", "atomic_hammer", &["50"])));
     assert_eq!(out.code, Some(0), "{out:?}");
     for line in out.lines().iter().filter(|l| l.contains(" ok: ")) {
         assert!(line.contains("atomics by nic ofi tcp;ofi_rxm"), "{line}");
@@ -42,15 +48,7 @@ fn a_forced_ofi_job_sends_data_and_atomics_through_the_provider() {
 
 #[test]
 fn an_unknown_provider_is_a_clear_error() {
-    let out = rlaunch(&[
-        "-n",
-        "2",
-        "--transport",
-        "ofi",
-        "--ofi-provider",
-        "no-such-provider",
-        &example("hello_put"),
-    ]);
+    let out = rlaunch(&refs(&over("no-such-provider", "hello_put", &[])));
     assert_eq!(out.code, Some(1), "{out:?}");
     // Both ranks fail the same way; whichever reports first is named.
     let said = |rank: u32| {
@@ -67,20 +65,8 @@ fn an_unknown_provider_is_a_clear_error() {
 #[test]
 fn a_dead_peer_is_named_within_ten_seconds() {
     for (mode, call) in [("get", "get"), ("fadd", "atomic")] {
-        let out = rlaunch_with_env(
-            &[
-                "-n",
-                "2",
-                "--transport",
-                "ofi",
-                "--ofi-provider",
-                "tcp;ofi_rxm",
-                &example("faults"),
-                "peer-dies",
-                mode,
-            ],
-            &[("RLAUNCH_KILL_GRACE", "10")],
-        );
+        let args = over("tcp;ofi_rxm", "faults", &["peer-dies", mode]);
+        let out = rlaunch_with_env(&refs(&args), &[("RLAUNCH_KILL_GRACE", "10")]);
         assert_eq!(out.code, Some(137), "rank 1's death decides the exit code: {out:?}");
         assert!(
             out.stderr
@@ -116,17 +102,7 @@ fn atomics_over_shm_are_exact() {
 /// way out, while puts, gets and collectives work.
 #[test]
 fn fetching_atomics_over_rxd_are_a_clear_error_not_a_crash() {
-    let rxd = |program: &str| {
-        rlaunch(&[
-            "-n",
-            "2",
-            "--transport",
-            "ofi",
-            "--ofi-provider",
-            "udp;ofi_rxd",
-            &example(program),
-        ])
-    };
+    let rxd = |program: &str| rlaunch(&refs(&over("udp;ofi_rxd", program, &[])));
     let out = rxd("hello_put");
     assert_eq!(out.code, Some(0), "{out:?}");
     let out = rxd("lock_counter");
