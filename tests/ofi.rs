@@ -83,15 +83,7 @@ fn a_dead_peer_is_named_within_ten_seconds() {
 #[test]
 fn atomics_over_shm_are_exact() {
     for program in ["atomic_hammer", "lock_counter"] {
-        let out = rlaunch(&[
-            "-n",
-            "2",
-            "--transport",
-            "ofi",
-            "--ofi-provider",
-            "shm",
-            &example(program),
-        ]);
+        let out = rlaunch(&refs(&over("shm", program, &[])));
         assert_eq!(out.code, Some(0), "{program}: {out:?}");
         assert!(out.stdout.contains("ok"), "{program}: {out:?}");
     }
