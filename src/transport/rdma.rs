@@ -92,7 +92,7 @@ pub fn connect_ofi(
     cards: &[Option<OfiCard>],
 ) -> Result<RdmaLink> {
     let manual = prepared.manual_progress();
-    let mut link = prepared.connect(rank, cards).map_err(|(peer, detail)| Error::Rdma {
+    let mut link = prepared.connect(cards).map_err(|(peer, detail)| Error::Rdma {
         rank,
         peer,
         op: "connect the ofi endpoint",

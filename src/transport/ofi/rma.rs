@@ -123,7 +123,11 @@ impl Ofi {
 
     fn native_amo(&mut self, peer: usize, offset: usize, amo: Amo) -> Result<u64, Failure> {
         let (addr, remote, key) = self.target(peer, offset);
-        let (op, form) = fi_op(amo.op, amo.fetch || self.quirks.write_as_fetch);
+        let (op, asked) = fi_op(amo.op, amo.fetch);
+        let form = match asked {
+            Form::Write if self.quirks.write_as_fetch => Form::Fetch,
+            form => form,
+        };
         if let (Some(why), Form::Fetch | Form::Compare) = (self.quirks.no_fetch, form) {
             return Err(self.failure(peer, "atomic", why.into()));
         }
@@ -193,11 +197,7 @@ impl Ofi {
             return Ok(0);
         }
         self.wait_all(peer, name)?;
-        Ok(if amo.fetch || matches!(amo.op, AmoOp::Swap | AmoOp::CompareSwap) {
-            result.value()
-        } else {
-            0
-        })
+        Ok(if asked == Form::Write { 0 } else { result.value() })
     }
 
     /// Updates the 64-bit signal word at heap `offset` of `peer` after

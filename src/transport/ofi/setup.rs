@@ -19,7 +19,7 @@ use std::ffi::c_void;
 pub const PROVIDER_VAR: &str = "ONESIDE_OFI_PROVIDER";
 
 /// Entries of the CQ (some providers take 0 literally); no more
-/// operations than this are ever in flight (`Ofi::make_room`).
+/// operations than this are ever in flight (`Ofi::post` waits for room).
 pub(super) const CQ_DEPTH: usize = 1024;
 
 /// The memory-registration modes this transport can follow.
@@ -58,8 +58,9 @@ impl Prepared {
 
     /// Inserts every rank's address in rank order; checks one provider
     /// serves the whole job.
-    pub fn connect(self, rank: usize, cards: &[Option<OfiCard>]) -> Result<Ofi, (usize, String)> {
+    pub fn connect(self, cards: &[Option<OfiCard>]) -> Result<Ofi, (usize, String)> {
         let mut remote = Vec::with_capacity(cards.len());
+        let mut addrs = vec![0 as fi_addr_t; cards.len()];
         for (peer, card) in cards.iter().enumerate() {
             let Some(card) = card else {
                 return Err((peer, "it has no ofi endpoint".into()));
@@ -74,10 +75,7 @@ impl Prepared {
                 ));
             }
             remote.push((card.addr, card.key));
-        }
-        // One address at a time: some formats (shm's strings) vary in length.
-        let mut addrs = vec![0 as fi_addr_t; cards.len()];
-        for (peer, card) in cards.iter().flatten().enumerate() {
+            // One address at a time: some formats (shm's strings) vary in length.
             // SAFETY: one address of this provider's format (from its
             // fi_getname), and room for its one result.
             let inserted = unsafe {
@@ -98,7 +96,6 @@ impl Prepared {
                 ));
             }
         }
-        let _ = rank;
         Ok(Ofi::new(self, addrs, remote))
     }
 }
