@@ -24,6 +24,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Bytes before the heap: one page, so the heap is page aligned.
 pub const HEADER_BYTES: usize = 4096;
 const MAGIC: u64 = u64::from_le_bytes(*b"1sideSEG");
+/// Byte offset in the header of the word peers add 1 to when the ofi
+/// transport wires connections in rank order (`transport::ofi::wireup`);
+/// after magic, token and heap size.
+pub const WIREUP_WORD: usize = 24;
 
 /// What a same-host peer needs to map this segment; part of the rank's card.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

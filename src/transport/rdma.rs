@@ -99,6 +99,7 @@ pub fn connect_ofi(
         detail,
     })?;
     link.spin = crate::backoff::may_spin(local_size, if manual { 2 } else { 1 });
+    link.wire_up(rank).map_err(|failure| failure.into_error(rank))?;
     let link = std::sync::Arc::new(std::sync::Mutex::new(link));
     let progress = match manual {
         true => Some(

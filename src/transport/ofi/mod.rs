@@ -38,6 +38,7 @@ pub mod progress;
 mod rma;
 mod setup;
 mod sys;
+mod wireup;
 
 pub use setup::{prepare, providers, Prepared};
 
@@ -88,6 +89,8 @@ pub struct Ofi {
     bounce_used: usize,
     /// Whether waits may spin (a core for each local rank and its threads).
     pub(crate) spin: bool,
+    /// The first byte of this rank's segment (its header).
+    own_segment: *mut u8,
 }
 
 // SAFETY: the libfabric objects are owned here and used only under the
@@ -125,6 +128,7 @@ impl Ofi {
             bounce: vec![0; BOUNCE_BYTES].into_boxed_slice(),
             bounce_used: 0,
             spin: false,
+            own_segment: prepared.own_segment,
         }
     }
 
@@ -133,14 +137,10 @@ impl Ofi {
         format!("ofi {}", self.info.provider())
     }
 
-    /// The address of heap `offset` at `peer`, and its key.
-    fn target(&self, peer: usize, offset: usize) -> (fi_addr_t, u64, u64) {
+    /// The address of byte `at` of `peer`'s segment (header included), and its key.
+    fn target(&self, peer: usize, at: usize) -> (fi_addr_t, u64, u64) {
         let (base, key) = self.remote[peer];
-        (
-            self.addrs[peer],
-            base + (crate::segment::HEADER_BYTES + offset) as u64,
-            key,
-        )
+        (self.addrs[peer], base + at as u64, key)
     }
 
     /// Posts with `post` until the provider takes it, driving progress

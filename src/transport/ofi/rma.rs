@@ -5,6 +5,7 @@
 
 use super::atomics::{datatype, fi_op, Form};
 use super::{Ofi, BOUNCE_PUT};
+use crate::segment::HEADER_BYTES;
 use crate::transport::amo::{Amo, AmoOp, Width};
 use crate::transport::primitives::SignalOp;
 use crate::transport::rdma::Failure;
@@ -14,7 +15,7 @@ impl Ofi {
     /// Writes `src` at heap `offset` of `peer`; returns when `src` may be
     /// reused (copied to the bounce buffer, or completed).
     pub fn put(&mut self, peer: usize, offset: usize, src: &[u8]) -> Result<(), Failure> {
-        let (addr, remote, key) = self.target(peer, offset);
+        let (addr, remote, key) = self.target(peer, HEADER_BYTES + offset);
         if src.len() <= BOUNCE_PUT.min(self.msg_max) {
             let staged = self.stage(peer, "put", src)?;
             // SAFETY: the staged copy stays untouched until every operation
@@ -64,7 +65,23 @@ impl Ofi {
     /// `dst` must stay valid for `len` bytes of writes, untouched, until the
     /// next `quiet` returns (or any call of this transport fails).
     pub unsafe fn get_nbi(&mut self, peer: usize, offset: usize, dst: *mut u8, len: usize) -> Result<(), Failure> {
-        let (addr, remote, key) = self.target(peer, offset);
+        // SAFETY: this function's contract.
+        unsafe { self.read_segment(peer, HEADER_BYTES + offset, dst, len) }
+    }
+
+    /// Starts reading `len` bytes at byte `at` of `peer`'s segment (its
+    /// header included) into `dst`.
+    ///
+    /// # Safety
+    /// As for [`Ofi::get_nbi`].
+    pub(super) unsafe fn read_segment(
+        &mut self,
+        peer: usize,
+        at: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<(), Failure> {
+        let (addr, remote, key) = self.target(peer, at);
         let mut done = 0;
         while done < len {
             let n = (len - done).min(self.msg_max);
@@ -91,13 +108,31 @@ impl Ofi {
     /// Applies `amo` to the word at heap `offset` of `peer`; returns the old
     /// value when `amo.fetch` (otherwise 0; it completes at quiet).
     pub fn amo(&mut self, peer: usize, offset: usize, amo: Amo) -> Result<u64, Failure> {
+        self.amo_at(peer, HEADER_BYTES + offset, amo)
+    }
+
+    /// Adds `value` to the 64-bit word at byte `at` of `peer`'s segment;
+    /// it completes at quiet.
+    pub(super) fn add_segment_word(&mut self, peer: usize, at: usize, value: u64) -> Result<(), Failure> {
+        let add = Amo {
+            op: AmoOp::Add,
+            width: Width::W64,
+            operand: value,
+            compare: 0,
+            fetch: false,
+        };
+        self.amo_at(peer, at, add).map(drop)
+    }
+
+    /// [`Ofi::amo`] on byte `at` of the segment (its header included).
+    fn amo_at(&mut self, peer: usize, at: usize, amo: Amo) -> Result<u64, Failure> {
         if self.atomics.native(amo.width, amo.op, amo.fetch) {
-            return self.native_amo(peer, offset, amo);
+            return self.native_amo(peer, at, amo);
         }
         // A compare-and-swap loop; `probe` made sure compare-and-swap is native.
         let mut old = self.native_amo(
             peer,
-            offset,
+            at,
             Amo {
                 op: AmoOp::Fetch,
                 fetch: true,
@@ -113,7 +148,7 @@ impl Ofi {
                 fetch: true,
                 ..amo
             };
-            let seen = self.native_amo(peer, offset, swap)?;
+            let seen = self.native_amo(peer, at, swap)?;
             if seen == old {
                 return Ok(if amo.fetch { old } else { 0 });
             }
@@ -121,8 +156,8 @@ impl Ofi {
         }
     }
 
-    fn native_amo(&mut self, peer: usize, offset: usize, amo: Amo) -> Result<u64, Failure> {
-        let (addr, remote, key) = self.target(peer, offset);
+    fn native_amo(&mut self, peer: usize, at: usize, amo: Amo) -> Result<u64, Failure> {
+        let (addr, remote, key) = self.target(peer, at);
         let (op, asked) = fi_op(amo.op, amo.fetch);
         let form = match asked {
             Form::Write if self.quirks.write_as_fetch => Form::Fetch,

@@ -36,6 +36,8 @@ pub struct Prepared {
     pub(super) info: Info,
     pub(super) lib: &'static Library,
     card: OfiCard,
+    /// The first byte of this rank's segment (its header).
+    pub(super) own_segment: *mut u8,
     pub(super) virt_addr: bool,
     pub(super) manual_progress: bool,
     pub(super) atomics: Support,
@@ -239,6 +241,7 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<
         info,
         lib,
         card,
+        own_segment: base,
         virt_addr,
         manual_progress,
         atomics,
