@@ -13,6 +13,7 @@
 
 use crate::ctx::Endpoint;
 use crate::error::Result;
+use crate::profile::{self, Family};
 use crate::sym::{Pod, Sym};
 use crate::transport::amo::{Amo, AmoOp, Width};
 use crate::transport::primitives::Stream;
@@ -103,7 +104,9 @@ impl World {
         (operand, compare): (T, T),
         fetch: bool,
     ) -> Result<T> {
+        let mut span = profile::span(Family::Atomic);
         let offset = self.checked_offset(name, sym, target, index, 1)?;
+        profile::aim(&mut span, target, std::mem::size_of::<T>());
         let amo = Amo {
             op,
             width: T::WIDTH,

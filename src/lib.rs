@@ -265,6 +265,7 @@ mod heap;
 mod lock;
 mod nbi;
 mod pcontrol;
+pub mod profile;
 pub mod protocol;
 mod raw;
 mod rma;

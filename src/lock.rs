@@ -104,6 +104,7 @@ impl World {
 
     /// Takes the lock, waiting for it (OpenSHMEM's `shmem_set_lock`).
     pub fn set_lock(&self, lock: &Lock) -> Result<()> {
+        let _span = crate::profile::span(crate::profile::Family::Lock);
         let me = self.rank as u64 + 1;
         // Fetching, so our node is clean before anyone can find it.
         self.lock_amo(lock, self.rank, NEXT, AmoOp::Swap, 0, true)?;
@@ -118,6 +119,7 @@ impl World {
     /// Takes the lock if nobody holds or waits for it; returns whether it
     /// did (OpenSHMEM's `shmem_test_lock`, with the opposite truth value).
     pub fn test_lock(&self, lock: &Lock) -> Result<bool> {
+        let _span = crate::profile::span(crate::profile::Family::Lock);
         let me = self.rank as u64 + 1;
         self.lock_amo(lock, self.rank, NEXT, AmoOp::Swap, 0, true)?;
         Ok(self.lock_cas(lock, TAIL, 0, me)? == 0)
@@ -126,6 +128,7 @@ impl World {
     /// Releases the lock this rank holds, after completing every put and
     /// atomic it issued (OpenSHMEM's `shmem_clear_lock`).
     pub fn clear_lock(&self, lock: &Lock) -> Result<()> {
+        let _span = crate::profile::span(crate::profile::Family::Lock);
         self.quiet()?;
         let me = self.rank as u64 + 1;
         let mut next = self.lock_amo(lock, self.rank, NEXT, AmoOp::Fetch, 0, true)? & !GRANTED;

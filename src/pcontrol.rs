@@ -13,6 +13,7 @@ static LEVEL: AtomicI32 = AtomicI32::new(DEFAULT_LEVEL);
 /// Sets this process's profiling level (`shmem_pcontrol`).
 pub fn set_profiling_level(level: i32) {
     LEVEL.store(level, Ordering::Relaxed);
+    crate::profile::level_changed(level);
 }
 
 /// This process's profiling level: [`DEFAULT_LEVEL`] until set.

@@ -6,7 +6,9 @@
 
 use crate::ctx::Endpoint;
 use crate::error::{Error, Result};
+use crate::profile::{self, Family};
 use crate::sym::{Pod, Sym};
+use crate::transport::primitives::Stream;
 use crate::world::World;
 
 /// Puts and gets, blocking and non-blocking, with the calls that order
@@ -23,7 +25,9 @@ pub trait Rma: Endpoint {
     #[inline(always)]
     fn put<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, src: &[T]) -> Result<()> {
         let w = self.world();
+        let mut span = profile::span(Family::Put);
         let offset = w.checked_offset("put", sym, target, index, src.len())?;
+        profile::aim(&mut span, target, std::mem::size_of_val(src));
         w.copy_in(self.stream(), target, offset, bytemuck::cast_slice(src))
     }
 
@@ -33,7 +37,9 @@ pub trait Rma: Endpoint {
     #[inline(always)]
     fn get<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, dst: &mut [T]) -> Result<()> {
         let w = self.world();
+        let mut span = profile::span(Family::Get);
         let offset = w.checked_offset("get", sym, target, index, dst.len())?;
+        profile::aim(&mut span, target, std::mem::size_of_val(dst));
         w.copy_out(self.stream(), target, offset, bytemuck::cast_slice_mut(dst))
     }
 
@@ -54,7 +60,9 @@ pub trait Rma: Endpoint {
     /// is complete at the target after the next [`quiet`](Rma::quiet).
     fn put_nbi<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, src: &[T]) -> Result<()> {
         let w = self.world();
+        let mut span = profile::span(Family::PutNbi);
         let offset = w.checked_offset("put_nbi", sym, target, index, src.len())?;
+        profile::aim(&mut span, target, std::mem::size_of_val(src));
         w.copy_in_nbi(self.stream(), target, offset, bytemuck::cast_slice(src))
     }
 
@@ -69,8 +77,10 @@ pub trait Rma: Endpoint {
     /// read or write it, until this endpoint's next `quiet` returns.
     unsafe fn get_nbi<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, dst: *mut T, len: usize) -> Result<()> {
         let w = self.world();
+        let mut span = profile::span(Family::GetNbi);
         let offset = w.checked_offset("get_nbi", sym, target, index, len)?;
         let bytes = len * std::mem::size_of::<T>();
+        profile::aim(&mut span, target, bytes);
         // SAFETY: forwarded from this function's contract.
         unsafe { w.copy_out_nbi(self.stream(), target, offset, dst.cast(), bytes) }
     }
@@ -78,6 +88,7 @@ pub trait Rma: Endpoint {
     /// Orders this endpoint's earlier puts, signals and non-fetching
     /// atomics to each target before its later ones to the same target.
     fn fence(&self) -> Result<()> {
+        let _span = profile::span(Family::Fence);
         self.world().fence_on(self.stream())
     }
 
@@ -86,6 +97,7 @@ pub trait Rma: Endpoint {
     /// and contexts", for what it says about other contexts).
     #[inline]
     fn quiet(&self) -> Result<()> {
+        let _span = profile::span(Family::Quiet);
         self.world().quiet_on(self.stream())
     }
 
@@ -209,13 +221,16 @@ impl Rma for crate::ctx::AnyEndpoint<'_> {}
 
 impl World {
     /// Copies this rank's own elements `[index, index + dst.len())` of `sym` into `dst`.
+    /// Not communication, so a profile does not count it.
     pub fn local_read<T: Pod>(&self, sym: &Sym<T>, index: usize, dst: &mut [T]) -> Result<()> {
-        self.get(sym, self.rank, index, dst)
+        let offset = self.checked_offset("local_read", sym, self.rank, index, dst.len())?;
+        self.copy_out(Stream::Default, self.rank, offset, bytemuck::cast_slice_mut(dst))
     }
 
     /// Writes `src` into this rank's own elements of `sym`, from `index`.
     pub fn local_write<T: Pod>(&self, sym: &Sym<T>, index: usize, src: &[T]) -> Result<()> {
-        self.put(sym, self.rank, index, src)
+        let offset = self.checked_offset("local_write", sym, self.rank, index, src.len())?;
+        self.copy_in(Stream::Default, self.rank, offset, bytemuck::cast_slice(src))
     }
 
     /// This rank's whole copy of `sym`, as a vector.

@@ -11,6 +11,7 @@
 
 use crate::ctx::Endpoint;
 use crate::error::Result;
+use crate::profile::{self, Family};
 use crate::sym::{Pod, Sym};
 use crate::transport::primitives::SignalOp;
 use crate::transport::primitives::Stream;
@@ -111,8 +112,10 @@ impl World {
         (signal, signal_index, op, value): SignalAt<'_>,
         nbi: bool,
     ) -> Result<()> {
+        let mut span = profile::span(Family::Signal);
         let offset = self.checked_offset(name, sym, target, index, src.len())?;
         let signal_offset = self.checked_offset(name, signal, target, signal_index, 1)?;
+        profile::aim(&mut span, target, std::mem::size_of_val(src) + 8);
         match nbi {
             true => self.copy_in_nbi(stream, target, offset, bytemuck::cast_slice(src))?,
             false => self.copy_in(stream, target, offset, bytemuck::cast_slice(src))?,
@@ -128,7 +131,9 @@ impl World {
         (signal, index, op, value): SignalAt<'_>,
         target: usize,
     ) -> Result<()> {
+        let mut span = profile::span(Family::Signal);
         let offset = self.checked_offset(name, signal, target, index, 1)?;
+        profile::aim(&mut span, target, 8);
         self.signal(stream, target, offset, op, value)
     }
 

@@ -240,6 +240,7 @@ impl World {
     /// while it waits, until the wait turns into naps (see
     /// `transport::tcp::engine`).
     pub fn poll_until<R>(&self, mut ready: impl FnMut() -> Option<R>) -> Result<R> {
+        let _span = crate::profile::span(crate::profile::Family::Wait);
         self.send_batches()?;
         if let Some(result) = ready() {
             return Ok(result);

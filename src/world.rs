@@ -286,6 +286,7 @@ impl World {
         node_of: Vec<usize>,
         launcher: Option<LauncherLink>,
     ) -> World {
+        crate::profile::start(rank, size, &host);
         let layout = Layout::new(size);
         let mut allocator = Allocator::new(own.alloc_len());
         let area = allocator.alloc(layout.area_bytes());
@@ -391,6 +392,7 @@ impl World {
     /// Reserves and zeroes `bytes` at an address aligned to `align`, then
     /// meets every rank; returns the heap offset.
     pub(crate) fn alloc_offset(&self, bytes: usize, align: usize) -> Result<usize> {
+        let _span = crate::profile::span(crate::profile::Family::Alloc);
         let heap_size = self.heap_size();
         let base = self.own.heap_base() as usize;
         let reserved = crate::sync::lock(&self.heap).alloc_aligned(bytes, align, base);
@@ -415,6 +417,7 @@ impl World {
     /// Collectively frees an object. Starts with a barrier, so no rank is
     /// still reading or writing it.
     pub fn free<T: Pod>(&self, sym: Sym<T>) -> Result<()> {
+        let _span = crate::profile::span(crate::profile::Family::Alloc);
         self.check_object("free", &sym)?;
         self.barrier()?;
         if crate::sync::lock(&self.heap).free(sym.offset) {
@@ -444,6 +447,9 @@ impl World {
     fn finalize_once(&mut self) -> Result<()> {
         if std::mem::replace(&mut self.finalized, true) {
             return Ok(());
+        }
+        if let Err(e) = crate::profile::finish() {
+            eprintln!("oneside: rank {} could not write its profile: {e}", self.rank);
         }
         self.barrier()?;
         match &mut self.launcher {

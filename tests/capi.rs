@@ -418,3 +418,39 @@ fn no_fabric_library_is_linked_they_are_opened_at_run_time() {
         }
     }
 }
+
+/// `oshrun --profile`: the runtime's own profile of a C program sees every
+/// call, those shmem.h would inline included, and its matrix is exact.
+#[test]
+fn the_runtimes_profile_of_a_c_program_is_exact() {
+    let exe = compile("profiled");
+    for transport in transports_for_c() {
+        for n in [2, 4] {
+            let dir = scratch().join(format!("profile-{transport}-{n}"));
+            let child = Command::new(tool("oshrun"))
+                .args(["-np", &n.to_string(), "--timeout", "90"])
+                .arg(format!("--profile={}", dir.display()))
+                .arg(&exe)
+                .env("ONESIDE_TRANSPORT", transport)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("oshrun starts");
+            let out = finish(child);
+            assert_eq!(out.code, Some(0), "{out:?}");
+            let json = std::fs::read_to_string(dir.join("profile.json")).expect("profile.json");
+            assert_eq!(
+                json_matrix(&json, "matrix_bytes"),
+                known_traffic(n, false),
+                "{transport} at {n}: {json}"
+            );
+            assert!(json.contains("\"histogram_log2_ns\":["), "{json}");
+            let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+            assert!(
+                html.contains("<svg class=\"histogram\""),
+                "pcontrol(2) records histograms: {html}"
+            );
+        }
+    }
+}

@@ -142,9 +142,10 @@ pub fn interposed() -> Option<String> {
 }
 
 /// Fills the table from `world`, or leaves it empty when a tool interposes
-/// an inlined routine (so that the program's calls reach the tool).
+/// an inlined routine (so that the program's calls reach the tool) or the
+/// runtime profiles (`rlaunch --profile`, so that it counts every call).
 pub fn publish(world: &World) -> Published {
-    if interposed().is_some() {
+    if interposed().is_some() || oneside::profile::configured() {
         return Published { _bases: Box::new([]) };
     }
     let map = world.direct_map();

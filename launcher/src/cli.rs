@@ -47,6 +47,19 @@ pub struct Args {
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
 
+    /// Profile the job: every rank counts its calls, bytes and blocked
+    /// time; rlaunch then writes DIR/profile.json, DIR/summary.txt (also
+    /// printed) and DIR/report.html. DIR must be reachable from every host.
+    #[arg(
+        long,
+        value_name = "DIR",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = crate::profile::DEFAULT_DIR,
+        env = "ONESIDE_PROFILE"
+    )]
+    pub profile: Option<PathBuf>,
+
     /// Transport between ranks.
     #[arg(long, value_enum, default_value_t = Transport::Auto, env = "ONESIDE_TRANSPORT")]
     pub transport: Transport,

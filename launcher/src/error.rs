@@ -44,6 +44,12 @@ pub enum LaunchError {
     #[error("cannot run '{program}': {reason}")]
     Program { program: String, reason: String },
 
+    #[error("--profile: cannot use the directory {}: {source}; name a writable one with --profile=DIR", dir.display())]
+    Profile {
+        dir: std::path::PathBuf,
+        source: std::io::Error,
+    },
+
     #[error("cannot choose the bootstrap address: {detail}")]
     Address { detail: String },
 

@@ -8,6 +8,7 @@ mod error;
 mod hostfile;
 mod job;
 mod plan;
+mod profile;
 mod proxy;
 
 use std::process::ExitCode;
@@ -39,7 +40,7 @@ fn main() -> ExitCode {
             print!("{}", plan.describe());
             return Ok(0);
         }
-        job::run(&plan)
+        run_job(&plan)
     });
     match result {
         Ok(code) => ExitCode::from(code),
@@ -48,6 +49,21 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// Runs the job, and merges its profiles after it when `--profile` asked.
+fn run_job(plan: &plan::LaunchPlan) -> Result<u8, error::LaunchError> {
+    let Some(dir) = &plan.profile else {
+        return job::run(plan);
+    };
+    let unwritable = |source| error::LaunchError::Profile {
+        dir: dir.clone(),
+        source,
+    };
+    profile::prepare(dir).map_err(unwritable)?;
+    let code = job::run(plan)?;
+    profile::report(dir, plan.ranks.len()).map_err(unwritable)?;
+    Ok(code)
 }
 
 /// "outer: inner: innermost", skipping causes already quoted by their parent.

@@ -33,6 +33,8 @@ pub struct LaunchPlan {
     /// Variables set for every rank, after the launcher's own.
     pub env: Vec<(String, String)>,
     pub timeout: Option<Duration>,
+    /// `--profile`: the directory, absolute, where ranks write their profiles.
+    pub profile: Option<PathBuf>,
     pub tag_output: bool,
     pub transport: Transport,
     pub bind: Bind,
@@ -88,6 +90,16 @@ impl LaunchPlan {
             rdma.into_iter()
                 .filter_map(|(var, value)| value.map(|v| (var.to_string(), v))),
         );
+        let profile = match &args.profile {
+            Some(dir) => Some(std::path::absolute(dir).map_err(|source| LaunchError::Profile {
+                dir: dir.clone(),
+                source,
+            })?),
+            None => None,
+        };
+        if let Some(dir) = &profile {
+            env.push(("ONESIDE_PROFILE".into(), dir.display().to_string()));
+        }
         let timeout = match args.timeout {
             Some(secs) if secs.is_finite() && secs > 0.0 => Some(Duration::from_secs_f64(secs)),
             Some(_) => {
@@ -111,6 +123,7 @@ impl LaunchPlan {
             ranks,
             env,
             timeout,
+            profile,
             tag_output: args.tag_output,
             transport: args.transport,
             bind: args.bind_to,

@@ -95,11 +95,13 @@ pub(crate) struct Coll<'a> {
     call: u64,
     layout: Layout,
     _entered: InCollective<'a>,
+    _span: Option<crate::profile::Span>,
 }
 
 impl<'a> Coll<'a> {
     /// Starts a call of `op` on `team`.
     pub fn begin(w: &'a World, t: &'a Team, op: &'static str) -> Result<Coll<'a>> {
+        let span = crate::profile::span(crate::profile::Family::of_collective(op));
         let entered = w.collective.enter(w.rank, op)?;
         w.check_team(op, t)?;
         let call = t.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
@@ -110,6 +112,7 @@ impl<'a> Coll<'a> {
             call,
             layout: w.team_layout(),
             _entered: entered,
+            _span: span,
         })
     }
 
@@ -151,6 +154,7 @@ impl<'a> Coll<'a> {
 
     /// Puts `src` at heap offset `offset` of member `to`.
     pub fn put(&self, to: usize, offset: usize, src: &[u8]) -> Result<()> {
+        crate::profile::collective_bytes(self.rank(to), src.len());
         self.w.coll_copy_in(self.rank(to), offset, src)
     }
 

@@ -30,6 +30,7 @@ impl World {
     /// the team: a put made before the barrier is visible to every member
     /// after it.
     pub fn team_barrier(&self, team: &Team) -> Result<()> {
+        let _span = crate::profile::span(crate::profile::Family::Barrier);
         self.quiet()?;
         self.team_sync(team)
     }

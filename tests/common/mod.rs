@@ -248,3 +248,36 @@ pub fn ctrl_c_leaves_nothing(args: &[&str], ranks: usize) {
         assert_eq!(shm_files(field(line, "job")), Vec::<String>::new());
     }
 }
+
+/// The N x N matrix `"key":[[..],..]` of a `profile.json` (rlaunch writes
+/// each matrix on one line).
+pub fn json_matrix(json: &str, key: &str) -> Vec<Vec<u64>> {
+    let start = format!("\"{key}\":");
+    let line = json
+        .lines()
+        .find_map(|l| l.strip_prefix(&start))
+        .unwrap_or_else(|| panic!("no {key} in {json}"));
+    let inner = line
+        .trim_end_matches(',')
+        .trim_start_matches("[[")
+        .trim_end_matches("]]");
+    inner
+        .split("],[")
+        .map(|row| row.split(',').map(|v| v.parse().expect("a number")).collect())
+        .collect()
+}
+
+/// The matrix of bytes `tests/c/profiled.c` and `examples/traffic.rs`
+/// move: 64 bytes of puts to the right neighbour, 56 of fetch-adds to
+/// rank 0, and with `get_from_left`, 16 bytes read from the left one.
+pub fn known_traffic(n: usize, get_from_left: bool) -> Vec<Vec<u64>> {
+    let mut m = vec![vec![0; n]; n];
+    for (r, row) in m.iter_mut().enumerate() {
+        row[(r + 1) % n] += 64;
+        row[0] += 56;
+        if get_from_left {
+            row[(r + n - 1) % n] += 16;
+        }
+    }
+    m
+}
