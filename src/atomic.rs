@@ -104,17 +104,17 @@ impl World {
         (operand, compare): (T, T),
         fetch: bool,
     ) -> Result<T> {
-        let mut span = profile::span(Family::Atomic);
-        let offset = self.checked_offset(name, sym, target, index, 1)?;
-        profile::aim(&mut span, target, std::mem::size_of::<T>());
-        let amo = Amo {
-            op,
-            width: T::WIDTH,
-            operand: operand.to_bits(),
-            compare: compare.to_bits(),
-            fetch,
-        };
-        self.amo(stream, name, target, offset, amo).map(T::from_bits)
+        profile::leaf!(Family::Atomic, Some(target), std::mem::size_of::<T>(), {
+            let offset = self.checked_offset(name, sym, target, index, 1)?;
+            let amo = Amo {
+                op,
+                width: T::WIDTH,
+                operand: operand.to_bits(),
+                compare: compare.to_bits(),
+                fetch,
+            };
+            self.amo(stream, name, target, offset, amo).map(T::from_bits)
+        })
     }
 }
 

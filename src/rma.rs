@@ -25,10 +25,10 @@ pub trait Rma: Endpoint {
     #[inline(always)]
     fn put<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, src: &[T]) -> Result<()> {
         let w = self.world();
-        let mut span = profile::span(Family::Put);
-        let offset = w.checked_offset("put", sym, target, index, src.len())?;
-        profile::aim(&mut span, target, std::mem::size_of_val(src));
-        w.copy_in(self.stream(), target, offset, bytemuck::cast_slice(src))
+        profile::leaf!(Family::Put, Some(target), std::mem::size_of_val(src), {
+            let offset = w.checked_offset("put", sym, target, index, src.len())?;
+            w.copy_in(self.stream(), target, offset, bytemuck::cast_slice(src))
+        })
     }
 
     /// Reads `dst.len()` elements of `target`'s copy of `sym`, from element `index`.
@@ -37,10 +37,10 @@ pub trait Rma: Endpoint {
     #[inline(always)]
     fn get<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, dst: &mut [T]) -> Result<()> {
         let w = self.world();
-        let mut span = profile::span(Family::Get);
-        let offset = w.checked_offset("get", sym, target, index, dst.len())?;
-        profile::aim(&mut span, target, std::mem::size_of_val(dst));
-        w.copy_out(self.stream(), target, offset, bytemuck::cast_slice_mut(dst))
+        profile::leaf!(Family::Get, Some(target), std::mem::size_of_val(dst), {
+            let offset = w.checked_offset("get", sym, target, index, dst.len())?;
+            w.copy_out(self.stream(), target, offset, bytemuck::cast_slice_mut(dst))
+        })
     }
 
     /// Puts one value.
@@ -60,10 +60,10 @@ pub trait Rma: Endpoint {
     /// is complete at the target after the next [`quiet`](Rma::quiet).
     fn put_nbi<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, src: &[T]) -> Result<()> {
         let w = self.world();
-        let mut span = profile::span(Family::PutNbi);
-        let offset = w.checked_offset("put_nbi", sym, target, index, src.len())?;
-        profile::aim(&mut span, target, std::mem::size_of_val(src));
-        w.copy_in_nbi(self.stream(), target, offset, bytemuck::cast_slice(src))
+        profile::leaf!(Family::PutNbi, Some(target), std::mem::size_of_val(src), {
+            let offset = w.checked_offset("put_nbi", sym, target, index, src.len())?;
+            w.copy_in_nbi(self.stream(), target, offset, bytemuck::cast_slice(src))
+        })
     }
 
     /// Starts reading `len` elements of `target`'s copy of `sym` from
@@ -77,19 +77,18 @@ pub trait Rma: Endpoint {
     /// read or write it, until this endpoint's next `quiet` returns.
     unsafe fn get_nbi<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, dst: *mut T, len: usize) -> Result<()> {
         let w = self.world();
-        let mut span = profile::span(Family::GetNbi);
-        let offset = w.checked_offset("get_nbi", sym, target, index, len)?;
         let bytes = len * std::mem::size_of::<T>();
-        profile::aim(&mut span, target, bytes);
-        // SAFETY: forwarded from this function's contract.
-        unsafe { w.copy_out_nbi(self.stream(), target, offset, dst.cast(), bytes) }
+        profile::leaf!(Family::GetNbi, Some(target), bytes, {
+            let offset = w.checked_offset("get_nbi", sym, target, index, len)?;
+            // SAFETY: forwarded from this function's contract.
+            unsafe { w.copy_out_nbi(self.stream(), target, offset, dst.cast(), bytes) }
+        })
     }
 
     /// Orders this endpoint's earlier puts, signals and non-fetching
     /// atomics to each target before its later ones to the same target.
     fn fence(&self) -> Result<()> {
-        let _span = profile::span(Family::Fence);
-        self.world().fence_on(self.stream())
+        profile::leaf!(Family::Fence, None, 0, { self.world().fence_on(self.stream()) })
     }
 
     /// Completes every earlier put, non-blocking get and non-fetching
@@ -97,8 +96,7 @@ pub trait Rma: Endpoint {
     /// and contexts", for what it says about other contexts).
     #[inline]
     fn quiet(&self) -> Result<()> {
-        let _span = profile::span(Family::Quiet);
-        self.world().quiet_on(self.stream())
+        profile::leaf!(Family::Quiet, None, 0, { self.world().quiet_on(self.stream()) })
     }
 
     /// Completes this endpoint's earlier puts, non-blocking gets and

@@ -112,15 +112,15 @@ impl World {
         (signal, signal_index, op, value): SignalAt<'_>,
         nbi: bool,
     ) -> Result<()> {
-        let mut span = profile::span(Family::Signal);
-        let offset = self.checked_offset(name, sym, target, index, src.len())?;
-        let signal_offset = self.checked_offset(name, signal, target, signal_index, 1)?;
-        profile::aim(&mut span, target, std::mem::size_of_val(src) + 8);
-        match nbi {
-            true => self.copy_in_nbi(stream, target, offset, bytemuck::cast_slice(src))?,
-            false => self.copy_in(stream, target, offset, bytemuck::cast_slice(src))?,
-        }
-        self.signal(stream, target, signal_offset, op, value)
+        profile::leaf!(Family::Signal, Some(target), std::mem::size_of_val(src) + 8, {
+            let offset = self.checked_offset(name, sym, target, index, src.len())?;
+            let signal_offset = self.checked_offset(name, signal, target, signal_index, 1)?;
+            match nbi {
+                true => self.copy_in_nbi(stream, target, offset, bytemuck::cast_slice(src))?,
+                false => self.copy_in(stream, target, offset, bytemuck::cast_slice(src))?,
+            }
+            self.signal(stream, target, signal_offset, op, value)
+        })
     }
 
     /// A signal update alone: check, then `signal`.
@@ -131,10 +131,10 @@ impl World {
         (signal, index, op, value): SignalAt<'_>,
         target: usize,
     ) -> Result<()> {
-        let mut span = profile::span(Family::Signal);
-        let offset = self.checked_offset(name, signal, target, index, 1)?;
-        profile::aim(&mut span, target, 8);
-        self.signal(stream, target, offset, op, value)
+        profile::leaf!(Family::Signal, Some(target), 8, {
+            let offset = self.checked_offset(name, signal, target, index, 1)?;
+            self.signal(stream, target, offset, op, value)
+        })
     }
 
     /// Atomically reads this rank's own signal word `signal[index]`.

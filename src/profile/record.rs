@@ -14,6 +14,7 @@
 use super::Family;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
 use std::time::Instant;
 
 /// Latency histogram buckets: bucket `b` counts calls of `2^b ..
@@ -22,12 +23,20 @@ pub const HISTOGRAM_BUCKETS: usize = 32;
 
 const MAGIC: &str = "oneside-profile 1";
 
-/// One family's counters.
+/// Adds `v` to a counter only its own thread writes: a load and a store,
+/// no read-modify-write.
+#[inline(always)]
+fn bump(counter: &AtomicU64, v: u64) {
+    counter.store(counter.load(Relaxed).wrapping_add(v), Relaxed);
+}
+
+/// One family's counters in one thread's block.
 #[derive(Default)]
 struct FamilyCounters {
     calls: AtomicU64,
     bytes: AtomicU64,
-    nanos: AtomicU64,
+    timed_calls: AtomicU64,
+    timed_nanos: AtomicU64,
     histogram: [AtomicU64; HISTOGRAM_BUCKETS],
 }
 
@@ -38,13 +47,8 @@ struct TargetCounters {
     ops: AtomicU64,
 }
 
-/// Everything one rank counts while profiling.
-pub(crate) struct Counters {
-    dir: PathBuf,
-    rank: usize,
-    size: usize,
-    host: String,
-    started: Instant,
+/// One thread's counters: written by that thread alone, read at finalize.
+pub(crate) struct Block {
     families: [FamilyCounters; Family::COUNT],
     targets: Box<[TargetCounters]>,
     collective: Box<[AtomicU64]>,
@@ -56,6 +60,71 @@ fn bucket(nanos: u64) -> usize {
         .min(HISTOGRAM_BUCKETS - 1)
 }
 
+impl Block {
+    fn new(size: usize) -> Block {
+        Block {
+            families: Default::default(),
+            targets: (0..size).map(|_| TargetCounters::default()).collect(),
+            collective: (0..size).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// Counts one call of `family`; returns how many this thread had
+    /// counted before it.
+    #[inline]
+    pub fn count_call(&self, family: Family) -> u64 {
+        let calls = &self.families[family as usize].calls;
+        let before = calls.load(Relaxed);
+        calls.store(before.wrapping_add(1), Relaxed);
+        before
+    }
+
+    /// Counts one call; with a target, its bytes go into the matrix too.
+    #[inline]
+    pub fn count(&self, family: Family, target: Option<usize>, bytes: u64) {
+        bump(&self.families[family as usize].calls, 1);
+        if let Some(target) = target {
+            self.aim(family, target, bytes);
+        }
+    }
+
+    /// Adds a counted call's target and bytes.
+    #[inline]
+    pub fn aim(&self, family: Family, target: usize, bytes: u64) {
+        bump(&self.families[family as usize].bytes, bytes);
+        if let Some(t) = self.targets.get(target) {
+            bump(&t.bytes, bytes);
+            bump(&t.ops, 1);
+        }
+    }
+
+    /// Adds one timed call; `detail` (level 2) also fills its histogram.
+    pub fn time(&self, family: Family, nanos: u64, detail: bool) {
+        let f = &self.families[family as usize];
+        bump(&f.timed_calls, 1);
+        bump(&f.timed_nanos, nanos);
+        if detail {
+            bump(&f.histogram[bucket(nanos)], 1);
+        }
+    }
+
+    pub fn collective_bytes(&self, target: usize, bytes: u64) {
+        if let Some(t) = self.collective.get(target) {
+            bump(t, bytes);
+        }
+    }
+}
+
+/// Everything one rank counts while profiling: a block per thread.
+pub(crate) struct Counters {
+    dir: PathBuf,
+    rank: usize,
+    size: usize,
+    host: String,
+    started: Instant,
+    blocks: Mutex<Vec<&'static Block>>,
+}
+
 impl Counters {
     pub fn new(dir: PathBuf, rank: usize, size: usize, host: &str) -> Counters {
         Counters {
@@ -64,52 +133,57 @@ impl Counters {
             size,
             host: host.split_whitespace().collect::<Vec<_>>().join("_"),
             started: Instant::now(),
-            families: Default::default(),
-            targets: (0..size).map(|_| TargetCounters::default()).collect(),
-            collective: (0..size).map(|_| AtomicU64::new(0)).collect(),
+            blocks: Mutex::new(Vec::new()),
         }
     }
 
-    /// Counts one call; `detail` (level 2) also fills its histogram.
-    pub fn count(&self, family: Family, target: Option<usize>, bytes: u64, nanos: u64, detail: bool) {
-        let f = &self.families[family as usize];
-        f.calls.fetch_add(1, Relaxed);
-        f.bytes.fetch_add(bytes, Relaxed);
-        f.nanos.fetch_add(nanos, Relaxed);
-        if detail {
-            f.histogram[bucket(nanos)].fetch_add(1, Relaxed);
-        }
-        if let Some(t) = target.and_then(|t| self.targets.get(t)) {
-            t.bytes.fetch_add(bytes, Relaxed);
-            t.ops.fetch_add(1, Relaxed);
-        }
+    /// A block for a new thread. It lives as long as the process, since
+    /// the thread may outlive any owner (a few KiB per thread).
+    pub fn new_block(&self) -> &'static Block {
+        let block: &'static Block = Box::leak(Box::new(Block::new(self.size)));
+        crate::sync::lock(&self.blocks).push(block);
+        block
     }
 
-    pub fn collective_bytes(&self, target: usize, bytes: u64) {
-        if let Some(t) = self.collective.get(target) {
-            t.fetch_add(bytes, Relaxed);
-        }
-    }
-
-    /// What has been counted so far.
+    /// What has been counted so far, summed over the threads. A family's
+    /// time is its timed calls' mean times all its calls.
     pub fn snapshot(&self) -> RankProfile {
+        let blocks = crate::sync::lock(&self.blocks).clone();
+        let sum = |read: &dyn Fn(&Block) -> u64| blocks.iter().map(|b| read(b)).sum::<u64>();
+        let families = (0..Family::COUNT)
+            .map(|i| {
+                let calls = sum(&|b| b.families[i].calls.load(Relaxed));
+                let timed_calls = sum(&|b| b.families[i].timed_calls.load(Relaxed));
+                let timed_nanos = sum(&|b| b.families[i].timed_nanos.load(Relaxed));
+                FamilyStats {
+                    name: Family::NAMES[i].to_string(),
+                    calls,
+                    bytes: sum(&|b| b.families[i].bytes.load(Relaxed)),
+                    nanos: match timed_calls {
+                        0 => 0,
+                        n => (timed_nanos as u128 * calls as u128 / n as u128) as u64,
+                    },
+                    histogram: (0..HISTOGRAM_BUCKETS)
+                        .map(|h| sum(&|b| b.families[i].histogram[h].load(Relaxed)))
+                        .collect(),
+                }
+            })
+            .collect();
         RankProfile {
             rank: self.rank,
             size: self.size,
             host: self.host.clone(),
             elapsed_ns: u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX),
-            families: (self.families.iter().zip(Family::NAMES))
-                .map(|(f, name)| FamilyStats {
-                    name: name.to_string(),
-                    calls: f.calls.load(Relaxed),
-                    bytes: f.bytes.load(Relaxed),
-                    nanos: f.nanos.load(Relaxed),
-                    histogram: f.histogram.iter().map(|b| b.load(Relaxed)).collect(),
-                })
+            families,
+            target_bytes: (0..self.size)
+                .map(|t| sum(&|b| b.targets[t].bytes.load(Relaxed)))
                 .collect(),
-            target_bytes: self.targets.iter().map(|t| t.bytes.load(Relaxed)).collect(),
-            target_ops: self.targets.iter().map(|t| t.ops.load(Relaxed)).collect(),
-            collective_bytes: self.collective.iter().map(|t| t.load(Relaxed)).collect(),
+            target_ops: (0..self.size)
+                .map(|t| sum(&|b| b.targets[t].ops.load(Relaxed)))
+                .collect(),
+            collective_bytes: (0..self.size)
+                .map(|t| sum(&|b| b.collective[t].load(Relaxed)))
+                .collect(),
         }
     }
 
@@ -239,10 +313,15 @@ mod tests {
     #[test]
     fn a_profile_reads_back_as_written() {
         let counters = Counters::new(PathBuf::new(), 1, 3, "node a");
-        counters.count(Family::Put, Some(2), 80, 1500, true);
-        counters.count(Family::Put, Some(2), 8, 70, false);
-        counters.count(Family::Barrier, None, 0, 9000, false);
-        counters.collective_bytes(0, 4096);
+        let (one, two) = (counters.new_block(), counters.new_block());
+        one.count(Family::Put, Some(2), 80);
+        one.time(Family::Put, 1500, true);
+        two.count(Family::Put, Some(2), 8);
+        two.count(Family::Put, None, 0);
+        two.time(Family::Put, 70, false);
+        one.count(Family::Barrier, None, 0);
+        one.time(Family::Barrier, 9000, false);
+        two.collective_bytes(0, 4096);
         let written = counters.snapshot();
         let read = RankProfile::parse(&written.to_text()).expect("parses");
         assert_eq!(read, written);
@@ -250,7 +329,8 @@ mod tests {
         assert_eq!((read.target_bytes[2], read.target_ops[2]), (88, 2));
         assert_eq!(read.collective_bytes, vec![4096, 0, 0]);
         let put = &read.families[Family::Put as usize];
-        assert_eq!((put.calls, put.bytes, put.nanos), (2, 88, 1570));
+        assert_eq!((put.calls, put.bytes), (3, 88), "summed over both threads' blocks");
+        assert_eq!(put.nanos, (1500 + 70) * 3 / 2, "the timed calls' mean times every call");
         assert_eq!(put.histogram[bucket(1500)], 1);
     }
 
