@@ -75,7 +75,7 @@ fn time_bars(out: &mut String, m: &Merged) {
         for (part, colour, what) in [
             (computing, "#4c9a2a", "computing"),
             (communicating, "#2a6ebb", "communicating"),
-            (blocked, "#c0392b", "blocked"),
+            (blocked, "#e67e22", "blocked"),
         ] {
             let w = 540.0 * part as f64 / longest as f64;
             let _ = writeln!(

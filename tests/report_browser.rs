@@ -1,0 +1,62 @@
+//! `report.html` in a real browser: headless Chromium (Debian's
+//! `chromium`, installed by `.ci/run`) screenshots the report of a
+//! profiled run of examples/traffic.rs, and the screenshot must show the
+//! heat map: enough dark-red pixels (tests/profile/heat_pixels.py). The
+//! same page with the heat map cut out must not, so the check sees the
+//! map and nothing else. Built with `--features browser-tests`.
+
+mod common;
+use common::*;
+
+use std::path::Path;
+use std::process::Command;
+
+/// Screenshots `page` (800 x 1000) and returns its hot pixels.
+fn hot_pixels(page: &Path) -> u64 {
+    let shot = page.with_extension("png");
+    let _ = std::fs::remove_file(&shot);
+    let out = Command::new("chromium")
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"])
+        .arg("--window-size=800,1000")
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium runs (apt-get install chromium)");
+    assert!(shot.exists(), "no screenshot: {}", String::from_utf8_lossy(&out.stderr));
+    let counted = Command::new("python3")
+        .arg(repo_file("tests/profile/heat_pixels.py"))
+        .arg(&shot)
+        .output()
+        .expect("python3 runs");
+    let text = String::from_utf8_lossy(&counted.stdout);
+    assert!(
+        counted.status.success(),
+        "{text} {}",
+        String::from_utf8_lossy(&counted.stderr)
+    );
+    text.split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("a count")
+}
+
+#[test]
+fn the_report_shows_its_heat_map_in_a_browser() {
+    let dir = std::env::temp_dir().join(format!("oneside-report-browser-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let profile = format!("--profile={}", dir.display());
+    let out = rlaunch(&["-n", "4", &profile, &example("traffic")]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let report = dir.join("report.html");
+    let with_map = hot_pixels(&report);
+    let html = std::fs::read_to_string(&report).unwrap();
+    let (start, end) = (html.find("<svg id=\"heatmap\"").unwrap(), html.find("</svg>").unwrap());
+    let without = dir.join("without-map.html");
+    std::fs::write(&without, format!("{}{}", &html[..start], &html[end + 6..])).unwrap();
+    let without_map = hot_pixels(&without);
+    // At n = 4 the map is 480 px square: 8 of its 16 cells (120 px each)
+    // hold 56 to 120 bytes, dark on its log scale.
+    assert!(with_map >= 4 * 120 * 120, "{with_map} hot pixels with the map");
+    assert!(without_map < 2_000, "{without_map} hot pixels without the map");
+    let _ = std::fs::remove_dir_all(&dir);
+}
