@@ -1,7 +1,8 @@
 //! `rlaunch --profile`: the merged `profile.json` of a program with known
 //! traffic (examples/traffic.rs) is exact, calls made while profiling is
 //! paused are not counted, collectives' own traffic is apart, and the
-//! summary and the HTML report are written, over shm and tcp.
+//! summary and the HTML report are written, over shm and tcp; and
+//! `rlaunch --trace`: a Chrome trace-event timeline per rank, bounded.
 
 mod common;
 use common::*;
@@ -85,8 +86,60 @@ fn a_directory_that_cannot_be_made_is_a_clear_error() {
     assert_eq!(out.code, Some(1), "{out:?}");
     assert!(
         out.stderr
-            .contains("--profile: cannot use the directory /proc/no-such-dir"),
+            .contains("--profile/--trace: cannot use the directory /proc/no-such-dir"),
         "{}",
         out.stderr
     );
+}
+
+#[test]
+fn the_trace_has_a_track_per_rank_with_its_collectives() {
+    for (transport, _) in transports() {
+        let dir = fresh_dir(&format!("trace-{transport}"));
+        let trace = format!("--trace={}", dir.display());
+        let out = rlaunch(&["-n", "4", "--transport", transport, &trace, &example("traffic")]);
+        assert_eq!(out.code, Some(0), "{out:?}");
+        let json = std::fs::read_to_string(dir.join("trace.json")).expect("trace.json");
+        assert!(json.starts_with("{\"displayTimeUnit\""), "{json}");
+        assert!(
+            json.contains("\"dropped_events\":{\"0\":0,\"1\":0,\"2\":0,\"3\":0}"),
+            "{json}"
+        );
+        for rank in 0..4 {
+            let name = format!("\"pid\":{rank},\"args\":{{\"name\":\"rank {rank} (");
+            assert!(json.contains(&name), "rank {rank}'s track is named: {json}");
+            for call in ["barrier", "broadcast", "get", "alloc"] {
+                let event = format!("{{\"name\":\"{call}\",\"cat\":\"oneside\",\"ph\":\"X\",\"pid\":{rank},");
+                assert!(json.contains(&event), "rank {rank} has a {call}: {json}");
+            }
+        }
+        assert!(!json.contains("\"name\":\"put\""), "puts are not on the timeline");
+        assert!(out.stderr.contains("oneside trace: "), "{}", out.stderr);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn a_full_trace_keeps_the_latest_events_and_says_how_many_went() {
+    let dir = fresh_dir("trace-bounded");
+    let trace = format!("--trace={}", dir.display());
+    let out = rlaunch_with_env(
+        &["-n", "2", &trace, &example("traffic")],
+        &[("ONESIDE_TRACE_EVENTS", "4")],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let json = std::fs::read_to_string(dir.join("trace.json")).expect("trace.json");
+    for rank in 0..2 {
+        let events = json.matches(&format!("\"ph\":\"X\",\"pid\":{rank},")).count();
+        assert_eq!(events, 4, "rank {rank} keeps its last 4: {json}");
+        assert!(
+            json.contains(&format!(
+                "\"name\":\"broadcast\",\"cat\":\"oneside\",\"ph\":\"X\",\"pid\":{rank},"
+            )),
+            "the last call is kept: {json}"
+        );
+    }
+    assert!(!json.contains("\"dropped_events\":{\"0\":0"), "{json}");
+    assert!(out.stderr.contains("older ones dropped"), "{}", out.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -60,6 +60,20 @@ pub struct Args {
     )]
     pub profile: Option<PathBuf>,
 
+    /// Record a timeline: every blocking call, collective, wait, get and
+    /// quiet of every rank, the last ONESIDE_TRACE_EVENTS (65536) per
+    /// thread; rlaunch writes DIR/trace.json (Chrome trace events, for
+    /// Perfetto). DIR must be reachable from every host.
+    #[arg(
+        long,
+        value_name = "DIR",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = crate::profile::timeline::DEFAULT_DIR,
+        env = "ONESIDE_TRACE"
+    )]
+    pub trace: Option<PathBuf>,
+
     /// Transport between ranks.
     #[arg(long, value_enum, default_value_t = Transport::Auto, env = "ONESIDE_TRANSPORT")]
     pub transport: Transport,

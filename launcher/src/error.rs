@@ -44,7 +44,7 @@ pub enum LaunchError {
     #[error("cannot run '{program}': {reason}")]
     Program { program: String, reason: String },
 
-    #[error("--profile: cannot use the directory {}: {source}; name a writable one with --profile=DIR", dir.display())]
+    #[error("--profile/--trace: cannot use the directory {}: {source}; name a writable one with --profile=DIR or --trace=DIR", dir.display())]
     Profile {
         dir: std::path::PathBuf,
         source: std::io::Error,

@@ -51,18 +51,25 @@ fn main() -> ExitCode {
     }
 }
 
-/// Runs the job, and merges its profiles after it when `--profile` asked.
+/// Runs the job, and merges its profiles and timelines after it when
+/// `--profile` or `--trace` asked.
 fn run_job(plan: &plan::LaunchPlan) -> Result<u8, error::LaunchError> {
-    let Some(dir) = &plan.profile else {
-        return job::run(plan);
+    let unwritable = |dir: &std::path::Path| {
+        let dir = dir.to_path_buf();
+        move |source| error::LaunchError::Profile { dir, source }
     };
-    let unwritable = |source| error::LaunchError::Profile {
-        dir: dir.clone(),
-        source,
-    };
-    profile::prepare(dir).map_err(unwritable)?;
+    for dir in plan.profile.iter().chain(&plan.trace) {
+        profile::prepare(dir).map_err(unwritable(dir))?;
+    }
     let code = job::run(plan)?;
-    profile::report(dir, plan.ranks.len()).map_err(unwritable)?;
+    let size = plan.ranks.len();
+    if let Some(dir) = &plan.profile {
+        profile::report(dir, size).map_err(unwritable(dir))?;
+    }
+    if let Some(dir) = &plan.trace {
+        let (_, line) = profile::timeline::write(dir, size).map_err(unwritable(dir))?;
+        eprint!("{line}");
+    }
     Ok(code)
 }
 

@@ -35,6 +35,8 @@ pub struct LaunchPlan {
     pub timeout: Option<Duration>,
     /// `--profile`: the directory, absolute, where ranks write their profiles.
     pub profile: Option<PathBuf>,
+    /// `--trace`: the directory, absolute, where ranks write their timelines.
+    pub trace: Option<PathBuf>,
     pub tag_output: bool,
     pub transport: Transport,
     pub bind: Bind,
@@ -90,15 +92,20 @@ impl LaunchPlan {
             rdma.into_iter()
                 .filter_map(|(var, value)| value.map(|v| (var.to_string(), v))),
         );
-        let profile = match &args.profile {
-            Some(dir) => Some(std::path::absolute(dir).map_err(|source| LaunchError::Profile {
-                dir: dir.clone(),
-                source,
-            })?),
-            None => None,
+        let absolute = |dir: &Option<PathBuf>| match dir {
+            Some(dir) => std::path::absolute(dir)
+                .map(Some)
+                .map_err(|source| LaunchError::Profile {
+                    dir: dir.clone(),
+                    source,
+                }),
+            None => Ok(None),
         };
-        if let Some(dir) = &profile {
-            env.push(("ONESIDE_PROFILE".into(), dir.display().to_string()));
+        let (profile, trace) = (absolute(&args.profile)?, absolute(&args.trace)?);
+        for (var, dir) in [("ONESIDE_PROFILE", &profile), ("ONESIDE_TRACE", &trace)] {
+            if let Some(dir) = dir {
+                env.push((var.into(), dir.display().to_string()));
+            }
         }
         let timeout = match args.timeout {
             Some(secs) if secs.is_finite() && secs > 0.0 => Some(Duration::from_secs_f64(secs)),
@@ -124,6 +131,7 @@ impl LaunchPlan {
             env,
             timeout,
             profile,
+            trace,
             tag_output: args.tag_output,
             transport: args.transport,
             bind: args.bind_to,

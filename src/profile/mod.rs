@@ -27,8 +27,10 @@
 //! rlaunch merges them.
 
 mod record;
+mod trace;
 
 pub use record::{FamilyStats, RankProfile, HISTOGRAM_BUCKETS};
+pub use trace::RankTrace;
 
 use std::cell::Cell;
 use std::path::PathBuf;
@@ -158,18 +160,25 @@ fn block() -> Option<&'static record::Block> {
     })
 }
 
-/// Starts profiling this rank when `ONESIDE_PROFILE` names a directory.
+/// Starts profiling this rank when `ONESIDE_PROFILE` names a directory,
+/// and tracing it when `ONESIDE_TRACE` does.
 pub(crate) fn start(rank: usize, size: usize, host: &str) {
-    let Some(dir) = std::env::var_os("ONESIDE_PROFILE").filter(|d| !d.is_empty()) else {
-        return;
+    let dir = |var| std::env::var_os(var).filter(|d| !d.is_empty()).map(PathBuf::from);
+    let outputs = record::Outputs {
+        profile: dir("ONESIDE_PROFILE"),
+        trace: dir("ONESIDE_TRACE"),
     };
-    let counters = record::Counters::new(PathBuf::from(dir), rank, size, host);
+    if outputs.profile.is_none() && outputs.trace.is_none() {
+        return;
+    }
+    let counters = record::Counters::new(outputs, rank, size, host);
     if COUNTERS.set(counters).is_ok() {
         level_changed(crate::pcontrol::profiling_level());
     }
 }
 
-/// Whether this process profiles (`ONESIDE_PROFILE` was set at start),
+/// Whether this process profiles or traces (`ONESIDE_PROFILE` or
+/// `ONESIDE_TRACE` was set at start),
 /// whatever the current level. The C API then leaves `shmem.h`'s inline
 /// paths off, so that every call is counted.
 pub fn configured() -> bool {
@@ -263,8 +272,17 @@ impl Drop for Span {
             return;
         };
         let detail = crate::pcontrol::profiling_level() >= 2;
+        let duration = nanos_since(started);
         block.count(self.family, None, 0);
-        block.time(self.family, nanos_since(started), detail);
+        block.time(self.family, duration, detail);
+        trace(block, self.family, started, duration);
+    }
+}
+
+/// Keeps one event on the thread's timeline, when tracing.
+fn trace(block: &record::Block, family: Family, started: Instant, duration: u64) {
+    if let (Some(ring), Some(counters)) = (&block.ring, COUNTERS.get()) {
+        ring.push(family, counters.since_start(started), duration);
     }
 }
 
@@ -287,11 +305,16 @@ pub(crate) fn counted_leaf<R>(family: Family, target: Option<usize>, bytes: usiz
         block.aim(family, target, bytes as u64);
     }
     let detail = crate::pcontrol::profiling_level() >= 2;
-    if calls % SAMPLE != 0 && !detail {
+    let traced = block.ring.is_some() && matches!(family, Family::Get | Family::Quiet);
+    if calls % SAMPLE != 0 && !detail && !traced {
         return call();
     }
     let started = Instant::now();
     let result = call();
-    block.time(family, nanos_since(started), detail);
+    let duration = nanos_since(started);
+    block.time(family, duration, detail);
+    if traced {
+        trace(block, family, started, duration);
+    }
     result
 }

@@ -52,6 +52,8 @@ pub(crate) struct Block {
     families: [FamilyCounters; Family::COUNT],
     targets: Box<[TargetCounters]>,
     collective: Box<[AtomicU64]>,
+    /// The thread's last events, when tracing.
+    pub ring: Option<super::trace::Ring>,
 }
 
 fn bucket(nanos: u64) -> usize {
@@ -61,11 +63,12 @@ fn bucket(nanos: u64) -> usize {
 }
 
 impl Block {
-    fn new(size: usize) -> Block {
+    fn new(size: usize, trace_capacity: Option<usize>) -> Block {
         Block {
             families: Default::default(),
             targets: (0..size).map(|_| TargetCounters::default()).collect(),
             collective: (0..size).map(|_| AtomicU64::new(0)).collect(),
+            ring: trace_capacity.map(super::trace::Ring::new),
         }
     }
 
@@ -115,34 +118,52 @@ impl Block {
     }
 }
 
-/// Everything one rank counts while profiling: a block per thread.
+/// Where a rank's records go: the profile's directory, the trace's, or both.
+pub(crate) struct Outputs {
+    pub profile: Option<PathBuf>,
+    pub trace: Option<PathBuf>,
+}
+
+/// Everything one rank counts while profiling or tracing: a block per thread.
 pub(crate) struct Counters {
-    dir: PathBuf,
+    outputs: Outputs,
     rank: usize,
     size: usize,
     host: String,
     started: Instant,
+    epoch_unix_ns: u64,
+    trace_capacity: usize,
     blocks: Mutex<Vec<&'static Block>>,
 }
 
 impl Counters {
-    pub fn new(dir: PathBuf, rank: usize, size: usize, host: &str) -> Counters {
+    pub fn new(outputs: Outputs, rank: usize, size: usize, host: &str) -> Counters {
+        let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
         Counters {
-            dir,
+            outputs,
             rank,
             size,
             host: host.split_whitespace().collect::<Vec<_>>().join("_"),
             started: Instant::now(),
+            epoch_unix_ns: since_epoch.map_or(0, |d| d.as_nanos() as u64),
+            trace_capacity: super::trace::capacity(),
             blocks: Mutex::new(Vec::new()),
         }
     }
 
     /// A block for a new thread. It lives as long as the process, since
-    /// the thread may outlive any owner (a few KiB per thread).
+    /// the thread may outlive any owner (a few KiB per thread, and the
+    /// trace's ring when tracing).
     pub fn new_block(&self) -> &'static Block {
-        let block: &'static Block = Box::leak(Box::new(Block::new(self.size)));
+        let tracing = self.outputs.trace.is_some().then_some(self.trace_capacity);
+        let block: &'static Block = Box::leak(Box::new(Block::new(self.size, tracing)));
         crate::sync::lock(&self.blocks).push(block);
         block
+    }
+
+    /// Nanoseconds from this rank's start to `at` (the trace's clock).
+    pub fn since_start(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.started).as_nanos()).unwrap_or(u64::MAX)
     }
 
     /// What has been counted so far, summed over the threads. A family's
@@ -187,11 +208,24 @@ impl Counters {
         }
     }
 
-    /// Writes `DIR/rank-<rank>.prof`.
+    /// Writes `rank-<rank>.prof` into the profile's directory and
+    /// `rank-<rank>.trace` into the trace's, as asked.
     pub fn write(&self) -> std::io::Result<()> {
-        std::fs::create_dir_all(&self.dir)?;
-        let path = self.dir.join(format!("rank-{}.prof", self.rank));
-        std::fs::write(path, self.snapshot().to_text())
+        if let Some(dir) = &self.outputs.profile {
+            std::fs::create_dir_all(dir)?;
+            std::fs::write(dir.join(format!("rank-{}.prof", self.rank)), self.snapshot().to_text())?;
+        }
+        if let Some(dir) = &self.outputs.trace {
+            let mut text = super::trace::header(self.rank, self.epoch_unix_ns, &self.host);
+            for (thread, block) in crate::sync::lock(&self.blocks).iter().enumerate() {
+                if let Some(ring) = &block.ring {
+                    ring.lines(thread, &mut text);
+                }
+            }
+            std::fs::create_dir_all(dir)?;
+            std::fs::write(dir.join(format!("rank-{}.trace", self.rank)), text)?;
+        }
+        Ok(())
     }
 }
 
@@ -312,7 +346,11 @@ mod tests {
 
     #[test]
     fn a_profile_reads_back_as_written() {
-        let counters = Counters::new(PathBuf::new(), 1, 3, "node a");
+        let outputs = Outputs {
+            profile: None,
+            trace: None,
+        };
+        let counters = Counters::new(outputs, 1, 3, "node a");
         let (one, two) = (counters.new_block(), counters.new_block());
         one.count(Family::Put, Some(2), 80);
         one.time(Family::Put, 1500, true);

@@ -5,6 +5,7 @@
 
 mod html;
 mod summary;
+pub mod timeline;
 
 use oneside::profile::RankProfile;
 use std::fmt::Write as _;
@@ -63,13 +64,14 @@ impl Merged {
     }
 }
 
-/// Removes an earlier job's rank files from `dir`, creating it if needed.
+/// Removes an earlier job's rank files (profiles and traces) from `dir`,
+/// creating it if needed.
 pub fn prepare(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     for entry in std::fs::read_dir(dir)? {
         let path = entry?.path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-        if name.starts_with("rank-") && name.ends_with(".prof") {
+        if name.starts_with("rank-") && (name.ends_with(".prof") || name.ends_with(".trace")) {
             std::fs::remove_file(&path)?;
         }
     }
@@ -102,7 +104,7 @@ fn matrix_json(m: &[Vec<u64>]) -> String {
 }
 
 /// A JSON string literal.
-fn quoted(s: &str) -> String {
+pub fn quoted(s: &str) -> String {
     let mut out = String::from("\"");
     for c in s.chars() {
         match c {

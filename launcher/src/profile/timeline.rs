@@ -1,0 +1,104 @@
+//! `rlaunch --trace[=DIR]`: merges every rank's `rank-<r>.trace` into
+//! `DIR/trace.json`, a Chrome trace-event file (open it in Perfetto,
+//! ui.perfetto.dev, or chrome://tracing): one process per rank, one
+//! thread per rank thread, a complete event ("X") per call. Times are
+//! microseconds after the earliest rank's start, by each host's clock.
+
+use super::quoted;
+use oneside::profile::RankTrace;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// The default directory of `--trace`.
+pub const DEFAULT_DIR: &str = "oneside-trace";
+
+/// Writes `dir/trace.json` from the ranks' files; returns its path and a
+/// one-line account for the terminal.
+pub fn write(dir: &Path, size: usize) -> std::io::Result<(PathBuf, String)> {
+    let mut traces = Vec::new();
+    let mut missing = Vec::new();
+    for rank in 0..size {
+        let path = dir.join(format!("rank-{rank}.trace"));
+        let read = std::fs::read_to_string(&path).map_err(|e| e.to_string());
+        match read.and_then(|text| RankTrace::parse(&text)) {
+            Ok(trace) if trace.rank == rank => traces.push(trace),
+            _ => missing.push(rank),
+        }
+    }
+    let json = to_json(&traces, size, &missing);
+    let path = dir.join("trace.json");
+    std::fs::write(&path, json)?;
+    let events: usize = traces.iter().map(|t| t.events.len()).sum();
+    let dropped: u64 = traces.iter().map(|t| t.dropped).sum();
+    let mut line = format!("oneside trace: {} ({events} events", path.display());
+    if dropped > 0 {
+        let _ = write!(
+            line,
+            "; {dropped} older ones dropped to stay within ONESIDE_TRACE_EVENTS per thread"
+        );
+    }
+    line.push(')');
+    if !missing.is_empty() {
+        let _ = write!(line, "; no trace from ranks {missing:?}");
+    }
+    Ok((path, line + "\n"))
+}
+
+fn to_json(traces: &[RankTrace], size: usize, missing: &[usize]) -> String {
+    let origin = traces.iter().map(|t| t.epoch_unix_ns).min().unwrap_or(0);
+    let mut events = Vec::new();
+    for t in traces {
+        events.push(format!(
+            "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{},\"args\":{{\"name\":{}}}}}",
+            t.rank,
+            quoted(&format!("rank {} ({})", t.rank, t.host))
+        ));
+        events.push(format!(
+            "{{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":{},\"args\":{{\"sort_index\":{}}}}}",
+            t.rank, t.rank
+        ));
+        for (name, thread, begin, duration) in &t.events {
+            let at = (t.epoch_unix_ns - origin).saturating_add(*begin);
+            events.push(format!(
+                "{{\"name\":{},\"cat\":\"oneside\",\"ph\":\"X\",\"pid\":{},\"tid\":{thread},\"ts\":{:.3},\"dur\":{:.3}}}",
+                quoted(name),
+                t.rank,
+                at as f64 / 1e3,
+                *duration as f64 / 1e3
+            ));
+        }
+    }
+    let dropped: Vec<String> = traces.iter().map(|t| format!("\"{}\":{}", t.rank, t.dropped)).collect();
+    format!(
+        "{{\"displayTimeUnit\":\"ns\",\"otherData\":{{\"ranks\":{size},\"missing_ranks\":{missing:?},\"dropped_events\":{{{}}}}},\n\"traceEvents\":[\n{}\n]}}\n",
+        dropped.join(","),
+        events.join(",\n")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_share_one_time_origin() {
+        let rank = |rank, epoch| RankTrace {
+            rank,
+            epoch_unix_ns: epoch,
+            host: "h".into(),
+            dropped: rank as u64,
+            events: vec![("barrier".into(), 0, 1000, 500)],
+        };
+        let json = to_json(&[rank(0, 5_000), rank(1, 2_000)], 3, &[2]);
+        assert!(
+            json.contains("\"pid\":0,\"tid\":0,\"ts\":4.000,\"dur\":0.500"),
+            "{json}"
+        );
+        assert!(
+            json.contains("\"pid\":1,\"tid\":0,\"ts\":1.000,\"dur\":0.500"),
+            "{json}"
+        );
+        assert!(json.contains("\"missing_ranks\":[2]"), "{json}");
+        assert!(json.contains("\"dropped_events\":{\"0\":0,\"1\":1}"), "{json}");
+    }
+}
