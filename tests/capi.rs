@@ -89,8 +89,14 @@ fn transports_for_c() -> Vec<&'static str> {
 
 /// Runs `oshrun -np N EXE ARGS` with `ONESIDE_TRANSPORT=transport`.
 fn oshrun(n: usize, transport: &str, exe: &Path, args: &[&str]) -> Outcome {
+    oshrun_with(n, transport, &[], exe, args)
+}
+
+/// [`oshrun`] with launcher `options` before the program.
+fn oshrun_with(n: usize, transport: &str, options: &[&str], exe: &Path, args: &[&str]) -> Outcome {
     let child = Command::new(tool("oshrun"))
         .args(["-np", &n.to_string(), "--timeout", "90"])
+        .args(options)
         .arg(exe)
         .args(args)
         .env("ONESIDE_TRANSPORT", transport)
@@ -427,17 +433,8 @@ fn the_runtimes_profile_of_a_c_program_is_exact() {
     for transport in transports_for_c() {
         for n in [2, 4] {
             let dir = scratch().join(format!("profile-{transport}-{n}"));
-            let child = Command::new(tool("oshrun"))
-                .args(["-np", &n.to_string(), "--timeout", "90"])
-                .arg(format!("--profile={}", dir.display()))
-                .arg(&exe)
-                .env("ONESIDE_TRANSPORT", transport)
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("oshrun starts");
-            let out = finish(child);
+            let profile = format!("--profile={}", dir.display());
+            let out = oshrun_with(n, transport, &[&profile], &exe, &[]);
             assert_eq!(out.code, Some(0), "{out:?}");
             let json = std::fs::read_to_string(dir.join("profile.json")).expect("profile.json");
             assert_eq!(

@@ -97,7 +97,6 @@ impl Family {
             "collect" => Family::Collect,
             "fcollect" => Family::Fcollect,
             "alltoall" | "alltoalls" => Family::Alltoall,
-            "alloc" | "free" | "realloc" | "align" => Family::Alloc,
             _ => Family::Scan,
         }
     }
@@ -273,7 +272,7 @@ impl Drop for Span {
         };
         let detail = crate::pcontrol::profiling_level() >= 2;
         let duration = nanos_since(started);
-        block.count(self.family, None, 0);
+        block.count_call(self.family);
         block.time(self.family, duration, detail);
         trace(block, self.family, started, duration);
     }

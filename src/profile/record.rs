@@ -82,15 +82,6 @@ impl Block {
         before
     }
 
-    /// Counts one call; with a target, its bytes go into the matrix too.
-    #[inline]
-    pub fn count(&self, family: Family, target: Option<usize>, bytes: u64) {
-        bump(&self.families[family as usize].calls, 1);
-        if let Some(target) = target {
-            self.aim(family, target, bytes);
-        }
-    }
-
     /// Adds a counted call's target and bytes.
     #[inline]
     pub fn aim(&self, family: Family, target: usize, bytes: u64) {
@@ -352,12 +343,14 @@ mod tests {
         };
         let counters = Counters::new(outputs, 1, 3, "node a");
         let (one, two) = (counters.new_block(), counters.new_block());
-        one.count(Family::Put, Some(2), 80);
+        one.count_call(Family::Put);
+        one.aim(Family::Put, 2, 80);
         one.time(Family::Put, 1500, true);
-        two.count(Family::Put, Some(2), 8);
-        two.count(Family::Put, None, 0);
+        two.count_call(Family::Put);
+        two.aim(Family::Put, 2, 8);
+        two.count_call(Family::Put);
         two.time(Family::Put, 70, false);
-        one.count(Family::Barrier, None, 0);
+        one.count_call(Family::Barrier);
         one.time(Family::Barrier, 9000, false);
         two.collective_bytes(0, 4096);
         let written = counters.snapshot();

@@ -92,13 +92,7 @@ fn time_bars(out: &mut String, m: &Merged) {
 }
 
 fn histograms(out: &mut String, m: &Merged) {
-    let mut sums: Vec<(String, Vec<u64>)> = Vec::new();
-    for f in m.ranks.iter().flat_map(|p| &p.families) {
-        match sums.iter_mut().find(|s| s.0 == f.name) {
-            Some(s) => s.1.iter_mut().zip(&f.histogram).for_each(|(a, b)| *a += b),
-            None => sums.push((f.name.clone(), f.histogram.clone())),
-        }
-    }
+    let mut sums: Vec<(String, Vec<u64>)> = m.totals().into_iter().map(|t| (t.name, t.histogram)).collect();
     sums.retain(|s| s.1.iter().any(|&c| c > 0));
     if sums.is_empty() {
         out.push_str("<p>No latency histograms: call <code>shmem_pcontrol(2)</code> (Rust: <code>oneside::set_profiling_level(2)</code>) to record them.</p>\n");

@@ -7,7 +7,7 @@ mod html;
 mod summary;
 pub mod timeline;
 
-use oneside::profile::RankProfile;
+use oneside::profile::{FamilyStats, RankProfile};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -48,6 +48,24 @@ impl Merged {
             m[p.rank].copy_from_slice(&row(p)[..self.size]);
         }
         m
+    }
+
+    /// Every family summed over the ranks (calls, bytes, time and
+    /// histogram), in the order the families first appear.
+    pub fn totals(&self) -> Vec<FamilyStats> {
+        let mut totals: Vec<FamilyStats> = Vec::new();
+        for f in self.ranks.iter().flat_map(|p| &p.families) {
+            match totals.iter_mut().find(|t| t.name == f.name) {
+                Some(t) => {
+                    t.calls += f.calls;
+                    t.bytes += f.bytes;
+                    t.nanos += f.nanos;
+                    t.histogram.iter_mut().zip(&f.histogram).for_each(|(a, b)| *a += b);
+                }
+                None => totals.push(f.clone()),
+            }
+        }
+        totals
     }
 
     /// Time a rank spent blocked and communicating (ns), from its families.

@@ -37,27 +37,23 @@ pub fn render(m: &Merged, dir: &Path) -> String {
     for (rank, why) in &m.missing {
         let _ = writeln!(out, "  rank {rank}: no profile ({why})");
     }
-    let mut totals: Vec<(String, u64, u64, u64)> = Vec::new();
-    for f in m.ranks.iter().flat_map(|p| &p.families) {
-        match totals.iter_mut().find(|t| t.0 == f.name) {
-            Some(t) => (t.1, t.2, t.3) = (t.1 + f.calls, t.2 + f.bytes, t.3 + f.nanos),
-            None => totals.push((f.name.clone(), f.calls, f.bytes, f.nanos)),
-        }
-    }
-    totals.retain(|t| t.1 > 0);
-    totals.sort_by_key(|t| std::cmp::Reverse(t.3));
+    let mut totals = m.totals();
+    totals.retain(|t| t.calls > 0);
+    totals.sort_by_key(|t| std::cmp::Reverse(t.nanos));
     let _ = writeln!(
         out,
         "\n{:<12} {:>10} {:>12} {:>12} {:>12}",
         "operation", "calls", "bytes", "time", "per call"
     );
-    for (name, calls, b, ns) in totals.iter().take(8) {
+    for t in totals.iter().take(8) {
         let _ = writeln!(
             out,
-            "{name:<12} {calls:>10} {:>12} {:>12} {:>12}",
-            bytes(*b),
-            time(*ns),
-            time(ns / calls)
+            "{:<12} {:>10} {:>12} {:>12} {:>12}",
+            t.name,
+            t.calls,
+            bytes(t.bytes),
+            time(t.nanos),
+            time(t.nanos / t.calls)
         );
     }
     let _ = writeln!(
