@@ -112,6 +112,7 @@ impl Backoff {
         }
         self.polls = self.polls.saturating_add(1);
         self.since.get_or_insert_with(Instant::now);
+        crate::watch::idle();
         sleep();
     }
 
@@ -125,6 +126,7 @@ impl Backoff {
             return std::thread::yield_now();
         }
         let waited = self.since.get_or_insert_with(Instant::now).elapsed();
+        crate::watch::idle();
         block((waited / 20).clamp(BLOCK_MIN, BLOCK_MAX));
     }
 
@@ -141,6 +143,7 @@ impl Backoff {
         if waited < YIELD_FOR {
             std::thread::yield_now();
         } else {
+            crate::watch::idle();
             std::thread::sleep((waited / 20).clamp(NAP, MAX_NAP));
         }
     }

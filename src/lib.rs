@@ -276,6 +276,7 @@ mod sync;
 mod team;
 mod transport;
 mod wait;
+pub mod watch;
 mod world;
 
 pub use atomic::{AtomicElem, AtomicInt, Atomics};

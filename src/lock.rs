@@ -103,7 +103,9 @@ impl World {
     }
 
     /// Takes the lock, waiting for it (OpenSHMEM's `shmem_set_lock`).
+    #[track_caller]
     pub fn set_lock(&self, lock: &Lock) -> Result<()> {
+        let _call = crate::watch::call("set_lock");
         let _span = crate::profile::span(crate::profile::Family::Lock);
         let me = self.rank as u64 + 1;
         // Fetching, so our node is clean before anyone can find it.
@@ -179,7 +181,8 @@ impl World {
             .local_ptr("lock", &lock.word, 0, 1)?
             .wrapping_add(NEXT)
             .cast::<u32>();
-        self.poll_until(|| {
+        let offset = self.checked_offset("lock", &lock.word, self.rank, 0, 1)?;
+        self.poll_until_for(crate::watch::Waiting::Lock { offset }, || {
             // SAFETY: `local_ptr` checked the word is in our heap; the half
             // is 4-byte aligned; a volatile read forms no reference.
             let next = u64::from(unsafe { ptr.read_volatile() });

@@ -148,7 +148,11 @@ impl World {
 
     /// Waits until this rank's own signal word `signal[index]` satisfies
     /// `cmp`, and returns its value.
+    #[track_caller]
     pub fn signal_wait_until(&self, signal: &Sym<u64>, index: usize, cmp: Cmp<u64>) -> Result<u64> {
-        self.wait_until(signal, index, |v| cmp.holds(v))
+        let _call = crate::watch::call("signal_wait_until");
+        self.wait_element("signal_wait_until", signal, index, Some(cmp.watched()), |v| {
+            cmp.holds(v)
+        })
     }
 }

@@ -13,6 +13,7 @@
 use crate::backoff::Backoff;
 use crate::error::Result;
 use crate::sym::{Pod, Sym};
+use crate::watch::Waiting;
 use crate::world::World;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
@@ -42,12 +43,48 @@ impl<T: PartialOrd + Copy> Cmp<T> {
     }
 }
 
+impl<T: Pod> Cmp<T> {
+    /// The comparison's symbol and its operand's bits (zero-extended), as
+    /// hang reports print them.
+    pub(crate) fn watched(&self) -> (&'static str, u64) {
+        let (op, v) = match self {
+            Cmp::Eq(v) => ("==", v),
+            Cmp::Ne(v) => ("!=", v),
+            Cmp::Gt(v) => (">", v),
+            Cmp::Ge(v) => (">=", v),
+            Cmp::Lt(v) => ("<", v),
+            Cmp::Le(v) => ("<=", v),
+        };
+        let mut bits = [0u8; 8];
+        let n = std::mem::size_of::<T>().min(8);
+        // SAFETY: `v` is a Pod of at least `n` bytes; `bits` holds 8.
+        unsafe { std::ptr::copy_nonoverlapping((v as *const T).cast::<u8>(), bits.as_mut_ptr(), n) };
+        (op, u64::from_le_bytes(bits))
+    }
+}
+
 impl World {
     /// Waits until this rank's own element `index` of `sym` satisfies `done`,
     /// and returns it (OpenSHMEM's `shmem_wait_until` with any predicate).
-    pub fn wait_until<T: Pod>(&self, sym: &Sym<T>, index: usize, mut done: impl FnMut(T) -> bool) -> Result<T> {
-        let ptr = self.local_ptr("wait_until", sym, index, 1)?.cast::<T>();
-        self.poll_until(|| {
+    #[track_caller]
+    pub fn wait_until<T: Pod>(&self, sym: &Sym<T>, index: usize, done: impl FnMut(T) -> bool) -> Result<T> {
+        let _call = crate::watch::call("wait_until");
+        self.wait_element("wait_until", sym, index, None, done)
+    }
+
+    /// [`wait_until`](Self::wait_until) under the name `op`; `cmp` is the
+    /// comparison `done` makes, when it is one, for hang reports.
+    pub(crate) fn wait_element<T: Pod>(
+        &self,
+        op: &'static str,
+        sym: &Sym<T>,
+        index: usize,
+        cmp: Option<(&'static str, u64)>,
+        mut done: impl FnMut(T) -> bool,
+    ) -> Result<T> {
+        let ptr = self.local_ptr(op, sym, index, 1)?.cast::<T>();
+        let waiting = self.waiting_on(ptr.cast(), std::mem::size_of::<T>(), 1, cmp);
+        self.poll_until_for(waiting, || {
             // SAFETY: `local_ptr` checked the element lies in our heap; heap
             // objects are 64-byte aligned and Pod sizes are multiples of
             // their alignment, so `ptr` is aligned. A volatile read never
@@ -60,6 +97,24 @@ impl World {
         })
     }
 
+    /// What a wait on `count` elements of `size` bytes from `ptr` (in this
+    /// rank's heap) waits for, as hang reports say it.
+    pub(crate) fn waiting_on(
+        &self,
+        ptr: *const u8,
+        size: usize,
+        count: usize,
+        cmp: Option<(&'static str, u64)>,
+    ) -> Waiting {
+        Waiting::Words {
+            addr: ptr as usize,
+            offset: (ptr as usize).wrapping_sub(self.own.heap_base() as usize),
+            size: size.min(8) as u8,
+            count,
+            cmp,
+        }
+    }
+
     /// Whether this rank's own element `index` satisfies `cmp` now.
     pub fn test<T: Pod + PartialOrd>(&self, sym: &Sym<T>, index: usize, cmp: Cmp<T>) -> Result<bool> {
         let ptr = self.local_ptr("test", sym, index, 1)?.cast::<T>();
@@ -68,41 +123,52 @@ impl World {
     }
 
     /// Waits until every element at `indices` satisfies `cmp`.
+    #[track_caller]
     pub fn wait_until_all<T, I>(&self, sym: &Sym<T>, indices: I, cmp: Cmp<T>) -> Result<()>
     where
         T: Pod + PartialOrd,
         I: IntoIterator<Item = usize>,
     {
+        let _call = crate::watch::call("wait_until_all");
         let ptrs = self.element_ptrs("wait_until_all", sym, indices)?;
-        self.poll_until(|| ptrs.iter().all(|&p| self.holds(p, cmp)).then_some(()))
+        let waiting = self.waiting_on_all(&ptrs, cmp);
+        self.poll_until_for(waiting, || ptrs.iter().all(|&p| self.holds(p, cmp)).then_some(()))
     }
 
     /// Waits until some element at `indices` satisfies `cmp`, and returns
     /// its index. `None` when `indices` is empty (nothing to wait for).
+    #[track_caller]
     pub fn wait_until_any<T, I>(&self, sym: &Sym<T>, indices: I, cmp: Cmp<T>) -> Result<Option<usize>>
     where
         T: Pod + PartialOrd,
         I: IntoIterator<Item = usize>,
     {
+        let _call = crate::watch::call("wait_until_any");
         let (ptrs, list) = self.indexed_ptrs("wait_until_any", sym, indices)?;
         if list.is_empty() {
             return Ok(None);
         }
-        self.poll_until(|| ptrs.iter().position(|&p| self.holds(p, cmp)).map(|i| Some(list[i])))
+        let waiting = self.waiting_on_all(&ptrs, cmp);
+        self.poll_until_for(waiting, || {
+            ptrs.iter().position(|&p| self.holds(p, cmp)).map(|i| Some(list[i]))
+        })
     }
 
     /// Waits until at least one element at `indices` satisfies `cmp`, and
     /// returns every index that does. Empty when `indices` is empty.
+    #[track_caller]
     pub fn wait_until_some<T, I>(&self, sym: &Sym<T>, indices: I, cmp: Cmp<T>) -> Result<Vec<usize>>
     where
         T: Pod + PartialOrd,
         I: IntoIterator<Item = usize>,
     {
+        let _call = crate::watch::call("wait_until_some");
         let (ptrs, list) = self.indexed_ptrs("wait_until_some", sym, indices)?;
         if list.is_empty() {
             return Ok(Vec::new());
         }
-        self.poll_until(|| {
+        let waiting = self.waiting_on_all(&ptrs, cmp);
+        self.poll_until_for(waiting, || {
             let hits: Vec<usize> = (0..ptrs.len())
                 .filter(|&i| self.holds(ptrs[i], cmp))
                 .map(|i| list[i])
@@ -145,6 +211,12 @@ impl World {
             .filter(|&i| self.holds(ptrs[i], cmp))
             .map(|i| list[i])
             .collect())
+    }
+
+    /// What a typed wait on the elements at `ptrs` waits for.
+    fn waiting_on_all<T: Pod>(&self, ptrs: &[*const T], cmp: Cmp<T>) -> Waiting {
+        let first = ptrs.first().map_or(std::ptr::null(), |p| p.cast::<u8>());
+        self.waiting_on(first, std::mem::size_of::<T>(), ptrs.len(), Some(cmp.watched()))
     }
 
     /// Reads the element at `ptr` (checked by the caller) and compares.
@@ -190,14 +262,15 @@ impl World {
     /// in a loop. It serves what arrived before it looks, since only that
     /// can make `ready` true (`poll_until` looks first: its conditions are
     /// mostly set over shared memory).
-    pub(crate) fn poll_until_tcp<R>(&self, mut ready: impl FnMut() -> Option<R>) -> Result<R> {
+    pub(crate) fn poll_until_tcp<R>(&self, waiting: Waiting, mut ready: impl FnMut() -> Option<R>) -> Result<R> {
         let Some(engine) = self.engine.as_ref() else {
-            return self.poll_until(ready);
+            return self.poll_until_for(waiting, ready);
         };
         self.send_batches()?;
         if let Some(result) = ready() {
             return Ok(result);
         }
+        let _blocked = crate::watch::blocked(waiting);
         let driver = engine.driver();
         let mut driving = Some(driver.start_driving());
         let mut backoff = Backoff::new(self.spin_waits);
@@ -217,8 +290,9 @@ impl World {
     /// Waits until `flag`, a word of this rank's team area that same-host
     /// peers store to and then wake (`flag_store`), reaches `target`:
     /// blocking on a futex, for hosts whose ranks outnumber their cores.
-    pub(crate) fn sleep_until_flag(&self, flag: &AtomicU64, target: u64) -> Result<()> {
+    pub(crate) fn sleep_until_flag(&self, waiting: Waiting, flag: &AtomicU64, target: u64) -> Result<()> {
         self.send_batches()?;
+        let _blocked = crate::watch::blocked(waiting);
         let mut backoff = Backoff::new(false);
         loop {
             self.check_links()?;
@@ -239,12 +313,21 @@ impl World {
     /// A rank with a TCP progress engine serves its peers' requests itself
     /// while it waits, until the wait turns into naps (see
     /// `transport::tcp::engine`).
-    pub fn poll_until<R>(&self, mut ready: impl FnMut() -> Option<R>) -> Result<R> {
+    #[track_caller]
+    pub fn poll_until<R>(&self, ready: impl FnMut() -> Option<R>) -> Result<R> {
+        let _call = crate::watch::call("poll_until");
+        self.poll_until_for(Waiting::Condition, ready)
+    }
+
+    /// [`poll_until`](Self::poll_until), saying what it waits for
+    /// (`waiting`) to hang reports once the condition is seen false.
+    pub(crate) fn poll_until_for<R>(&self, waiting: Waiting, mut ready: impl FnMut() -> Option<R>) -> Result<R> {
         let _span = crate::profile::span(crate::profile::Family::Wait);
         self.send_batches()?;
         if let Some(result) = ready() {
             return Ok(result);
         }
+        let _blocked = crate::watch::blocked(waiting);
         let mut driving = self.engine.as_ref().map(|engine| engine.driver().start_driving());
         let mut backoff = Backoff::new(self.spin_waits);
         loop {

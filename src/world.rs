@@ -287,6 +287,7 @@ impl World {
         launcher: Option<LauncherLink>,
     ) -> World {
         crate::profile::start(rank, size, &host);
+        crate::watch::start(rank, launcher.as_ref().and_then(LauncherLink::reporter));
         let layout = Layout::new(size);
         let mut allocator = Allocator::new(own.alloc_len());
         let area = allocator.alloc(layout.area_bytes());
@@ -383,7 +384,9 @@ impl World {
     /// Every rank must call `alloc` and `free` in the same order with the same
     /// lengths, as with `shmem_malloc`. Ends with a barrier, so the object is
     /// zeroed everywhere before anyone can put into it.
+    #[track_caller]
     pub fn alloc<T: Pod>(&self, len: usize) -> Result<Sym<T>> {
+        let _call = crate::watch::call("alloc");
         let bytes = len.saturating_mul(std::mem::size_of::<T>());
         let offset = self.alloc_offset(bytes, crate::heap::ALIGN)?;
         Ok(Sym::new(offset, len, self.id))
@@ -416,7 +419,9 @@ impl World {
 
     /// Collectively frees an object. Starts with a barrier, so no rank is
     /// still reading or writing it.
+    #[track_caller]
     pub fn free<T: Pod>(&self, sym: Sym<T>) -> Result<()> {
+        let _call = crate::watch::call("free");
         let _span = crate::profile::span(crate::profile::Family::Alloc);
         self.check_object("free", &sym)?;
         self.barrier()?;
@@ -429,7 +434,9 @@ impl World {
 
     /// Ends this rank's part in the job: quiet, a final barrier, and a
     /// farewell to the launcher. Dropping the `World` does the same.
+    #[track_caller]
     pub fn finalize(mut self) -> Result<()> {
+        let _call = crate::watch::call("finalize");
         self.finalize_once()
     }
 
@@ -524,6 +531,7 @@ impl Drop for World {
         if std::thread::panicking() || self.broken.load(std::sync::atomic::Ordering::Relaxed) {
             return;
         }
+        let _call = crate::watch::call_unplaced("finalize");
         if let Err(e) = self.finalize_once() {
             eprintln!("oneside: {e}");
         }

@@ -61,6 +61,7 @@ fn finalize() {
 }
 
 fn finalize_now() {
+    oneside::watch::c_entered("shmem_finalize");
     if !state::initialized() {
         return;
     }

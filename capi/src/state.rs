@@ -43,6 +43,7 @@ pub fn state(api: &'static str) -> &'static State {
 /// The world, or the end of the job if `shmem_init` has not run.
 #[inline(always)]
 pub fn world(api: &'static str) -> &'static World {
+    oneside::watch::c_entered(api);
     &state(api).world
 }
 

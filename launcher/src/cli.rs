@@ -47,6 +47,15 @@ pub struct Args {
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
 
+    /// When every rank has been blocked inside oneside for SECS seconds with
+    /// no progress, print where each one is (its call, source location and
+    /// what it waits for, cycles and dead ranks named) and end the job with
+    /// status 124. The same report is printed when --timeout fires, when a
+    /// rank dies while others wait, and on SIGQUIT (Ctrl-\\), which does not
+    /// end the job.
+    #[arg(long, value_name = "SECS", env = "ONESIDE_HANG_TIMEOUT")]
+    pub hang_timeout: Option<f64>,
+
     /// Profile the job: every rank counts its calls, bytes and blocked
     /// time; rlaunch then writes DIR/profile.json, DIR/summary.txt (also
     /// printed) and DIR/report.html. DIR must be reachable from every host.

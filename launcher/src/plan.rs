@@ -33,6 +33,9 @@ pub struct LaunchPlan {
     /// Variables set for every rank, after the launcher's own.
     pub env: Vec<(String, String)>,
     pub timeout: Option<Duration>,
+    /// `--hang-timeout`: how long every rank must be blocked before the job
+    /// is reported hung and ended.
+    pub hang_timeout: Option<Duration>,
     /// `--profile`: the directory, absolute, where ranks write their profiles.
     pub profile: Option<PathBuf>,
     /// `--trace`: the directory, absolute, where ranks write their timelines.
@@ -107,16 +110,17 @@ impl LaunchPlan {
                 env.push((var.into(), dir.display().to_string()));
             }
         }
-        let timeout = match args.timeout {
-            Some(secs) if secs.is_finite() && secs > 0.0 => Some(Duration::from_secs_f64(secs)),
-            Some(_) => {
-                return Err(LaunchError::Program {
-                    program: args.program.unwrap_or_default(),
-                    reason: "--timeout must be a positive number of seconds".into(),
-                })
-            }
-            None => None,
+        env.push(("ONESIDE_WATCH".into(), "1".into()));
+        let seconds = |value: Option<f64>, flag: &str| match value {
+            Some(secs) if secs.is_finite() && secs > 0.0 => Ok(Some(Duration::from_secs_f64(secs))),
+            Some(_) => Err(LaunchError::Program {
+                program: args.program.clone().unwrap_or_default(),
+                reason: format!("{flag} must be a positive number of seconds"),
+            }),
+            None => Ok(None),
         };
+        let timeout = seconds(args.timeout, "--timeout")?;
+        let hang_timeout = seconds(args.hang_timeout, "--hang-timeout")?;
         let program = match (&args.program, args.check) {
             (Some(program), false) => resolve_program(program)?,
             // The doctor checks the program on every host itself.
@@ -130,6 +134,7 @@ impl LaunchPlan {
             ranks,
             env,
             timeout,
+            hang_timeout,
             profile,
             trace,
             tag_output: args.tag_output,

@@ -20,6 +20,7 @@ use crate::protocol::wire::{recv_blocking, send_blocking, table_entries, Msg, MA
 use std::io;
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use table::TableBytes;
 
@@ -40,6 +41,25 @@ pub struct LauncherLink {
     /// The card table file this rank published for its host, until
     /// [`LauncherLink::remove_card_table`].
     card_table: Option<PathBuf>,
+    /// The watchdog's copy of `stream`, shared with the farewell, which
+    /// ends it first (see [`Reporter`]).
+    reports: Arc<Mutex<Option<TcpStream>>>,
+}
+
+/// The watchdog's way to the launcher: a copy of the launcher link, which
+/// the farewell takes away before it sends, so the two never interleave
+/// and nothing follows `Finalized`.
+pub(crate) struct Reporter(Arc<Mutex<Option<TcpStream>>>);
+
+impl Reporter {
+    /// Sends `msg`; false once the link is gone or finalize has begun.
+    pub fn send(&self, msg: &Msg) -> bool {
+        let mut stream = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match stream.as_mut() {
+            Some(s) => send_blocking(s, msg).is_ok(),
+            None => false,
+        }
+    }
 }
 
 impl LauncherLink {
@@ -52,7 +72,16 @@ impl LauncherLink {
             pmi: Some(pmi),
             rank,
             card_table,
+            reports: Arc::default(),
         }
+    }
+
+    /// A reporter for the watchdog, when the launcher is rlaunch (which
+    /// reads what it sends).
+    pub(crate) fn reporter(&self) -> Option<Reporter> {
+        let copy = self.stream.as_ref()?.try_clone().ok()?;
+        *self.reports.lock().unwrap_or_else(|e| e.into_inner()) = Some(copy);
+        Some(Reporter(self.reports.clone()))
     }
 
     /// Removes the card table file this rank published, once every rank of
@@ -92,6 +121,8 @@ impl LauncherLink {
             return Ok(());
         };
         let fail = |source| Error::Finalize { rank, source };
+        let reports = self.reports.lock().unwrap_or_else(|e| e.into_inner()).take();
+        drop(reports);
         send_blocking(stream, &msg).map_err(fail)?;
         stream.set_read_timeout(Some(FAREWELL_TIMEOUT)).map_err(fail)?;
         match recv_blocking(stream, MAX_FRAME).map_err(fail)? {
@@ -180,6 +211,7 @@ pub fn exchange_cards(
             pmi: None,
             rank: env.rank,
             card_table,
+            reports: Arc::default(),
         },
     ))
 }

@@ -16,6 +16,7 @@ impl World {
     /// stores them at `[i*n, (i+1)*n)` of its `dst`, where `i` is this
     /// rank's member number (`shmem_alltoall`). Both objects need
     /// `n * team.n_pes()` elements, and must not overlap.
+    #[track_caller]
     pub fn alltoall<T: Pod>(&self, team: &Team, dst: &Sym<T>, src: &Sym<T>, n: usize) -> Result<()> {
         let c = Coll::begin(self, team, "alltoall")?;
         let total = n.saturating_mul(c.n());
@@ -32,6 +33,7 @@ impl World {
     /// elements for member `j` are `src[(j*n + k) * src_stride]` for
     /// `k < n`, and those from member `i` land at
     /// `dst[(i*n + k) * dst_stride]`. Strides are at least 1.
+    #[track_caller]
     pub fn alltoalls<T: Pod>(
         &self,
         team: &Team,

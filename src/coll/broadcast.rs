@@ -32,6 +32,7 @@ impl World {
     /// must be ready to receive on every member when any member enters:
     /// data from another host may land in it before this rank calls. On one
     /// host each member writes only its own destination.
+    #[track_caller]
     pub fn broadcast<T: Pod>(&self, team: &Team, dst: &Sym<T>, src: &Sym<T>, n: usize, root: usize) -> Result<()> {
         let c = Coll::begin(self, team, "broadcast")?;
         c.check_root(root)?;
@@ -42,6 +43,7 @@ impl World {
     /// As [`World::broadcast`], but the root's `dst` is left alone: the
     /// other members receive straight from the root's `src`. This is
     /// OpenSHMEM 1.4's `shmem_broadcast32/64`, which saves the root a copy.
+    #[track_caller]
     pub fn broadcast_to_others<T: Pod>(
         &self,
         team: &Team,

@@ -16,6 +16,7 @@ impl World {
     /// Concatenates the first `n` elements of `src` of every member, in
     /// member order, into `dst` on every member (`shmem_fcollect`). `dst`
     /// needs `n * team.n_pes()` elements and must not overlap `src`.
+    #[track_caller]
     pub fn fcollect<T: Pod>(&self, team: &Team, dst: &Sym<T>, src: &Sym<T>, n: usize) -> Result<()> {
         let c = Coll::begin(self, team, "fcollect")?;
         let total = n.saturating_mul(c.n());
@@ -32,6 +33,7 @@ impl World {
     /// `n` may differ between members, in member order into `dst` on every
     /// member (`shmem_collect`). Returns the number of elements gathered.
     /// `dst` must hold them all and must not overlap `src`.
+    #[track_caller]
     pub fn collect<T: Pod>(&self, team: &Team, dst: &Sym<T>, src: &Sym<T>, n: usize) -> Result<usize> {
         let c = Coll::begin(self, team, "collect")?;
         let src_off = self.checked_offset("collect", src, self.rank, 0, n)?;

@@ -42,6 +42,7 @@ use crate::team::Team;
 use crate::transport::primitives::Route;
 use crate::transport::primitives::Stream;
 use crate::transport::Path;
+use crate::watch::Waiting;
 use crate::world::World;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -96,11 +97,14 @@ pub(crate) struct Coll<'a> {
     layout: Layout,
     _entered: InCollective<'a>,
     _span: Option<crate::profile::Span>,
+    _call: Option<crate::watch::CallGuard>,
 }
 
 impl<'a> Coll<'a> {
     /// Starts a call of `op` on `team`.
+    #[track_caller]
     pub fn begin(w: &'a World, t: &'a Team, op: &'static str) -> Result<Coll<'a>> {
+        let call_guard = crate::watch::call(op);
         let span = crate::profile::span(crate::profile::Family::of_collective(op));
         let entered = w.collective.enter(w.rank, op)?;
         w.check_team(op, t)?;
@@ -113,6 +117,7 @@ impl<'a> Coll<'a> {
             layout: w.team_layout(),
             _entered: entered,
             _span: span,
+            _call: call_guard,
         })
     }
 
@@ -176,10 +181,16 @@ impl<'a> Coll<'a> {
             return Ok(());
         }
         let ready = || (flag.load(Ordering::Acquire) >= target).then_some(());
+        let waiting = Waiting::Step {
+            op: self.op,
+            rank: self.rank(from),
+            call: self.call,
+            step,
+        };
         match self.w.paths[self.rank(from)] {
-            Path::Tcp(_) => self.w.poll_until_tcp(ready),
-            Path::Local | Path::Shm(_) if self.w.block_waits => self.w.sleep_until_flag(flag, target),
-            _ => self.w.poll_until(ready),
+            Path::Tcp(_) => self.w.poll_until_tcp(waiting, ready),
+            Path::Local | Path::Shm(_) if self.w.block_waits => self.w.sleep_until_flag(waiting, flag, target),
+            _ => self.w.poll_until_for(waiting, ready),
         }
     }
 

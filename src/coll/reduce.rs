@@ -42,6 +42,7 @@ impl World {
     /// world.reduce(world.team_world(), Sum, &x, &x, 3)?; // in place
     /// # Ok::<(), oneside::Error>(())
     /// ```
+    #[track_caller]
     pub fn reduce<T: Number, O: ReduceOp<T>>(
         &self,
         team: &Team,
@@ -65,6 +66,7 @@ impl World {
     /// Reduces private values in place across `team`: on return every
     /// member's `values` hold the combination of all members' `values`.
     /// Needs no symmetric object; every member passes the same length.
+    #[track_caller]
     pub fn reduce_values<T: Number, O: ReduceOp<T>>(&self, team: &Team, _op: O, values: &mut [T]) -> Result<()> {
         let c = Coll::begin(self, team, "reduce_values")?;
         let ptr = values.as_mut_ptr();
@@ -75,6 +77,7 @@ impl World {
     }
 
     /// [`reduce_values`](World::reduce_values) of one value.
+    #[track_caller]
     pub fn reduce_value<T: Number, O: ReduceOp<T>>(&self, team: &Team, op: O, value: T) -> Result<T> {
         let mut values = [value];
         self.reduce_values(team, op, &mut values)?;

@@ -19,6 +19,7 @@ impl World {
     /// Inclusive scan: member i's `dst` gets the combination of the first
     /// `n` elements of `src` of members `0..=i` (`shmem_<type>_sum_inscan`).
     /// `dst` may be `src`.
+    #[track_caller]
     pub fn inscan<T: Number, O: ReduceOp<T>>(
         &self,
         team: &Team,
@@ -33,6 +34,7 @@ impl World {
     /// Exclusive scan: member i's `dst` gets the combination over members
     /// `0..i`; member 0's `dst` is left as it was (`shmem_<type>_sum_exscan`).
     /// `dst` may be `src`.
+    #[track_caller]
     pub fn exscan<T: Number, O: ReduceOp<T>>(
         &self,
         team: &Team,
@@ -44,6 +46,7 @@ impl World {
         self.scan::<T, O>("exscan", team, dst, src, n, false)
     }
 
+    #[track_caller]
     fn scan<T: Number, O: ReduceOp<T>>(
         &self,
         op: &'static str,

@@ -20,6 +20,7 @@ impl World {
     /// Waits until every member of `team` has entered the sync
     /// (`shmem_team_sync`). Unlike [`team_barrier`](World::team_barrier),
     /// it does not complete this rank's puts first.
+    #[track_caller]
     pub fn team_sync(&self, team: &Team) -> Result<()> {
         let c = Coll::begin(self, team, "team_sync")?;
         c.sync(0)?;
@@ -29,7 +30,9 @@ impl World {
     /// Completes this rank's puts ([`quiet`](World::quiet)), then syncs
     /// the team: a put made before the barrier is visible to every member
     /// after it.
+    #[track_caller]
     pub fn team_barrier(&self, team: &Team) -> Result<()> {
+        let _call = crate::watch::call("barrier");
         let _span = crate::profile::span(crate::profile::Family::Barrier);
         self.quiet()?;
         self.team_sync(team)
@@ -37,11 +40,13 @@ impl World {
 
     /// Completes this rank's puts, then waits until every rank of the job
     /// has entered the barrier (`shmem_barrier_all`).
+    #[track_caller]
     pub fn barrier(&self) -> Result<()> {
         self.team_barrier(&self.world_team)
     }
 
     /// Waits until every rank has entered, without completing puts (`shmem_sync_all`).
+    #[track_caller]
     pub fn sync_all(&self) -> Result<()> {
         self.team_sync(&self.world_team)
     }

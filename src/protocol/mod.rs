@@ -4,7 +4,8 @@
 //! ([`auth`]), how a host names itself and picks the address peers reach it
 //! at ([`route`]), the open-file limit every process raises
 //! ([`limits`]), and listeners that thousands of peers dial at once
-//! ([`listen`]). `rlaunch` links this module and nothing else of the
+//! ([`listen`]), and what a blocked rank reports for hang reports
+//! ([`stall`]). `rlaunch` links this module and nothing else of the
 //! library's data path.
 
 pub mod auth;
@@ -12,4 +13,5 @@ pub mod env;
 pub mod limits;
 pub mod listen;
 pub mod route;
+pub mod stall;
 pub mod wire;

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
 
 /// Bumped whenever [`Msg`] changes shape.
-pub const PROTOCOL_VERSION: u16 = 2;
+pub const PROTOCOL_VERSION: u16 = 3;
 
 /// Largest frame accepted from a peer that has not yet authenticated.
 pub const MAX_UNAUTHENTICATED_FRAME: usize = 256;
@@ -81,6 +81,11 @@ pub enum Msg {
     Goodbye,
     /// Launcher → rank: the job is over, stop waiting.
     Abort { reason: String },
+    /// Rank → launcher: every thread of this rank has been blocked in
+    /// oneside for a while, in these calls.
+    Stalled(super::stall::Stall),
+    /// Rank → launcher: a thread the last `Stalled` named got going again.
+    Moving { rank: u32 },
 }
 
 impl Msg {
@@ -100,6 +105,8 @@ impl Msg {
             Msg::GlobalExit { .. } => "GlobalExit",
             Msg::Goodbye => "Goodbye",
             Msg::Abort { .. } => "Abort",
+            Msg::Stalled(_) => "Stalled",
+            Msg::Moving { .. } => "Moving",
         }
     }
 }

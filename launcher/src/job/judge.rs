@@ -42,6 +42,15 @@ pub fn judge(event: JobEvent, view: &View, states: &mut [RankState], abort: Opti
             states[rank].finalized = true;
             None
         }
+        JobEvent::Stalled(stall) => {
+            let rank = stall.rank as usize;
+            states[rank].stall = Some(super::hang::Seen::new(stall));
+            None
+        }
+        JobEvent::Moving { rank } => {
+            states[rank].stall = None;
+            None
+        }
         JobEvent::GlobalExit { rank, status } if !aborting => {
             // Its own exit is the job's end, not a failure to finalize.
             states[rank].finalized = true;
@@ -94,6 +103,10 @@ pub fn judge(event: JobEvent, view: &View, states: &mut [RankState], abort: Opti
             let state = &states[rank];
             if !ending.success() {
                 eprintln!("rlaunch: {} {}", view.describe(rank), ending.describe());
+                if states.iter().any(|s| s.ending.is_none() && s.stall.is_some()) {
+                    let hosts: Vec<&str> = view.procs.iter().map(|p| p.host.as_str()).collect();
+                    super::print_report("where the other ranks were", states, &hosts);
+                }
                 return Some(ending.exit_code());
             }
             if state.registered && !state.finalized {

@@ -12,6 +12,7 @@
 
 pub mod address;
 pub mod children;
+mod hang;
 mod judge;
 mod local;
 pub mod output;
@@ -79,6 +80,12 @@ pub enum JobEvent {
         detail: String,
     },
     Interrupted,
+    /// Every thread of `rank` has been blocked in oneside for a while.
+    Stalled(oneside::protocol::stall::Stall),
+    /// A thread of a stalled rank got going again.
+    Moving {
+        rank: usize,
+    },
 }
 
 /// How the supervisor reaches a rank to signal it.
@@ -102,6 +109,8 @@ pub struct RankState {
     pub registered: bool,
     pub finalized: bool,
     pub ending: Option<Ending>,
+    /// Where it is blocked, from its latest `Stalled` (hang reports).
+    pub stall: Option<hang::Seen>,
 }
 
 pub struct Abort {
@@ -131,6 +140,7 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
     ctrlc::set_handler(move || {
         let _ = interrupt.send(JobEvent::Interrupted);
     })?;
+    hang::catch_quit();
 
     let hosts = host_groups(plan);
     let local_ranks: usize = hosts
@@ -250,16 +260,30 @@ fn supervise(
 ) {
     let deadline = plan.timeout.map(|t| Instant::now() + t);
     let mut pids: Vec<i32> = procs.iter().map(|p| p.pid).collect();
+    let hosts: Vec<&str> = procs.iter().map(|p| p.host.as_str()).collect();
     while states.iter().any(|s| s.ending.is_none()) {
         let wake = match abort.as_ref() {
             Some(a) if a.killed => Some(a.kill_at + a.grace),
             Some(a) => Some(a.kill_at),
             None => deadline,
         };
-        let event = match wake {
-            Some(at) => events.recv_timeout(at.saturating_duration_since(Instant::now())),
-            None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
-        };
+        // Hang checks and SIGQUIT are looked at every tick.
+        let tick = Instant::now() + HANG_TICK;
+        let at = wake.map_or(tick, |w| w.min(tick));
+        let event = events.recv_timeout(at.saturating_duration_since(Instant::now()));
+        if hang::quit_asked() {
+            print_report("SIGQUIT: where every rank is (the job goes on)", states, &hosts);
+        }
+        if let (None, Some(limit)) = (abort.as_ref(), plan.hang_timeout) {
+            if hang::hung(states, limit) {
+                let secs = limit.as_secs_f64();
+                print_report(&format!("hang: every rank has been blocked for {secs}s with no progress (--hang-timeout {secs}); stopping the job"), states, &hosts);
+                *abort = Some(start_abort(procs, states, TIMEOUT_EXIT));
+            }
+        }
+        if matches!(event, Err(RecvTimeoutError::Timeout)) && wake.is_none_or(|w| Instant::now() < w) {
+            continue;
+        }
         match event {
             Ok(JobEvent::RemoteStarted { rank, pid }) => pids[rank] = pid,
             Ok(event) => {
@@ -279,11 +303,23 @@ fn supervise(
                 None => {
                     let secs = plan.timeout.unwrap_or_default().as_secs_f64();
                     eprintln!("rlaunch: job timed out after {secs}s (--timeout {secs}); stopping all ranks");
+                    print_report("where every rank was", states, &hosts);
                     *abort = Some(start_abort(procs, states, TIMEOUT_EXIT));
                 }
             },
             Err(RecvTimeoutError::Disconnected) => break,
         }
+    }
+}
+
+/// How often the supervisor checks for a hang and for SIGQUIT.
+const HANG_TICK: Duration = Duration::from_millis(200);
+
+/// Prints a hang report under `title`.
+pub(crate) fn print_report(title: &str, states: &[RankState], hosts: &[&str]) {
+    eprintln!("rlaunch: {title}");
+    for line in hang::report(states, hosts) {
+        eprintln!("rlaunch: {line}");
     }
 }
 

@@ -193,6 +193,12 @@ fn serve_conn(
                 let _ = events.send(JobEvent::Finalized { rank: *rank });
                 conn.buf.push(&Msg::Goodbye);
             }
+            (State::Registered(rank), Msg::Stalled(stall)) if stall.rank as usize == *rank => {
+                let _ = events.send(JobEvent::Stalled(stall));
+            }
+            (State::Registered(rank), Msg::Moving { rank: said }) if said as usize == *rank => {
+                let _ = events.send(JobEvent::Moving { rank: *rank });
+            }
             (State::Registered(rank), Msg::GlobalExit { rank: said, status }) if said as usize == *rank => {
                 let _ = events.send(JobEvent::GlobalExit { rank: *rank, status });
                 conn.buf.push(&Msg::Goodbye);

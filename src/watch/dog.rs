@@ -1,0 +1,136 @@
+//! The watchdog thread: a few times a second it reads every thread's slot,
+//! and tells rlaunch when all of them have been blocked for
+//! [`STALLED_AFTER`] (`Msg::Stalled`, sent again when a block changes) and
+//! when one of them gets going again (`Msg::Moving`). It sleeps between
+//! looks and never touches the data path.
+
+use super::{slots, Block, Waiting, WATCHING};
+use crate::bootstrap::Reporter;
+use crate::protocol::stall::{Stall, ThreadStall};
+use crate::protocol::wire::Msg;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// How often the watchdog looks.
+const TICK: Duration = Duration::from_millis(100);
+/// How long every thread must have been blocked before the rank says so.
+const STALLED_AFTER: Duration = Duration::from_millis(300);
+
+/// Turns hang reports on when rlaunch asked for them (`ONESIDE_WATCH`)
+/// and starts this rank's watchdog, which reports over `reporter`.
+pub(crate) fn start(rank: usize, reporter: Option<Reporter>) {
+    let Some(reporter) = reporter else {
+        return;
+    };
+    if std::env::var_os("ONESIDE_WATCH").is_none_or(|v| v.is_empty() || v == "0") {
+        return;
+    }
+    WATCHING.store(true, Ordering::Relaxed);
+    let spawned = std::thread::Builder::new()
+        .name("oneside-watch".into())
+        .spawn(move || watch(rank, reporter));
+    if let Err(e) = spawned {
+        WATCHING.store(false, Ordering::Relaxed);
+        eprintln!("oneside: rank {rank}: no hang reports (cannot start the watchdog thread: {e})");
+    }
+}
+
+fn watch(rank: usize, reporter: Reporter) {
+    // What the last `Stalled` described: each block's start and whether it
+    // had its backtrace yet.
+    let mut reported: Option<Vec<(Instant, bool)>> = None;
+    loop {
+        std::thread::sleep(TICK);
+        let slots = slots();
+        let mut key = Vec::with_capacity(slots.len());
+        let mut threads = Vec::with_capacity(slots.len());
+        let mut newest = Duration::MAX;
+        for slot in &slots {
+            // Described under the slot's lock: the waiting thread clears its
+            // block under it before it leaves the wait, so the words read
+            // here are still mapped.
+            let block = slot.block.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(block) = block.as_ref().filter(|b| b.since.elapsed() >= STALLED_AFTER) else {
+                break;
+            };
+            key.push((block.since, block.trace.is_some()));
+            newest = newest.min(block.since.elapsed());
+            threads.push(describe(block));
+        }
+        let stalled = !slots.is_empty() && threads.len() == slots.len();
+        let msg = match stalled {
+            true if reported.as_ref() != Some(&key) => {
+                reported = Some(key);
+                Msg::Stalled(Stall {
+                    rank: rank as u32,
+                    for_ms: newest.as_millis() as u64,
+                    threads,
+                })
+            }
+            false if reported.take().is_some() => Msg::Moving { rank: rank as u32 },
+            _ => continue,
+        };
+        if !reporter.send(&msg) {
+            return;
+        }
+    }
+}
+
+/// One block in words.
+fn describe(block: &Block) -> ThreadStall {
+    let call = block.call;
+    let (waits, on, anyone) = match block.waiting {
+        Waiting::Words {
+            addr,
+            offset,
+            size,
+            count,
+            cmp,
+        } => {
+            let what = match count {
+                1 => format!("its element at heap offset {offset} (now {})", read(addr, size)),
+                n => format!("{n} of its elements from heap offset {offset}"),
+            };
+            let until = match cmp {
+                Some((op, value)) => format!("to become {op} {value}"),
+                None => "to satisfy the program's condition".to_string(),
+            };
+            (format!("{what} {until}"), Vec::new(), true)
+        }
+        Waiting::Step { op, rank, call, step } => (
+            format!("rank {rank} to reach step {step} of {op} (the team's collective call {call})"),
+            vec![rank as u32],
+            false,
+        ),
+        Waiting::Lock { offset } => (
+            format!("the lock at heap offset {offset} to be passed to it"),
+            Vec::new(),
+            true,
+        ),
+        Waiting::Condition => ("a condition of the program's".to_string(), Vec::new(), true),
+    };
+    ThreadStall {
+        call: call.name.to_string(),
+        at: call.site.describe(block.trace.as_deref()),
+        waits,
+        on,
+        anyone,
+        finalizing: call.name.ends_with("finalize"),
+    }
+}
+
+/// The unsigned value of the `size`-byte element at `addr`.
+fn read(addr: usize, size: u8) -> u64 {
+    // SAFETY: `addr` is an element of this rank's heap that a thread is
+    // waiting on right now (the caller holds its slot's lock, which that
+    // thread takes before it leaves the wait), aligned to its size; the
+    // volatile reads form no reference to memory peers write.
+    unsafe {
+        match size {
+            1 => u64::from((addr as *const u8).read_volatile()),
+            2 => u64::from((addr as *const u16).read_volatile()),
+            4 => u64::from((addr as *const u32).read_volatile()),
+            _ => (addr as *const u64).read_volatile(),
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! Hang reports, the rank's side: which call each thread is blocked in,
+//! where the program made it, and what it waits for.
+//!
+//! A blocking entry point (a wait, a collective, a lock, finalize) names
+//! itself with [`call`], which keeps the outermost call and its source
+//! location (`#[track_caller]` in Rust; in C a backtrace taken once the
+//! wait has lasted, see [`idle`]). The loop that actually waits opens
+//! [`blocked`] with what it waits for. Both cost one relaxed load and a
+//! branch when rlaunch did not ask for reports (`ONESIDE_WATCH`), and
+//! nothing at all on a wait whose condition already holds.
+//!
+//! The watchdog thread ([`dog`]) reads every thread's slot a few times a
+//! second and tells rlaunch when all of them have been blocked for a while
+//! (`Msg::Stalled`), and when one gets going again (`Msg::Moving`).
+
+mod dog;
+mod site;
+
+pub(crate) use dog::start;
+use site::Site;
+
+use std::cell::{Cell, RefCell};
+use std::panic::Location;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Instant;
+
+/// Whether this rank records what it blocks in: set once at start when
+/// rlaunch asked for hang reports.
+static WATCHING: AtomicBool = AtomicBool::new(false);
+
+/// Every thread's slot, for the watchdog (dead threads' slots drop out).
+static SLOTS: Mutex<Vec<Weak<Slot>>> = Mutex::new(Vec::new());
+
+/// What a blocked thread waits for. Cheap to build (no allocation): the
+/// watchdog turns it into words.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Waiting {
+    /// Elements of this rank's own heap, from heap offset `offset`, to
+    /// satisfy a comparison (`cmp`: its symbol and operand's bits) or, with
+    /// `None`, a condition the caller holds.
+    Words {
+        addr: usize,
+        offset: usize,
+        size: u8,
+        count: usize,
+        cmp: Option<(&'static str, u64)>,
+    },
+    /// Member rank `rank` of the team to reach `step` of call `call` of
+    /// collective `op`.
+    Step {
+        op: &'static str,
+        rank: usize,
+        call: u64,
+        step: u64,
+    },
+    /// The lock at heap offset `offset` to be handed to this rank.
+    Lock { offset: usize },
+    /// A condition this layer cannot name.
+    Condition,
+}
+
+/// A call in progress on this thread, outermost first.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Call {
+    pub name: &'static str,
+    pub site: Site,
+}
+
+/// One thread's current block, as the watchdog reads it.
+#[derive(Debug, Clone)]
+pub(crate) struct Block {
+    pub call: Call,
+    pub waiting: Waiting,
+    pub since: Instant,
+    /// A backtrace, for calls from C (taken once the wait has lasted).
+    pub trace: Option<Arc<std::backtrace::Backtrace>>,
+}
+
+/// One thread's slot: its current block, if any.
+#[derive(Default)]
+pub(crate) struct Slot {
+    pub block: Mutex<Option<Block>>,
+}
+
+struct Local {
+    call: Cell<Option<Call>>,
+    /// The C API entry point this thread last entered (each entry
+    /// replaces it), which names the thread's waits in a C program.
+    c_call: Cell<Option<&'static str>>,
+    slot: RefCell<Option<Arc<Slot>>>,
+    /// The current block came from C and has no backtrace yet.
+    wants_trace: Cell<bool>,
+}
+
+thread_local! {
+    static LOCAL: Local = const {
+        Local {
+            call: Cell::new(None),
+            c_call: Cell::new(None),
+            slot: RefCell::new(None),
+            wants_trace: Cell::new(false),
+        }
+    };
+}
+
+/// Whether hang reports are on in this process.
+#[inline(always)]
+fn watching() -> bool {
+    WATCHING.load(Ordering::Relaxed)
+}
+
+/// The guard of an outermost call: clears it when the call returns.
+pub(crate) struct CallGuard(());
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        let _ = LOCAL.try_with(|local| local.call.set(None));
+    }
+}
+
+/// Names the blocking call this thread is entering, at the caller's
+/// location; `None` (nothing recorded) when reports are off or an outer
+/// call is already named.
+#[inline(always)]
+#[track_caller]
+pub(crate) fn call(name: &'static str) -> Option<CallGuard> {
+    if !watching() {
+        return None;
+    }
+    enter(name, Site::Rust(Location::caller()))
+}
+
+/// Like [`call`], for a call whose location is not known (finalize from
+/// a `World`'s drop).
+#[inline(always)]
+pub(crate) fn call_unplaced(name: &'static str) -> Option<CallGuard> {
+    if !watching() {
+        return None;
+    }
+    enter(name, Site::Unknown)
+}
+
+/// Called at every entry point of the C API (`liboneside_shmem`): names
+/// the thread's waits until its next entry, with the C caller's location
+/// taken from a backtrace once a wait has lasted.
+#[inline(always)]
+pub fn c_entered(name: &'static str) {
+    if watching() {
+        let _ = LOCAL.try_with(|local| local.c_call.set(Some(name)));
+    }
+}
+
+#[inline(never)]
+fn enter(name: &'static str, site: Site) -> Option<CallGuard> {
+    LOCAL.with(|local| match local.call.get() {
+        Some(_) => None,
+        None => {
+            local.call.set(Some(Call { name, site }));
+            Some(CallGuard(()))
+        }
+    })
+}
+
+/// The guard of a wait in progress: clears the thread's block.
+pub(crate) struct BlockedGuard(Arc<Slot>);
+
+impl Drop for BlockedGuard {
+    fn drop(&mut self) {
+        *self.0.block.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        let _ = LOCAL.try_with(|local| local.wants_trace.set(false));
+    }
+}
+
+/// Records that this thread waits for `waiting`, from now until the guard
+/// drops; `None` when reports are off or an outer wait is recorded.
+/// Called only once a wait's condition has been seen false.
+#[inline(always)]
+pub(crate) fn blocked(waiting: Waiting) -> Option<BlockedGuard> {
+    if !watching() {
+        return None;
+    }
+    record(waiting)
+}
+
+#[inline(never)]
+fn record(waiting: Waiting) -> Option<BlockedGuard> {
+    LOCAL.with(|local| {
+        let slot = local.slot.borrow_mut().get_or_insert_with(register).clone();
+        let mut block = slot.block.lock().unwrap_or_else(|e| e.into_inner());
+        if block.is_some() {
+            return None;
+        }
+        let call = match (local.c_call.get(), local.call.get()) {
+            (Some(name), _) => Call { name, site: Site::C },
+            (None, Some(call)) => call,
+            (None, None) => Call {
+                name: "wait",
+                site: Site::Unknown,
+            },
+        };
+        local.wants_trace.set(matches!(call.site, Site::C));
+        *block = Some(Block {
+            call,
+            waiting,
+            since: Instant::now(),
+            trace: None,
+        });
+        drop(block);
+        Some(BlockedGuard(slot))
+    })
+}
+
+fn register() -> Arc<Slot> {
+    let slot = Arc::new(Slot::default());
+    let mut slots = SLOTS.lock().unwrap_or_else(|e| e.into_inner());
+    slots.retain(|s| s.strong_count() > 0);
+    slots.push(Arc::downgrade(&slot));
+    slot
+}
+
+/// Called by a wait that is about to sleep (it has lasted): a wait made
+/// from C takes its backtrace now, once, so the report can name the C
+/// caller's file and line.
+#[inline]
+pub(crate) fn idle() {
+    if !watching() {
+        return;
+    }
+    let _ = LOCAL.try_with(|local| {
+        if !local.wants_trace.replace(false) {
+            return;
+        }
+        let trace = Arc::new(std::backtrace::Backtrace::force_capture());
+        if let Some(slot) = local.slot.borrow().as_ref() {
+            if let Some(block) = slot.block.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+                block.trace = Some(trace);
+            }
+        }
+    });
+}
+
+/// Every live thread's slot.
+fn slots() -> Vec<Arc<Slot>> {
+    let slots = SLOTS.lock().unwrap_or_else(|e| e.into_inner());
+    slots.iter().filter_map(Weak::upgrade).collect()
+}

@@ -1,0 +1,93 @@
+//! Where the program made a blocking call: a Rust caller's location, or
+//! the C caller found in a backtrace (its file and line when the program
+//! has debug information, its function otherwise).
+
+use std::backtrace::Backtrace;
+use std::panic::Location;
+
+/// The source of a call.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Site {
+    /// `#[track_caller]`'s location of the Rust caller.
+    Rust(&'static Location<'static>),
+    /// An entry point of the C API: the caller is found in a backtrace.
+    C,
+    /// Not known (a wait the library started for itself, or a drop).
+    Unknown,
+}
+
+impl Site {
+    /// The location in words, or empty when not known; `trace` is the
+    /// blocked thread's backtrace, for C calls.
+    pub fn describe(&self, trace: Option<&Backtrace>) -> String {
+        match self {
+            Site::Rust(at) => format!("{}:{}:{}", at.file(), at.line(), at.column()),
+            Site::C => trace.map(|t| c_caller(&t.to_string())).unwrap_or_default(),
+            Site::Unknown => String::new(),
+        }
+    }
+}
+
+/// The frame that called the C API, from a backtrace's text: the first
+/// frame after the outermost `shmem_`/`pshmem_` function, as `file:line`
+/// when resolved, or `in <function>`.
+fn c_caller(text: &str) -> String {
+    let frames = frames(text);
+    let entry = frames
+        .iter()
+        .rposition(|(name, _)| name.starts_with("shmem_") || name.starts_with("pshmem_"));
+    match entry.and_then(|i| frames.get(i + 1)) {
+        Some((_, Some(at))) => at.clone(),
+        Some((name, None)) => format!("in {name}"),
+        None => String::new(),
+    }
+}
+
+/// `(function, Some(file:line:col))` per frame of std's backtrace text:
+/// `  N: name` lines, each followed by `at file:line:col` when resolved.
+fn frames(text: &str) -> Vec<(String, Option<String>)> {
+    let mut frames: Vec<(String, Option<String>)> = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if let Some(at) = line.strip_prefix("at ") {
+            if let Some(last) = frames.last_mut() {
+                last.1.get_or_insert_with(|| at.to_string());
+            }
+        } else if let Some((number, name)) = line.split_once(": ") {
+            if number.chars().all(|c| c.is_ascii_digit()) {
+                frames.push((name.to_string(), None));
+            }
+        }
+    }
+    frames
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TRACE: &str = "   0: std::backtrace::Backtrace::force_capture
+             at /rustc/x/library/std/src/backtrace.rs:312:9
+   1: oneside::watch::idle
+   2: pshmem_barrier_all
+             at ./capi/src/setup.rs:272:9
+   3: main
+             at /tmp/hang.c:17:5
+   4: __libc_start_main
+";
+
+    #[test]
+    fn the_c_caller_is_the_frame_after_the_api_entry() {
+        assert_eq!(c_caller(TRACE), "/tmp/hang.c:17:5");
+    }
+
+    #[test]
+    fn without_line_tables_the_c_caller_is_named() {
+        let stripped = TRACE.replace("             at /tmp/hang.c:17:5\n", "");
+        assert_eq!(c_caller(&stripped), "in main");
+    }
+
+    #[test]
+    fn a_trace_without_the_api_names_nothing() {
+        assert_eq!(c_caller("   0: main\n"), "");
+    }
+}
