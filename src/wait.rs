@@ -106,9 +106,17 @@ impl World {
         count: usize,
         cmp: Option<(&'static str, u64)>,
     ) -> Waiting {
+        let offset = (ptr as usize).wrapping_sub(self.own.heap_base() as usize);
+        let global = self.data.is_some_and(|d| d.contains(ptr as usize, size));
+        // The watchdog reads the element: only ever one of our heap or
+        // of the program's symmetric globals.
+        if (offset.saturating_add(size) > self.heap_size() && !global) || count == 0 {
+            return Waiting::Condition;
+        }
         Waiting::Words {
             addr: ptr as usize,
-            offset: (ptr as usize).wrapping_sub(self.own.heap_base() as usize),
+            offset,
+            global,
             size: size.min(8) as u8,
             count,
             cmp,
@@ -317,6 +325,25 @@ impl World {
     pub fn poll_until<R>(&self, ready: impl FnMut() -> Option<R>) -> Result<R> {
         let _call = crate::watch::call("poll_until");
         self.poll_until_for(Waiting::Condition, ready)
+    }
+
+    /// [`poll_until`](Self::poll_until) for a wait on `count` elements of
+    /// this rank's heap from `first`, each compared with `cmp` (`None`:
+    /// each with its own value), so that a hang report can say which
+    /// elements and what for: for bindings that evaluate their waits
+    /// themselves, as the C API does. `first` is read (by the watchdog) only
+    /// when it lies in this rank's heap.
+    #[track_caller]
+    pub fn poll_until_elements<T: Pod, R>(
+        &self,
+        first: *const T,
+        count: usize,
+        cmp: Option<Cmp<T>>,
+        ready: impl FnMut() -> Option<R>,
+    ) -> Result<R> {
+        let _call = crate::watch::call("poll_until");
+        let waiting = self.waiting_on(first.cast(), std::mem::size_of::<T>(), count, cmp.map(|c| c.watched()));
+        self.poll_until_for(waiting, ready)
     }
 
     /// [`poll_until`](Self::poll_until), saying what it waits for

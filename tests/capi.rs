@@ -451,3 +451,33 @@ fn the_runtimes_profile_of_a_c_program_is_exact() {
         }
     }
 }
+
+#[test]
+fn hang_reports_name_the_c_call_and_its_source_line() {
+    let exe = compile("hang");
+    for transport in transports_for_c() {
+        let out = oshrun_with(3, transport, &["--hang-timeout", "2"], &exe, &["wait"]);
+        assert_eq!(out.code, Some(124), "{transport}: {out:?}");
+        let waiting = report_line(&out, 0);
+        assert!(waiting.contains("shmem_long_wait_until at "), "{waiting}");
+        assert!(waiting.contains("hang.c:20"), "{waiting}");
+        assert!(waiting.contains("(now 0) to become == 1"), "{waiting}");
+        assert!(waiting.contains("(ranks 1-2 in finalize)"), "{waiting}");
+        assert!(report_line(&out, 1).contains("shmem_finalize at "), "{out:?}");
+
+        let out = oshrun_with(3, transport, &["--hang-timeout", "2"], &exe, &["cycle"]);
+        assert_eq!(out.code, Some(124), "{transport}: {out:?}");
+        assert!(out.stderr.contains("cycle: rank 0 -> rank 1 -> rank 0"), "{out:?}");
+
+        let out = oshrun(3, transport, &exe, &["die"]);
+        assert_eq!(out.code, Some(128 + 9), "{transport}: {out:?}");
+        for rank in 0..2 {
+            let line = report_line(&out, rank);
+            assert!(
+                line.contains("shmem_barrier_all at ") && line.contains("hang.c:30"),
+                "{line}"
+            );
+            assert!(line.contains("rank 2, which was killed by signal 9"), "{line}");
+        }
+    }
+}

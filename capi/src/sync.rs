@@ -116,8 +116,12 @@ pub unsafe fn sync<T: Pod + PartialOrd>(
         }
         outcome
     };
+    let compared = match values {
+        Values::One(v) => Some(cmp::<T>(api, op, v)),
+        Values::Each(_) => None,
+    };
     match wait {
-        true => Some(ok(api, w.poll_until(once))),
+        true => Some(ok(api, w.poll_until_elements(ivars, n, compared, once))),
         false => ok(api, w.poll_until(|| Some(once()))),
     }
 }

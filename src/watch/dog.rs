@@ -83,13 +83,18 @@ fn describe(block: &Block) -> ThreadStall {
         Waiting::Words {
             addr,
             offset,
+            global,
             size,
             count,
             cmp,
         } => {
+            let place = match global {
+                true => format!("global variable at {addr:#x}"),
+                false => format!("heap offset {offset}"),
+            };
             let what = match count {
-                1 => format!("its element at heap offset {offset} (now {})", read(addr, size)),
-                n => format!("{n} of its elements from heap offset {offset}"),
+                1 => format!("its element at {place} (now {})", read(addr, size)),
+                n => format!("{n} of its elements from {place}"),
             };
             let until = match cmp {
                 Some((op, value)) => format!("to become {op} {value}"),
@@ -121,7 +126,8 @@ fn describe(block: &Block) -> ThreadStall {
 
 /// The unsigned value of the `size`-byte element at `addr`.
 fn read(addr: usize, size: u8) -> u64 {
-    // SAFETY: `addr` is an element of this rank's heap that a thread is
+    // SAFETY: `addr` is an element of this rank's heap or symmetric
+    // globals (checked by `World::waiting_on`) that a thread is
     // waiting on right now (the caller holds its slot's lock, which that
     // thread takes before it leaves the wait), aligned to its size; the
     // volatile reads form no reference to memory peers write.

@@ -42,6 +42,8 @@ pub(crate) enum Waiting {
     Words {
         addr: usize,
         offset: usize,
+        /// A global variable of the program (`offset` is then not shown).
+        global: bool,
         size: u8,
         count: usize,
         cmp: Option<(&'static str, u64)>,

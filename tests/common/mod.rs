@@ -281,3 +281,11 @@ pub fn known_traffic(n: usize, get_from_left: bool) -> Vec<Vec<u64>> {
     }
     m
 }
+
+/// The line of `rank` in rlaunch's hang report.
+pub fn report_line(out: &Outcome, rank: usize) -> String {
+    let prefix = format!("rlaunch:   rank {rank} (");
+    let line = out.stderr.lines().find(|l| l.starts_with(&prefix));
+    line.unwrap_or_else(|| panic!("no report line for rank {rank}: {out:?}"))
+        .to_string()
+}

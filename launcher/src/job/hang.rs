@@ -308,8 +308,10 @@ mod tests {
 
     #[test]
     fn a_chain_of_waits_ending_at_a_dead_rank_names_it() {
-        let mut dead = RankState::default();
-        dead.ending = Some(Ending::Signal(9));
+        let dead = RankState {
+            ending: Some(Ending::Signal(9)),
+            ..RankState::default()
+        };
         let states = [
             stalled(0, "barrier", &[3], false),
             RankState::default(),

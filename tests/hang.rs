@@ -1,0 +1,114 @@
+//! Hang reports (`rlaunch --hang-timeout`, `--timeout`, a dead rank,
+//! SIGQUIT) on examples/hang.rs, over shm and tcp: a wait nobody can
+//! satisfy is reported within the timeout + 2 s, naming the waiting rank,
+//! its call and source line and the ranks in finalize; a two-rank wait
+//! cycle is called a cycle; a rank killed while the others wait in a
+//! barrier is named as the reason they wait. The C API's reports are in
+//! tests/capi.rs.
+
+mod common;
+use common::*;
+
+use std::time::{Duration, Instant};
+
+const HANG_TIMEOUT: f64 = 2.0;
+
+fn hang(transport: &str, bug: &str, options: &[&str]) -> (Outcome, Duration) {
+    let program = example("hang");
+    let mut args = vec!["-n", "4", "--transport", transport];
+    args.extend_from_slice(options);
+    args.extend_from_slice(&[&program, bug]);
+    let started = Instant::now();
+    let out = rlaunch(&args);
+    (out, started.elapsed())
+}
+
+#[test]
+fn a_wait_nobody_can_satisfy_is_reported_and_ends_the_job() {
+    for (transport, _) in transports() {
+        let timeout = HANG_TIMEOUT.to_string();
+        let (out, took) = hang(transport, "wait", &["--hang-timeout", &timeout]);
+        assert_eq!(out.code, Some(124), "{transport}: {out:?}");
+        assert!(
+            took < Duration::from_secs_f64(HANG_TIMEOUT + 2.0),
+            "{transport}: reported after {took:?}: {out:?}"
+        );
+        assert!(out.stderr.contains("--hang-timeout 2"), "{out:?}");
+        let waiting = &report_line(&out, 0);
+        assert!(waiting.contains("wait_until at examples/hang.rs:"), "{waiting}");
+        assert!(waiting.contains("(now 0)"), "{waiting}");
+        assert!(
+            waiting.contains("no other rank is left to write it (ranks 1-3 in finalize)"),
+            "{waiting}"
+        );
+        for rank in 1..4 {
+            let line = &report_line(&out, rank);
+            assert!(line.contains("finalize at examples/hang.rs:"), "{line}");
+            assert!(line.contains("team_sync"), "{line}");
+        }
+        assert!(!out.stderr.contains("cycle"), "{out:?}");
+    }
+}
+
+#[test]
+fn a_two_rank_wait_cycle_is_reported_as_a_cycle() {
+    for (transport, _) in transports() {
+        let (out, _) = hang(transport, "cycle", &["--hang-timeout", "2"]);
+        assert_eq!(out.code, Some(124), "{transport}: {out:?}");
+        for rank in 0..2 {
+            let line = &report_line(&out, rank);
+            assert!(line.contains("signal_wait_until at examples/hang.rs:"), "{line}");
+            assert!(line.contains("to become == 1"), "{line}");
+            assert!(
+                line.contains(&format!("only rank {} could write it", 1 - rank)),
+                "{line}"
+            );
+        }
+        assert!(
+            out.stderr.contains("cycle: rank 0 -> rank 1 -> rank 0"),
+            "{transport}: {out:?}"
+        );
+    }
+}
+
+#[test]
+fn a_rank_killed_in_a_barrier_is_named_as_the_reason_the_others_wait() {
+    for (transport, _) in transports() {
+        let (out, _) = hang(transport, "die", &[]);
+        assert_eq!(out.code, Some(128 + 9), "{transport}: {out:?}");
+        assert!(out.stderr.contains("rank 3 on host"), "{out:?}");
+        for rank in 0..3 {
+            let line = &report_line(&out, rank);
+            assert!(line.contains("barrier at examples/hang.rs:"), "{line}");
+            assert!(
+                line.contains("rank 3, which was killed by signal 9 (SIGKILL): that is why it waits"),
+                "{transport}: {line}"
+            );
+        }
+    }
+}
+
+#[test]
+fn timeout_prints_the_report_and_sigquit_prints_it_without_ending_the_job() {
+    for (transport, _) in transports() {
+        let program = example("hang");
+        let mut child = spawn_rlaunch(&["-n", "2", "--transport", transport, "--timeout", "4", &program, "wait"]);
+        std::thread::sleep(Duration::from_millis(2000));
+        send_signal(&child, libc::SIGQUIT);
+        let status_now = child.try_wait().expect("wait");
+        assert!(status_now.is_none(), "SIGQUIT ended the job");
+        let out = finish(child);
+        assert_eq!(out.code, Some(124), "{transport}: {out:?}");
+        let quit = out.stderr.find("SIGQUIT: where every rank is (the job goes on)");
+        let timed_out = out.stderr.find("where every rank was");
+        assert!(
+            quit.is_some() && timed_out.is_some() && quit < timed_out,
+            "{transport}: {out:?}"
+        );
+        assert_eq!(
+            out.stderr.matches("wait_until at examples/hang.rs:").count(),
+            2,
+            "{transport}: {out:?}"
+        );
+    }
+}
