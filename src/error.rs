@@ -220,6 +220,17 @@ pub enum Error {
     #[error("rank {rank}: {op} needs a team slot, but all {max} are in use on some member of the parent team (destroy teams you no longer need with team_destroy)")]
     TeamsExhausted { rank: usize, op: &'static str, max: usize },
 
+    /// The checking mode (`rlaunch --debug`) found a mistake: collectives
+    /// or allocations that differ between members, a destination reused
+    /// too early, or a transfer outside every allocated object.
+    #[error("rank {rank}: {call}{}: {detail} (found by --debug)", if at.is_empty() { String::new() } else { format!(" at {at}") })]
+    Check {
+        rank: usize,
+        call: String,
+        at: String,
+        detail: String,
+    },
+
     /// A collective was called with arguments it cannot use.
     #[error("rank {rank}: {op}: {detail}")]
     BadCollective {

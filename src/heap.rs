@@ -79,6 +79,14 @@ impl Allocator {
         Some(self.live[i].1)
     }
 
+    /// The live block holding `[offset, offset + bytes)`, as (start, bytes),
+    /// if one holds all of it.
+    pub fn holding(&self, offset: usize, bytes: usize) -> Option<(usize, usize)> {
+        let i = self.live.partition_point(|&(o, _)| o <= offset).checked_sub(1)?;
+        let (start, len) = self.live[i];
+        (offset.saturating_add(bytes) <= start + len).then_some((start, len))
+    }
+
     /// Returns a block to the free list. `false` if `offset` is not live.
     pub fn free(&mut self, offset: usize) -> bool {
         let Ok(i) = self.live.binary_search_by_key(&offset, |&(o, _)| o) else {

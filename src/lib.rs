@@ -258,6 +258,7 @@ mod backoff;
 mod bootstrap;
 mod coll;
 mod ctx;
+mod debug;
 mod error;
 mod futex;
 mod globals;

@@ -43,9 +43,38 @@ impl World {
             return Ok(Sym::new(0, 0, self.id));
         }
         match self.offset_of(addr as usize, bytes) {
+            Some(offset) if self.debug.is_some() => self
+                .in_one_object(op, offset, bytes)
+                .map(|_| Sym::new(offset, len, self.id)),
             Some(offset) => Ok(Sym::new(offset, len, self.id)),
             None => Err(self.not_symmetric(op, addr as usize, bytes)),
         }
+    }
+
+    /// The checking mode's bound check: a heap range must lie inside one
+    /// allocated object, not merely inside the heap.
+    #[cold]
+    pub(crate) fn in_one_object(&self, op: &'static str, offset: usize, bytes: usize) -> Result<()> {
+        if offset >= self.own.alloc_len() {
+            return Ok(());
+        }
+        let heap = crate::sync::lock(&self.heap);
+        if heap.holding(offset, bytes).is_some() {
+            return Ok(());
+        }
+        let detail = match heap.holding(offset, 1) {
+            Some((start, len)) => format!(
+                "the range at heap offset {offset} of {bytes} bytes runs past the end of its object (heap offset {start}, {len} bytes) by {} bytes",
+                offset + bytes - (start + len)
+            ),
+            None => format!("heap offset {offset} ({bytes} bytes) is in no allocated object (freed, or never allocated)"),
+        };
+        Err(Error::Check {
+            rank: self.rank,
+            call: crate::watch::current_call().unwrap_or(op).to_string(),
+            at: crate::watch::here(),
+            detail,
+        })
     }
 
     #[cold]

@@ -40,7 +40,7 @@ pub struct World {
     /// Ranks reached over TCP, so shared-memory-only quiets skip the scan.
     pub(crate) tcp_peers: Vec<usize>,
     pub(crate) own: Segment,
-    heap: Mutex<Allocator>,
+    pub(crate) heap: Mutex<Allocator>,
     /// The team area at the start of the heap (`team::layout`).
     layout: Layout,
     /// Each world rank's node: the lowest rank whose heap it shares a
@@ -68,6 +68,8 @@ pub struct World {
     pub(crate) ctx_connect: Option<crate::ctx::CtxConnect>,
     /// The thread of this rank in a collective, if any.
     pub(crate) collective: crate::sync::CollectiveOwner,
+    /// The checking mode's state (`rlaunch --debug`), when it is on.
+    pub(crate) debug: Option<crate::debug::Checks>,
 }
 
 /// How [`init_with`] sets a rank up.
@@ -292,6 +294,14 @@ impl World {
         let mut allocator = Allocator::new(own.alloc_len());
         let area = allocator.alloc(layout.area_bytes());
         debug_assert_eq!(area, Ok(0), "the team area comes first");
+        let debug = match crate::debug::requested() {
+            true => {
+                crate::watch::record_calls();
+                let area = allocator.alloc(crate::debug::AREA_BYTES);
+                area.ok().map(crate::debug::Checks::new)
+            }
+            false => None,
+        };
         let heap = Mutex::new(allocator);
         let id = u64::from_le_bytes(crate::protocol::auth::random_bytes());
         let world_team = World::world_team_of(&node_of, id, rank);
@@ -324,7 +334,15 @@ impl World {
             finalized: false,
             ctx_connect: None,
             collective: Default::default(),
+            debug,
         }
+    }
+
+    /// Whether the checking mode (`rlaunch --debug`, `ONESIDE_DEBUG=1`) is
+    /// on: bindings then leave their inline fast paths off, so that every
+    /// call is checked.
+    pub fn checking(&self) -> bool {
+        self.debug.is_some()
     }
 
     /// This rank's number, `0..size()`.
@@ -396,6 +414,7 @@ impl World {
     /// meets every rank; returns the heap offset.
     pub(crate) fn alloc_offset(&self, bytes: usize, align: usize) -> Result<usize> {
         let _span = crate::profile::span(crate::profile::Family::Alloc);
+        crate::debug::outer(self.debug.is_some(), "alloc", bytes);
         let heap_size = self.heap_size();
         let base = self.own.heap_base() as usize;
         let reserved = crate::sync::lock(&self.heap).alloc_aligned(bytes, align, base);
@@ -424,6 +443,8 @@ impl World {
         let _call = crate::watch::call("free");
         let _span = crate::profile::span(crate::profile::Family::Alloc);
         self.check_object("free", &sym)?;
+        let bytes = self.allocation_bytes(sym.offset).unwrap_or(0);
+        crate::debug::outer(self.debug.is_some(), "free", bytes);
         self.barrier()?;
         if crate::sync::lock(&self.heap).free(sym.offset) {
             Ok(())

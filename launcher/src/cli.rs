@@ -56,6 +56,15 @@ pub struct Args {
     #[arg(long, value_name = "SECS", env = "ONESIDE_HANG_TIMEOUT")]
     pub hang_timeout: Option<f64>,
 
+    /// Checking mode: collectives and allocations must match on every
+    /// member (same call, root, count and type, in the same order), a
+    /// broadcast, collect or alltoall must not write a destination the
+    /// team's previous collective used without a barrier between, and (C)
+    /// every transfer must stay inside one allocated object. A mistake is
+    /// an error naming the rank, the call and its source line. Slower.
+    #[arg(long, env = "ONESIDE_DEBUG", value_parser = clap::builder::FalseyValueParser::new())]
+    pub debug: bool,
+
     /// Profile the job: every rank counts its calls, bytes and blocked
     /// time; rlaunch then writes DIR/profile.json, DIR/summary.txt (also
     /// printed) and DIR/report.html. DIR must be reachable from every host.

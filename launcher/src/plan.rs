@@ -111,6 +111,9 @@ impl LaunchPlan {
             }
         }
         env.push(("ONESIDE_WATCH".into(), "1".into()));
+        if args.debug {
+            env.push(("ONESIDE_DEBUG".into(), "1".into()));
+        }
         let seconds = |value: Option<f64>, flag: &str| match value {
             Some(secs) if secs.is_finite() && secs > 0.0 => Ok(Some(Duration::from_secs_f64(secs))),
             Some(_) => Err(LaunchError::Program {

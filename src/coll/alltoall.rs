@@ -5,6 +5,7 @@ use super::collect::Block;
 use super::exchange::Bytes;
 use super::gather_nodes::Spread;
 use super::Coll;
+use crate::debug::Signature;
 use crate::error::Result;
 use crate::sym::{Pod, Sym};
 use crate::team::Team;
@@ -22,6 +23,10 @@ impl World {
         let total = n.saturating_mul(c.n());
         let (dst_off, src_off) = c.disjoint(dst, src, total, total)?;
         let len = n * size_of::<T>();
+        c.agree(
+            Signature::of::<T>("alltoall", None, n),
+            Some((dst_off, total * size_of::<T>())),
+        )?;
         c.blocks_by_nodes(1, Spread::PerReceiver, |i, j| Block {
             from: src_off + j * len,
             to: dst_off + i * len,
@@ -55,6 +60,7 @@ impl World {
             _ => (count - 1) * stride + 1,
         };
         let (dst_off, src_off) = c.disjoint(dst, src, span(dst_stride), span(src_stride))?;
+        c.agree(Signature::of::<T>("alltoalls", None, n), None)?;
         let packed: Vec<T> = (0..count)
             // SAFETY: index i * src_stride < span(src_stride), inside the checked source.
             .map(|i| unsafe { c.own(src_off).cast::<T>().add(i * src_stride).read() })

@@ -17,6 +17,7 @@
 //! requires every member's destination to be ready when any member enters.
 
 use super::{plan, Coll};
+use crate::debug::Signature;
 use crate::error::Result;
 use crate::sym::{Pod, Sym};
 use crate::team::Team;
@@ -37,6 +38,10 @@ impl World {
         let c = Coll::begin(self, team, "broadcast")?;
         c.check_root(root)?;
         let (dst_off, src_off) = c.same_or_disjoint(dst, src, n, n)?;
+        c.agree(
+            Signature::of::<T>("broadcast", Some(root), n),
+            Some((dst_off, n * size_of::<T>())),
+        )?;
         c.broadcast_bytes(src_off, dst_off, n * size_of::<T>(), root, true)
     }
 
@@ -55,6 +60,10 @@ impl World {
         let c = Coll::begin(self, team, "broadcast")?;
         c.check_root(root)?;
         let (dst_off, src_off) = c.same_or_disjoint(dst, src, n, n)?;
+        c.agree(
+            Signature::of::<T>("broadcast", Some(root), n),
+            Some((dst_off, n * size_of::<T>())),
+        )?;
         c.broadcast_bytes(src_off, dst_off, n * size_of::<T>(), root, false)
     }
 }

@@ -6,6 +6,7 @@ use super::collect_nodes::starts;
 use super::exchange::Bytes;
 use super::plan::{self, MoveAlgo};
 use super::Coll;
+use crate::debug::Signature;
 use crate::error::Result;
 use crate::sym::{Pod, Sym};
 use crate::team::Team;
@@ -22,6 +23,10 @@ impl World {
         let total = n.saturating_mul(c.n());
         let (dst_off, src_off) = c.disjoint(dst, src, total, n)?;
         let len = n * size_of::<T>();
+        c.agree(
+            Signature::of::<T>("fcollect", None, n),
+            Some((dst_off, total * size_of::<T>())),
+        )?;
         c.gather_blocks(1, |i| Block {
             from: src_off,
             to: dst_off + i * len,
@@ -36,6 +41,12 @@ impl World {
     #[track_caller]
     pub fn collect<T: Pod>(&self, team: &Team, dst: &Sym<T>, src: &Sym<T>, n: usize) -> Result<usize> {
         let c = Coll::begin(self, team, "collect")?;
+        // Members' counts may differ: only the call and type are compared.
+        let dst_first = self.checked_offset("collect", dst, self.rank, 0, 0)?;
+        c.agree(
+            Signature::of::<T>("collect", None, 0),
+            Some((dst_first, dst.len() * size_of::<T>())),
+        )?;
         let src_off = self.checked_offset("collect", src, self.rank, 0, n)?;
         if c.collect_by_nodes() {
             return c.collect_nodes(dst, src, src_off, n);

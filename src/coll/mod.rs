@@ -21,6 +21,7 @@
 //! a member cannot start step `s + 2` before all others finished reading
 //! step `s`, and two scratch halves (by step parity) suffice.
 
+mod agree;
 mod alltoall;
 mod broadcast;
 mod collect;

@@ -23,6 +23,7 @@ use super::exchange::Bytes;
 use super::ops::{self, Number, ReduceOp};
 use super::plan::{self, ReduceAlgo};
 use super::{Coll, Members};
+use crate::debug::Signature;
 use crate::error::Result;
 use crate::sym::Sym;
 use crate::team::Team;
@@ -54,6 +55,7 @@ impl World {
         let c = Coll::begin(self, team, "reduce")?;
         let (dst_off, src_off) = c.same_or_disjoint(dst, src, n, n)?;
         let bytes = n * size_of::<T>();
+        c.agree(Signature::of::<T>("reduce", None, n), Some((dst_off, bytes)))?;
         match plan::reduce(&c, bytes, size_of::<T>()) {
             ReduceAlgo::Exchange => c.reduce_exchange::<T, O>(c.own(src_off).cast(), c.own(dst_off).cast(), n),
             ReduceAlgo::Doubling => c.reduce_doubling::<T, O>(c.own(src_off).cast(), c.own(dst_off).cast(), n),
@@ -69,6 +71,7 @@ impl World {
     #[track_caller]
     pub fn reduce_values<T: Number, O: ReduceOp<T>>(&self, team: &Team, _op: O, values: &mut [T]) -> Result<()> {
         let c = Coll::begin(self, team, "reduce_values")?;
+        c.agree(Signature::of::<T>("reduce_values", None, values.len()), None)?;
         let ptr = values.as_mut_ptr();
         match plan::reduce(&c, size_of_val(values), size_of::<T>()) {
             ReduceAlgo::Doubling => c.reduce_doubling::<T, O>(ptr, ptr, values.len()),

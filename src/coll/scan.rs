@@ -9,6 +9,7 @@
 use super::exchange::Bytes;
 use super::ops::{self, Number, ReduceOp};
 use super::Coll;
+use crate::debug::Signature;
 use crate::error::Result;
 use crate::sym::Sym;
 use crate::team::Team;
@@ -58,6 +59,10 @@ impl World {
     ) -> Result<()> {
         let c = Coll::begin(self, team, op)?;
         let (dst_off, src_off) = c.same_or_disjoint(dst, src, n, n)?;
+        c.agree(
+            Signature::of::<T>(op, None, n),
+            Some((dst_off, n * std::mem::size_of::<T>())),
+        )?;
         let src: *const T = c.own(src_off).cast();
         let dst: *mut T = c.own(dst_off).cast();
         let me = c.me();

@@ -11,6 +11,7 @@
 //! scale with nodes, not ranks.
 
 use super::{Coll, Members};
+use crate::debug::Signature;
 use crate::error::Result;
 use crate::rma::Rma;
 use crate::team::Team;
@@ -23,6 +24,7 @@ impl World {
     #[track_caller]
     pub fn team_sync(&self, team: &Team) -> Result<()> {
         let c = Coll::begin(self, team, "team_sync")?;
+        c.agree(Signature::of::<u8>("team_sync", None, 0), None)?;
         c.sync(0)?;
         Ok(())
     }

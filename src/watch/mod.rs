@@ -106,6 +106,27 @@ thread_local! {
     };
 }
 
+/// Records every blocking call's name and location from now on, for the
+/// checking mode's messages (`rlaunch --debug`), with or without reports.
+pub(crate) fn record_calls() {
+    WATCHING.store(true, Ordering::Relaxed);
+}
+
+/// Where this thread's current outermost call was made: `file:line:col`
+/// (for C, from a backtrace taken now), or empty.
+pub(crate) fn here() -> String {
+    LOCAL.with(|local| match (local.c_call.get(), local.call.get()) {
+        (Some(_), _) => Site::C.describe(Some(&std::backtrace::Backtrace::force_capture())),
+        (None, Some(call)) => call.site.describe(None),
+        (None, None) => String::new(),
+    })
+}
+
+/// The name of this thread's current outermost call, if one is named.
+pub(crate) fn current_call() -> Option<&'static str> {
+    LOCAL.with(|local| local.c_call.get().or(local.call.get().map(|c| c.name)))
+}
+
 /// Whether hang reports are on in this process.
 #[inline(always)]
 fn watching() -> bool {

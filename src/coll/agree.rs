@@ -1,0 +1,125 @@
+//! The checking mode's collective checks (`crate::debug`), run at the
+//! start of every collective when `rlaunch --debug` is on: the
+//! destination check, then the signature check against the next member's
+//! record of the same call.
+
+use super::Coll;
+use crate::backoff::Backoff;
+use crate::debug::{self, Checks, Signature};
+use crate::error::Result;
+use crate::transport::primitives::Stream;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+impl Coll<'_> {
+    /// Checks this call against the other members' (`sig`: what it is;
+    /// `dst`: the heap offset and bytes of its destination, if it has one
+    /// in the heap). Free when the checking mode is off.
+    #[inline]
+    pub fn agree(&self, sig: Signature, dst: Option<(usize, usize)>) -> Result<()> {
+        match self.w.debug.as_ref() {
+            None => Ok(()),
+            Some(checks) => self.check(checks, sig, dst),
+        }
+    }
+
+    /// A mistake found leaves the rank unable to finish any collective
+    /// (the members disagree about which call comes next), so the world is
+    /// marked broken: dropping it then skips the farewell barrier.
+    #[inline(never)]
+    fn check(&self, checks: &Checks, sig: Signature, dst: Option<(usize, usize)>) -> Result<()> {
+        let checked = self.compare(checks, sig, dst);
+        if checked.is_err() {
+            self.w.broken.store(true, Ordering::Relaxed);
+        }
+        checked
+    }
+
+    fn compare(&self, checks: &Checks, sig: Signature, dst: Option<(usize, usize)>) -> Result<()> {
+        let sig = match sig.op {
+            "team_sync" => debug::barrier_signature(),
+            _ => sig,
+        };
+        let at = crate::watch::here();
+        let call_name = crate::watch::current_call().unwrap_or(sig.op);
+        let rank = self.w.rank;
+        checks
+            .destination(rank, self.t.slot, sig.op, &at, dst)
+            .map_err(|e| rename(e, call_name))?;
+        if self.n() == 1 {
+            return Ok(());
+        }
+        let offset = checks.record(self.t.slot, self.call);
+        self.publish(offset, &sig, &at);
+        let next = self.rank((self.me() + 1) % self.n());
+        let Some((theirs, their_at)) = self.read_record(next, offset)? else {
+            return Ok(());
+        };
+        match theirs == sig {
+            true => Ok(()),
+            false => Err(rename(
+                debug::mismatch(rank, self.call, (&sig, &at), next, (&theirs, &their_at)),
+                call_name,
+            )),
+        }
+    }
+
+    /// Writes this rank's record of this call: the text and signature
+    /// first, the call number last (Release), so a reader that sees the
+    /// number and reads again sees the rest.
+    fn publish(&self, offset: usize, sig: &Signature, at: &str) {
+        let (words, text) = Checks::encode(sig, self.call, at);
+        let base = self.own(offset);
+        // SAFETY: the record lies in this rank's checking area (allocated
+        // at start, 8-byte aligned); only this rank writes it, and the
+        // call-number word is accessed atomically.
+        unsafe {
+            std::ptr::copy_nonoverlapping(text.as_ptr(), base.add(words.len() * 8), text.len());
+            for (i, w) in words.iter().enumerate().skip(1) {
+                base.add(i * 8).cast::<u64>().write_volatile(*w);
+            }
+            AtomicU64::from_ptr(base.cast()).store(words[0], Ordering::Release);
+        }
+    }
+
+    /// Reads rank `from`'s record of this call once `from` has written it;
+    /// `None` when `from` has run a whole ring of calls ahead (nothing left
+    /// to compare).
+    fn read_record(&self, from: usize, offset: usize) -> Result<Option<(Signature, String)>> {
+        let mut bytes = [0u8; debug::RECORD];
+        let mut backoff = Backoff::new(false);
+        let _blocked = crate::watch::blocked(crate::watch::Waiting::Step {
+            op: "--debug's check of the collective",
+            rank: from,
+            call: self.call,
+            step: 0,
+        });
+        loop {
+            self.w.check_links()?;
+            self.w.copy_out(Stream::Default, from, offset, &mut bytes)?;
+            let (call, ..) = Checks::decode(&bytes);
+            if call > self.call {
+                return Ok(None);
+            }
+            if call == self.call {
+                self.w.copy_out(Stream::Default, from, offset, &mut bytes)?;
+                let (_, sig, at) = Checks::decode(&bytes);
+                return Ok(Some((sig, at)));
+            }
+            backoff.pause();
+        }
+    }
+}
+
+/// The error under the name the program called (`shmem_broadcastmem`,
+/// `alloc`), not the collective's internal one.
+fn rename(e: crate::error::Error, name: &str) -> crate::error::Error {
+    match e {
+        crate::error::Error::Check { rank, at, detail, .. } => crate::error::Error::Check {
+            rank,
+            call: name.to_string(),
+            at,
+            detail,
+        },
+        other => other,
+    }
+}

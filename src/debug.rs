@@ -1,0 +1,285 @@
+//! The checking mode (`rlaunch --debug`, `ONESIDE_DEBUG=1`): checks too
+//! costly for production, each an error that names the rank, the call and
+//! where the program made it, instead of a hang or a wrong answer.
+//!
+//! * **Collectives match.** Each collective writes its signature (the call
+//!   and its number on the team, root, element count and size, source
+//!   location) to a ring of records in its own heap, then reads the next
+//!   member's record of the same call and compares. Every member checking
+//!   its neighbour checks them all. Allocations and frees are collectives
+//!   (their barrier carries the size), so they are matched the same way.
+//! * **A destination is not reused too early.** A broadcast, collect or
+//!   alltoall writes every member's destination; if the team's previous
+//!   collective used the same bytes as its destination and no barrier or
+//!   sync came between, some member may still be in that collective.
+//!
+//! With the mode off, `World::debug` is `None` and a collective pays one
+//! branch.
+
+use crate::error::{Error, Result};
+use crate::team::layout::MAX_TEAMS;
+use std::sync::Mutex;
+
+/// Records kept per team: a member can be this many calls ahead.
+const RING: usize = 16;
+/// Bytes per record: 8 words, then the source location's text.
+pub(crate) const RECORD: usize = 128;
+const WORDS: usize = 8;
+/// Heap bytes the checking mode takes (allocated at start, on every rank).
+pub(crate) const AREA_BYTES: usize = MAX_TEAMS * RING * RECORD;
+
+thread_local! {
+    /// An allocation or free whose barrier is about to run: the barrier's
+    /// signature then carries it (`outer`, `take_outer`).
+    static OUTER: std::cell::Cell<Option<(&'static str, usize)>> = const { std::cell::Cell::new(None) };
+}
+
+/// Marks this thread's next barrier as allocation `op` of `bytes` (when
+/// `on`), so members compare allocations, not just barriers.
+#[inline]
+pub(crate) fn outer(on: bool, op: &'static str, bytes: usize) {
+    if on {
+        OUTER.with(|o| o.set(Some((op, bytes))));
+    }
+}
+
+/// The signature a barrier carries: an allocation's, if one is pending.
+pub(crate) fn barrier_signature() -> Signature {
+    match OUTER.with(|o| o.take()) {
+        Some((op, bytes)) => Signature {
+            op,
+            root: None,
+            count: bytes,
+            size: 1,
+        },
+        None => Signature {
+            op: "team_sync",
+            root: None,
+            count: 0,
+            size: 0,
+        },
+    }
+}
+
+/// Whether `ONESIDE_DEBUG` asks for the checks.
+pub(crate) fn requested() -> bool {
+    std::env::var_os("ONESIDE_DEBUG").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// One collective call, as members compare it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Signature {
+    pub op: &'static str,
+    pub root: Option<usize>,
+    pub count: usize,
+    pub size: usize,
+}
+
+/// The names a signature's `op` is stored as (its index).
+const OPS: [&str; 13] = [
+    "team_sync",
+    "broadcast",
+    "reduce",
+    "reduce_values",
+    "collect",
+    "fcollect",
+    "alltoall",
+    "alltoalls",
+    "inscan",
+    "exscan",
+    "alloc",
+    "free",
+    "?",
+];
+
+impl Signature {
+    /// A collective of `count` elements of `T`.
+    pub fn of<T>(op: &'static str, root: Option<usize>, count: usize) -> Signature {
+        Signature {
+            op,
+            root,
+            count,
+            size: std::mem::size_of::<T>(),
+        }
+    }
+
+    fn words(&self, call: u64) -> [u64; WORDS] {
+        let op = OPS.iter().position(|&o| o == self.op).unwrap_or(OPS.len() - 1);
+        let root = self.root.map_or(u64::MAX, |r| r as u64);
+        [call, op as u64, root, self.count as u64, self.size as u64, 0, 0, 0]
+    }
+
+    fn from_words(w: &[u64; WORDS]) -> Signature {
+        Signature {
+            op: OPS.get(w[1] as usize).copied().unwrap_or("?"),
+            root: (w[2] != u64::MAX).then_some(w[2] as usize),
+            count: w[3] as usize,
+            size: w[4] as usize,
+        }
+    }
+
+    /// `broadcast(root 0, 4 elements of 8 bytes)`.
+    fn describe(&self) -> String {
+        let root = self.root.map_or(String::new(), |r| format!("root {r}, "));
+        match self.op {
+            "alloc" | "free" => format!("{}({} bytes)", self.op, self.count),
+            "team_sync" => "a barrier or sync".to_string(),
+            op => format!("{op}({root}{} elements of {} bytes)", self.count, self.size),
+        }
+    }
+}
+
+/// A team's previous collective, for the destination check.
+#[derive(Debug, Clone)]
+struct Previous {
+    op: &'static str,
+    at: String,
+    dst: (usize, usize),
+}
+
+/// The checking mode's state in a `World`.
+pub(crate) struct Checks {
+    /// Heap offset of this rank's records.
+    area: usize,
+    previous: Mutex<[Option<Previous>; MAX_TEAMS]>,
+}
+
+impl Checks {
+    pub fn new(area: usize) -> Checks {
+        Checks {
+            area,
+            previous: Mutex::new(std::array::from_fn(|_| None)),
+        }
+    }
+
+    /// Heap offset of the record of call `call` on team slot `slot`.
+    pub fn record(&self, slot: usize, call: u64) -> usize {
+        self.area + (slot * RING + (call as usize % RING)) * RECORD
+    }
+
+    /// Encodes this rank's record of `sig` for call `call`, made at `at`;
+    /// the call number comes last in memory order (see `store`).
+    pub fn encode(sig: &Signature, call: u64, at: &str) -> ([u64; WORDS], [u8; RECORD - WORDS * 8]) {
+        let mut text = [0u8; RECORD - WORDS * 8];
+        let n = at.len().min(text.len());
+        text[..n].copy_from_slice(&at.as_bytes()[..n]);
+        (sig.words(call), text)
+    }
+
+    /// Decodes a record read from a member: its call number, signature and location.
+    pub fn decode(bytes: &[u8; RECORD]) -> (u64, Signature, String) {
+        let words: [u64; WORDS] =
+            std::array::from_fn(|i| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().expect("8 bytes")));
+        let text = &bytes[WORDS * 8..];
+        let end = text.iter().position(|&b| b == 0).unwrap_or(text.len());
+        let at = String::from_utf8_lossy(&text[..end]).into_owned();
+        (words[0], Signature::from_words(&words), at)
+    }
+
+    /// Checks `op`'s destination `dst` (heap offset, bytes) against the
+    /// team's previous collective, and remembers it; a barrier or sync
+    /// (`dst` `None`, `writes_others` false) forgets.
+    pub fn destination(
+        &self,
+        rank: usize,
+        slot: usize,
+        op: &'static str,
+        at: &str,
+        dst: Option<(usize, usize)>,
+    ) -> Result<()> {
+        let mut previous = crate::sync::lock(&self.previous);
+        if matches!(op, "team_sync" | "alloc" | "free") {
+            match slot {
+                0 => previous.iter_mut().for_each(|p| *p = None),
+                s => previous[s] = None,
+            }
+            return Ok(());
+        }
+        let Some((offset, len)) = dst.filter(|&(_, len)| len > 0) else {
+            return Ok(());
+        };
+        let writes_others = matches!(op, "broadcast" | "collect" | "fcollect" | "alltoall" | "alltoalls");
+        if let Some(p) = previous[slot].as_ref().filter(|_| writes_others) {
+            let (p_off, p_len) = p.dst;
+            if offset < p_off + p_len && p_off < offset + len {
+                return Err(Error::Check {
+                    rank,
+                    call: op.to_string(),
+                    at: at.to_string(),
+                    detail: format!(
+                        "its destination (heap offset {offset}, {len} bytes) is the destination of the team's previous collective, {} at {}, which some member may still be in: {op} writes every member's destination, so put a barrier or sync between the two (OpenSHMEM: the destination must be ready on every PE)",
+                        p.op, p.at
+                    ),
+                });
+            }
+        }
+        previous[slot] = Some(Previous {
+            op,
+            at: at.to_string(),
+            dst: (offset, len),
+        });
+        Ok(())
+    }
+}
+
+/// The error for two members' different calls.
+pub(crate) fn mismatch(
+    rank: usize,
+    call: u64,
+    (mine, at): (&Signature, &str),
+    other: usize,
+    (theirs, their_at): (&Signature, &str),
+) -> Error {
+    let place = |at: &str| match at {
+        "" => String::new(),
+        at => format!(" at {at}"),
+    };
+    Error::Check {
+        rank,
+        call: mine.op.to_string(),
+        at: at.to_string(),
+        detail: format!(
+            "collectives do not match: as the team's collective call {call}, this rank called {}{}, but rank {other} called {}{}; every member must make the same collective calls, with the same root, count and type, in the same order",
+            mine.describe(),
+            place(at),
+            theirs.describe(),
+            place(their_at)
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_round_trips() {
+        let sig = Signature {
+            op: "broadcast",
+            root: Some(2),
+            count: 4,
+            size: 8,
+        };
+        let (words, text) = Checks::encode(&sig, 7, "x.rs:3:5");
+        let mut bytes = [0u8; RECORD];
+        for (i, w) in words.iter().enumerate() {
+            bytes[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+        }
+        bytes[WORDS * 8..].copy_from_slice(&text);
+        assert_eq!(Checks::decode(&bytes), (7, sig, "x.rs:3:5".to_string()));
+    }
+
+    #[test]
+    fn reusing_a_destination_without_a_sync_is_an_error_and_a_sync_clears_it() {
+        let checks = Checks::new(0);
+        checks.destination(1, 0, "reduce", "a.rs:1", Some((64, 8))).unwrap();
+        let e = checks
+            .destination(1, 0, "broadcast", "a.rs:2", Some((64, 8)))
+            .unwrap_err();
+        assert!(e.to_string().contains("reduce at a.rs:1"), "{e}");
+        checks.destination(1, 0, "team_sync", "a.rs:3", None).unwrap();
+        checks.destination(1, 0, "broadcast", "a.rs:4", Some((64, 8))).unwrap();
+        checks.destination(1, 0, "reduce", "a.rs:5", Some((64, 8))).unwrap();
+        checks.destination(1, 0, "reduce", "a.rs:6", Some((64, 8))).unwrap();
+    }
+}
