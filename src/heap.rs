@@ -12,7 +12,8 @@ pub const ALIGN: usize = 64;
 pub struct Allocator {
     size: usize,
     free: Vec<(usize, usize)>,
-    live: Vec<(usize, usize)>,
+    /// Live blocks: offset, bytes reserved, bytes asked for.
+    live: Vec<(usize, usize, usize)>,
 }
 
 /// Why an allocation failed.
@@ -68,31 +69,32 @@ impl Allocator {
         if gap > 0 {
             self.free.insert(i, (offset, gap));
         }
-        let at = self.live.partition_point(|&(o, _)| o < start);
-        self.live.insert(at, (start, need));
+        let at = self.live.partition_point(|&(o, _, _)| o < start);
+        self.live.insert(at, (start, need, bytes));
         Ok(start)
     }
 
     /// The bytes reserved for the live block at `offset`.
     pub fn block(&self, offset: usize) -> Option<usize> {
-        let i = self.live.binary_search_by_key(&offset, |&(o, _)| o).ok()?;
+        let i = self.live.binary_search_by_key(&offset, |&(o, _, _)| o).ok()?;
         Some(self.live[i].1)
     }
 
-    /// The live block holding `[offset, offset + bytes)`, as (start, bytes),
-    /// if one holds all of it.
+    /// The live object holding `[offset, offset + bytes)` within the bytes
+    /// it was allocated with (not its rounding), as (start, bytes), if one
+    /// holds all of it.
     pub fn holding(&self, offset: usize, bytes: usize) -> Option<(usize, usize)> {
-        let i = self.live.partition_point(|&(o, _)| o <= offset).checked_sub(1)?;
-        let (start, len) = self.live[i];
-        (offset.saturating_add(bytes) <= start + len).then_some((start, len))
+        let i = self.live.partition_point(|&(o, _, _)| o <= offset).checked_sub(1)?;
+        let (start, _, asked) = self.live[i];
+        (offset.saturating_add(bytes) <= start + asked).then_some((start, asked))
     }
 
     /// Returns a block to the free list. `false` if `offset` is not live.
     pub fn free(&mut self, offset: usize) -> bool {
-        let Ok(i) = self.live.binary_search_by_key(&offset, |&(o, _)| o) else {
+        let Ok(i) = self.live.binary_search_by_key(&offset, |&(o, _, _)| o) else {
             return false;
         };
-        let (_, len) = self.live.remove(i);
+        let (_, len, _) = self.live.remove(i);
         let at = self.free.partition_point(|&(o, _)| o < offset);
         self.free.insert(at, (offset, len));
         // Merge with the right neighbour, then the left one.

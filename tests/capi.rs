@@ -481,3 +481,38 @@ fn hang_reports_name_the_c_call_and_its_source_line() {
         }
     }
 }
+
+#[test]
+fn debug_mode_finds_c_programs_mistakes_at_their_source_lines() {
+    let exe = compile("misuse");
+    for transport in transports_for_c() {
+        let out = oshrun_with(3, transport, &["--debug"], &exe, &["mismatch"]);
+        assert_eq!(out.code, Some(1), "{transport}: {out:?}");
+        assert!(out.stderr.contains("collectives do not match"), "{out:?}");
+        assert!(
+            out.stderr.contains("broadcast(root 0, 4 elements of 8 bytes) at "),
+            "{out:?}"
+        );
+        assert!(out.stderr.contains("reduce(4 elements of 8 bytes) at "), "{out:?}");
+        assert!(
+            out.stderr.contains("misuse.c:21") && out.stderr.contains("misuse.c:23"),
+            "{out:?}"
+        );
+
+        let out = oshrun_with(3, transport, &["--debug"], &exe, &["reuse"]);
+        assert_eq!(out.code, Some(1), "{transport}: {out:?}");
+        assert!(out.stderr.contains("shmem_long_broadcast at "), "{out:?}");
+        assert!(out.stderr.contains("previous collective, reduce at "), "{out:?}");
+
+        let out = oshrun_with(3, transport, &["--debug"], &exe, &["bounds"]);
+        assert_eq!(out.code, Some(1), "{transport}: {out:?}");
+        assert!(out.stderr.contains("shmem_long_put at "), "{out:?}");
+        assert!(out.stderr.contains("misuse.c:31"), "{out:?}");
+        assert!(out.stderr.contains("runs past the end of its object"), "{out:?}");
+
+        let out = oshrun_with(3, transport, &["--debug"], &exe, &["fine"]);
+        assert_eq!(out.code, Some(0), "{transport}: {out:?}");
+        let out = oshrun(3, transport, &exe, &["bounds"]);
+        assert_eq!(out.code, Some(0), "without --debug the overrun goes unseen: {out:?}");
+    }
+}

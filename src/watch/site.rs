@@ -29,13 +29,16 @@ impl Site {
 }
 
 /// The frame that called the C API, from a backtrace's text: the first
-/// frame after the outermost `shmem_`/`pshmem_` function, as `file:line`
+/// frame after the outermost `shmem_`/`pshmem_` function or `shmem.h`
+/// inline wrapper (`oneside_direct_`), as `file:line`
 /// when resolved, or `in <function>`.
 fn c_caller(text: &str) -> String {
     let frames = frames(text);
-    let entry = frames
-        .iter()
-        .rposition(|(name, _)| name.starts_with("shmem_") || name.starts_with("pshmem_"));
+    let entry = frames.iter().rposition(|(name, _)| {
+        ["shmem_", "pshmem_", "oneside_direct_"]
+            .iter()
+            .any(|p| name.starts_with(p))
+    });
     match entry.and_then(|i| frames.get(i + 1)) {
         Some((_, Some(at))) => at.clone(),
         Some((name, None)) => format!("in {name}"),
@@ -44,7 +47,8 @@ fn c_caller(text: &str) -> String {
 }
 
 /// `(function, Some(file:line:col))` per frame of std's backtrace text:
-/// `  N: name` lines, each followed by `at file:line:col` when resolved.
+/// `  N: name` lines (and unnumbered names for inlined functions), each
+/// followed by `at file:line:col` when resolved.
 fn frames(text: &str) -> Vec<(String, Option<String>)> {
     let mut frames: Vec<(String, Option<String>)> = Vec::new();
     for line in text.lines().map(str::trim) {
@@ -52,10 +56,16 @@ fn frames(text: &str) -> Vec<(String, Option<String>)> {
             if let Some(last) = frames.last_mut() {
                 last.1.get_or_insert_with(|| at.to_string());
             }
-        } else if let Some((number, name)) = line.split_once(": ") {
-            if number.chars().all(|c| c.is_ascii_digit()) {
-                frames.push((name.to_string(), None));
-            }
+        } else if let Some((number, name)) = line
+            .split_once(": ")
+            .filter(|(n, _)| n.chars().all(|c| c.is_ascii_digit()))
+        {
+            let _ = number;
+            frames.push((name.to_string(), None));
+        } else if !line.is_empty() {
+            // A function inlined into the frame above: shmem.h's inline
+            // wrappers, and the C caller they were inlined into.
+            frames.push((line.to_string(), None));
         }
     }
     frames
@@ -78,6 +88,12 @@ mod tests {
     #[test]
     fn the_c_caller_is_the_frame_after_the_api_entry() {
         assert_eq!(c_caller(TRACE), "/tmp/hang.c:17:5");
+    }
+
+    #[test]
+    fn an_inline_wrapper_of_shmem_h_is_skipped() {
+        let inlined = "   2: pshmem_long_put\n             at ./capi/src/rma.rs:10:1\n   3: oneside_direct_long_put\n             at ./capi/include/shmem.h:2280:1\n      main\n             at ./misuse.c:30:9\n";
+        assert_eq!(c_caller(inlined), "./misuse.c:30:9");
     }
 
     #[test]
