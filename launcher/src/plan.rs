@@ -110,7 +110,10 @@ impl LaunchPlan {
                 env.push((var.into(), dir.display().to_string()));
             }
         }
-        env.push(("ONESIDE_WATCH".into(), "1".into()));
+        // Hang reports are on unless the user forwards ONESIDE_WATCH=0.
+        if !env.iter().any(|(var, _)| var == "ONESIDE_WATCH") {
+            env.push(("ONESIDE_WATCH".into(), "1".into()));
+        }
         if args.debug {
             env.push(("ONESIDE_DEBUG".into(), "1".into()));
         }

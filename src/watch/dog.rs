@@ -41,37 +41,47 @@ fn watch(rank: usize, reporter: Reporter) {
     let mut reported: Option<Vec<(Instant, bool)>> = None;
     loop {
         std::thread::sleep(TICK);
+        let news = super::news();
         let slots = slots();
         let mut key = Vec::with_capacity(slots.len());
         let mut threads = Vec::with_capacity(slots.len());
         let mut newest = Duration::MAX;
+        let (mut published, mut stalled) = (false, !slots.is_empty());
         for slot in &slots {
             // Described under the slot's lock: the waiting thread clears its
             // block under it before it leaves the wait, so the words read
             // here are still mapped.
             let block = slot.block.lock().unwrap_or_else(|e| e.into_inner());
-            let Some(block) = block.as_ref().filter(|b| b.since.elapsed() >= STALLED_AFTER) else {
-                break;
-            };
-            key.push((block.since, block.trace.is_some()));
-            newest = newest.min(block.since.elapsed());
-            threads.push(describe(block));
+            published |= block.is_some();
+            match block.as_ref().filter(|b| b.since.elapsed() >= STALLED_AFTER) {
+                Some(block) if stalled => {
+                    key.push((block.since, block.trace.is_some()));
+                    newest = newest.min(block.since.elapsed());
+                    threads.push(describe(block));
+                }
+                _ => stalled = false,
+            }
         }
-        let stalled = !slots.is_empty() && threads.len() == slots.len();
         let msg = match stalled {
             true if reported.as_ref() != Some(&key) => {
                 reported = Some(key);
-                Msg::Stalled(Stall {
+                Some(Msg::Stalled(Stall {
                     rank: rank as u32,
                     for_ms: newest.as_millis() as u64,
                     threads,
-                })
+                }))
             }
-            false if reported.take().is_some() => Msg::Moving { rank: rank as u32 },
-            _ => continue,
+            false if reported.take().is_some() => Some(Msg::Moving { rank: rank as u32 }),
+            _ => None,
         };
-        if !reporter.send(&msg) {
+        if msg.is_some_and(|m| !reporter.send(&m)) {
             return;
+        }
+        // Nothing to watch: sleep until a long wait is published, so a
+        // rank busy in short waits is never woken (on full cores, each
+        // wake-up pre-empted a spinning rank).
+        if !published && reported.is_none() {
+            super::wait_for_news(news);
         }
     }
 }

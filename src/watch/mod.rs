@@ -22,12 +22,28 @@ use site::Site;
 use std::cell::{Cell, RefCell};
 use std::panic::Location;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Instant;
 
 /// Whether this rank records what it blocks in: set once at start when
 /// rlaunch asked for hang reports.
 static WATCHING: AtomicBool = AtomicBool::new(false);
+
+/// How many blocks have been published, and the watchdog's wake-up.
+static NEWS: (Mutex<u64>, Condvar) = (Mutex::new(0), Condvar::new());
+
+/// The number of blocks published so far.
+fn news() -> u64 {
+    *NEWS.0.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Sleeps until a block is published after the `seen`-th.
+fn wait_for_news(seen: u64) {
+    let mut count = NEWS.0.lock().unwrap_or_else(|e| e.into_inner());
+    while *count == seen {
+        count = NEWS.1.wait(count).unwrap_or_else(|e| e.into_inner());
+    }
+}
 
 /// Every thread's slot, for the watchdog (dead threads' slots drop out).
 static SLOTS: Mutex<Vec<Weak<Slot>>> = Mutex::new(Vec::new());
@@ -90,18 +106,23 @@ struct Local {
     /// The C API entry point this thread last entered (each entry
     /// replaces it), which names the thread's waits in a C program.
     c_call: Cell<Option<&'static str>>,
-    slot: RefCell<Option<Arc<Slot>>>,
-    /// The current block came from C and has no backtrace yet.
-    wants_trace: Cell<bool>,
+    /// The wait in progress, not yet shown to the watchdog.
+    pending: Cell<Option<(Call, Waiting)>>,
+    /// Whether `pending` is in the slot.
+    published: Cell<bool>,
 }
 
 thread_local! {
+    /// This thread's slot, made when it first publishes a block. Apart
+    /// from `LOCAL`, which has no destructor and so costs a plain
+    /// thread-local access on every wait.
+    static SLOT: RefCell<Option<Arc<Slot>>> = const { RefCell::new(None) };
     static LOCAL: Local = const {
         Local {
             call: Cell::new(None),
             c_call: Cell::new(None),
-            slot: RefCell::new(None),
-            wants_trace: Cell::new(false),
+            pending: Cell::new(None),
+            published: Cell::new(false),
         }
     };
 }
@@ -185,33 +206,41 @@ fn enter(name: &'static str, site: Site) -> Option<CallGuard> {
     })
 }
 
-/// The guard of a wait in progress: clears the thread's block.
-pub(crate) struct BlockedGuard(Arc<Slot>);
+/// The guard of a wait in progress: forgets the thread's pending block,
+/// and clears its published one.
+pub(crate) struct BlockedGuard(());
 
 impl Drop for BlockedGuard {
     fn drop(&mut self) {
-        *self.0.block.lock().unwrap_or_else(|e| e.into_inner()) = None;
-        let _ = LOCAL.try_with(|local| local.wants_trace.set(false));
+        let _ = LOCAL.try_with(|local| {
+            local.pending.set(None);
+            if local.published.replace(false) {
+                let _ = SLOT.try_with(|slot| {
+                    if let Some(slot) = slot.borrow().as_ref() {
+                        *slot.block.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                    }
+                });
+            }
+        });
     }
 }
 
-/// Records that this thread waits for `waiting`, from now until the guard
-/// drops; `None` when reports are off or an outer wait is recorded.
-/// Called only once a wait's condition has been seen false.
+/// Notes that this thread waits for `waiting`, until the guard drops;
+/// `None` when reports are off or an outer wait is noted. Called only
+/// once a wait's condition has been seen false. It costs two thread-local
+/// stores: the watchdog sees the wait only once it has lasted (`idle`).
 #[inline(always)]
 pub(crate) fn blocked(waiting: Waiting) -> Option<BlockedGuard> {
     if !watching() {
         return None;
     }
-    record(waiting)
+    note(waiting)
 }
 
 #[inline(never)]
-fn record(waiting: Waiting) -> Option<BlockedGuard> {
+fn note(waiting: Waiting) -> Option<BlockedGuard> {
     LOCAL.with(|local| {
-        let slot = local.slot.borrow_mut().get_or_insert_with(register).clone();
-        let mut block = slot.block.lock().unwrap_or_else(|e| e.into_inner());
-        if block.is_some() {
+        if local.pending.get().is_some() {
             return None;
         }
         let call = match (local.c_call.get(), local.call.get()) {
@@ -222,16 +251,38 @@ fn record(waiting: Waiting) -> Option<BlockedGuard> {
                 site: Site::Unknown,
             },
         };
-        local.wants_trace.set(matches!(call.site, Site::C));
-        *block = Some(Block {
+        local.pending.set(Some((call, waiting)));
+        Some(BlockedGuard(()))
+    })
+}
+
+/// Called by a wait that is about to yield its core for a while (it has
+/// lasted): publishes the thread's pending block to its slot for the
+/// watchdog, once, with a backtrace for a call made from C (so the report
+/// can name the C caller's file and line).
+#[inline]
+pub(crate) fn idle() {
+    if !watching() {
+        return;
+    }
+    let _ = LOCAL.try_with(|local| {
+        let Some((call, waiting)) = local.pending.get().filter(|_| !local.published.get()) else {
+            return;
+        };
+        let trace = matches!(call.site, Site::C).then(|| Arc::new(std::backtrace::Backtrace::force_capture()));
+        let Ok(slot) = SLOT.try_with(|slot| slot.borrow_mut().get_or_insert_with(register).clone()) else {
+            return;
+        };
+        *slot.block.lock().unwrap_or_else(|e| e.into_inner()) = Some(Block {
             call,
             waiting,
             since: Instant::now(),
-            trace: None,
+            trace,
         });
-        drop(block);
-        Some(BlockedGuard(slot))
-    })
+        local.published.set(true);
+        *NEWS.0.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        NEWS.1.notify_one();
+    });
 }
 
 fn register() -> Arc<Slot> {
@@ -240,27 +291,6 @@ fn register() -> Arc<Slot> {
     slots.retain(|s| s.strong_count() > 0);
     slots.push(Arc::downgrade(&slot));
     slot
-}
-
-/// Called by a wait that is about to sleep (it has lasted): a wait made
-/// from C takes its backtrace now, once, so the report can name the C
-/// caller's file and line.
-#[inline]
-pub(crate) fn idle() {
-    if !watching() {
-        return;
-    }
-    let _ = LOCAL.try_with(|local| {
-        if !local.wants_trace.replace(false) {
-            return;
-        }
-        let trace = Arc::new(std::backtrace::Backtrace::force_capture());
-        if let Some(slot) = local.slot.borrow().as_ref() {
-            if let Some(block) = slot.block.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
-                block.trace = Some(trace);
-            }
-        }
-    });
 }
 
 /// Every live thread's slot.
