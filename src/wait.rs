@@ -110,7 +110,7 @@ impl World {
         let global = self.data.is_some_and(|d| d.contains(ptr as usize, size));
         // The watchdog reads the element: only ever one of our heap or
         // of the program's symmetric globals.
-        if (offset.saturating_add(size) > self.heap_size() && !global) || count == 0 {
+        if (offset.saturating_add(size) > self.own.alloc_len() && !global) || count == 0 {
             return Waiting::Condition;
         }
         Waiting::Words {
