@@ -33,6 +33,7 @@ fn run(bug: &str) -> oneside::Result<()> {
     let flag = world.alloc::<u64>(1)?;
     match bug {
         "wait" if rank == 0 => {
+            println!("hang: rank 0 waits");
             world.wait_until(&flag, 0, |v| v == 1)?;
         }
         "cycle" if rank < 2 => {
