@@ -34,13 +34,10 @@ thread_local! {
     static OUTER: std::cell::Cell<Option<(&'static str, usize)>> = const { std::cell::Cell::new(None) };
 }
 
-/// Marks this thread's next barrier as allocation `op` of `bytes` (when
-/// `on`), so members compare allocations, not just barriers.
-#[inline]
-pub(crate) fn outer(on: bool, op: &'static str, bytes: usize) {
-    if on {
-        OUTER.with(|o| o.set(Some((op, bytes))));
-    }
+/// Marks this thread's next barrier as allocation `op` of `bytes`, so
+/// members compare allocations, not just barriers.
+pub(crate) fn outer(op: &'static str, bytes: usize) {
+    OUTER.with(|o| o.set(Some((op, bytes))));
 }
 
 /// The signature a barrier carries: an allocation's, if one is pending.
@@ -177,13 +174,14 @@ impl Checks {
     }
 
     /// Checks `op`'s destination `dst` (heap offset, bytes) against the
-    /// team's previous collective, and remembers it; a barrier or sync
-    /// (`dst` `None`, `writes_others` false) forgets.
+    /// team's previous collective, and remembers it; a barrier, sync,
+    /// allocation or free forgets. An error names the call as the program
+    /// made it (`name`: `shmem_long_broadcast`, `broadcast`).
     pub fn destination(
         &self,
         rank: usize,
         slot: usize,
-        op: &'static str,
+        (op, name): (&'static str, &str),
         at: &str,
         dst: Option<(usize, usize)>,
     ) -> Result<()> {
@@ -204,7 +202,7 @@ impl Checks {
             if offset < p_off + p_len && p_off < offset + len {
                 return Err(Error::Check {
                     rank,
-                    call: op.to_string(),
+                    call: name.to_string(),
                     at: at.to_string(),
                     detail: format!(
                         "its destination (heap offset {offset}, {len} bytes) is the destination of the team's previous collective, {} at {}, which some member may still be in: {op} writes every member's destination, so put a barrier or sync between the two (OpenSHMEM: the destination must be ready on every PE)",
@@ -222,9 +220,10 @@ impl Checks {
     }
 }
 
-/// The error for two members' different calls.
+/// The error for two members' different calls, on `rank`, whose call the
+/// program made as `name`.
 pub(crate) fn mismatch(
-    rank: usize,
+    (rank, name): (usize, &str),
     call: u64,
     (mine, at): (&Signature, &str),
     other: usize,
@@ -236,7 +235,7 @@ pub(crate) fn mismatch(
     };
     Error::Check {
         rank,
-        call: mine.op.to_string(),
+        call: name.to_string(),
         at: at.to_string(),
         detail: format!(
             "collectives do not match: as the team's collective call {call}, this rank called {}{}, but rank {other} called {}{}; every member must make the same collective calls, with the same root, count and type, in the same order",
@@ -272,14 +271,24 @@ mod tests {
     #[test]
     fn reusing_a_destination_without_a_sync_is_an_error_and_a_sync_clears_it() {
         let checks = Checks::new(0);
-        checks.destination(1, 0, "reduce", "a.rs:1", Some((64, 8))).unwrap();
+        let call = |op| (op, op);
+        checks
+            .destination(1, 0, call("reduce"), "a.rs:1", Some((64, 8)))
+            .unwrap();
         let e = checks
-            .destination(1, 0, "broadcast", "a.rs:2", Some((64, 8)))
+            .destination(1, 0, ("broadcast", "shmem_long_broadcast"), "a.rs:2", Some((64, 8)))
             .unwrap_err();
         assert!(e.to_string().contains("reduce at a.rs:1"), "{e}");
-        checks.destination(1, 0, "team_sync", "a.rs:3", None).unwrap();
-        checks.destination(1, 0, "broadcast", "a.rs:4", Some((64, 8))).unwrap();
-        checks.destination(1, 0, "reduce", "a.rs:5", Some((64, 8))).unwrap();
-        checks.destination(1, 0, "reduce", "a.rs:6", Some((64, 8))).unwrap();
+        assert!(e.to_string().contains("shmem_long_broadcast at a.rs:2"), "{e}");
+        checks.destination(1, 0, call("team_sync"), "a.rs:3", None).unwrap();
+        checks
+            .destination(1, 0, call("broadcast"), "a.rs:4", Some((64, 8)))
+            .unwrap();
+        checks
+            .destination(1, 0, call("reduce"), "a.rs:5", Some((64, 8)))
+            .unwrap();
+        checks
+            .destination(1, 0, call("reduce"), "a.rs:6", Some((64, 8)))
+            .unwrap();
     }
 }

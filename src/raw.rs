@@ -54,7 +54,7 @@ impl World {
     /// The checking mode's bound check: a heap range must lie inside one
     /// allocated object, not merely inside the heap.
     #[cold]
-    pub(crate) fn in_one_object(&self, op: &'static str, offset: usize, bytes: usize) -> Result<()> {
+    fn in_one_object(&self, op: &'static str, offset: usize, bytes: usize) -> Result<()> {
         if offset >= self.own.alloc_len() {
             return Ok(());
         }

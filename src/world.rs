@@ -414,7 +414,9 @@ impl World {
     /// meets every rank; returns the heap offset.
     pub(crate) fn alloc_offset(&self, bytes: usize, align: usize) -> Result<usize> {
         let _span = crate::profile::span(crate::profile::Family::Alloc);
-        crate::debug::outer(self.debug.is_some(), "alloc", bytes);
+        if self.debug.is_some() {
+            crate::debug::outer("alloc", bytes);
+        }
         let heap_size = self.heap_size();
         let base = self.own.heap_base() as usize;
         let reserved = crate::sync::lock(&self.heap).alloc_aligned(bytes, align, base);
@@ -443,8 +445,9 @@ impl World {
         let _call = crate::watch::call("free");
         let _span = crate::profile::span(crate::profile::Family::Alloc);
         self.check_object("free", &sym)?;
-        let bytes = self.allocation_bytes(sym.offset).unwrap_or(0);
-        crate::debug::outer(self.debug.is_some(), "free", bytes);
+        if self.debug.is_some() {
+            crate::debug::outer("free", self.allocation_bytes(sym.offset).unwrap_or(0));
+        }
         self.barrier()?;
         if crate::sync::lock(&self.heap).free(sym.offset) {
             Ok(())

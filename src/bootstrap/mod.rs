@@ -121,8 +121,8 @@ impl LauncherLink {
             return Ok(());
         };
         let fail = |source| Error::Finalize { rank, source };
-        let reports = self.reports.lock().unwrap_or_else(|e| e.into_inner()).take();
-        drop(reports);
+        // The watchdog's copy goes first: nothing may follow the farewell.
+        self.reports.lock().unwrap_or_else(|e| e.into_inner()).take();
         send_blocking(stream, &msg).map_err(fail)?;
         stream.set_read_timeout(Some(FAREWELL_TIMEOUT)).map_err(fail)?;
         match recv_blocking(stream, MAX_FRAME).map_err(fail)? {

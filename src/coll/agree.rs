@@ -42,9 +42,7 @@ impl Coll<'_> {
         let at = crate::watch::here();
         let call_name = crate::watch::current_call().unwrap_or(sig.op);
         let rank = self.w.rank;
-        checks
-            .destination(rank, self.t.slot, sig.op, &at, dst)
-            .map_err(|e| rename(e, call_name))?;
+        checks.destination(rank, self.t.slot, (sig.op, call_name), &at, dst)?;
         if self.n() == 1 {
             return Ok(());
         }
@@ -56,9 +54,12 @@ impl Coll<'_> {
         };
         match theirs == sig {
             true => Ok(()),
-            false => Err(rename(
-                debug::mismatch(rank, self.call, (&sig, &at), next, (&theirs, &their_at)),
-                call_name,
+            false => Err(debug::mismatch(
+                (rank, call_name),
+                self.call,
+                (&sig, &at),
+                next,
+                (&theirs, &their_at),
             )),
         }
     }
@@ -107,19 +108,5 @@ impl Coll<'_> {
             }
             backoff.pause();
         }
-    }
-}
-
-/// The error under the name the program called (`shmem_broadcastmem`,
-/// `alloc`), not the collective's internal one.
-fn rename(e: crate::error::Error, name: &str) -> crate::error::Error {
-    match e {
-        crate::error::Error::Check { rank, at, detail, .. } => crate::error::Error::Check {
-            rank,
-            call: name.to_string(),
-            at,
-            detail,
-        },
-        other => other,
     }
 }
