@@ -293,7 +293,7 @@ pub use signal::Signals;
 pub use sym::{Pod, Sym};
 pub use team::{Team, MAX_TEAMS};
 pub use transport::primitives::SignalOp;
-pub use transport::probe_libraries;
+pub use transport::{built_in as transports_built_in, probe_libraries};
 pub use wait::Cmp;
 pub use world::{init, init_with, Options, World};
 

@@ -1,7 +1,7 @@
 //! Command-line arguments, as the user typed them. Turning them into a
 //! [`LaunchPlan`](crate::plan::LaunchPlan) is `plan`'s job.
 
-use clap::{CommandFactory, Parser, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -193,9 +193,22 @@ impl Transport {
     }
 }
 
+/// The command-line definition, whose `--version` also names the
+/// transports built in. The parser, `--help` and the man pages all use it.
+pub fn command() -> clap::Command {
+    let version = format!(
+        "{} (transports: {})",
+        env!("CARGO_PKG_VERSION"),
+        oneside::transports_built_in()
+    );
+    // clap keeps &'static str; this runs once per process.
+    Args::command().version(&*Box::leak(version.into_boxed_str()))
+}
+
 /// Parses the process arguments, accepting mpirun's single-dash `-np N`.
 pub fn parse<I: IntoIterator<Item = OsString>>(argv: I) -> Result<Args, clap::Error> {
-    Args::try_parse_from(rewrite_np(argv.into_iter().collect()))
+    let matches = command().try_get_matches_from(rewrite_np(argv.into_iter().collect()))?;
+    Args::from_arg_matches(&matches)
 }
 
 /// Rewrites Open MPI's `-np N` and `-np=N` (which clap cannot take: a short

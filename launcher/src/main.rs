@@ -7,6 +7,7 @@ mod cli;
 mod error;
 mod hostfile;
 mod job;
+mod manpage;
 mod plan;
 mod profile;
 mod proxy;
@@ -23,6 +24,21 @@ fn main() -> ExitCode {
     if std::env::args_os().nth(1).is_some_and(|a| a == "--probe") {
         let rest: Vec<String> = std::env::args().skip(2).collect();
         return ExitCode::from(check::probe(&rest));
+    }
+    // `make install`'s man pages: not a user-facing mode either.
+    if std::env::args_os().nth(1).is_some_and(|a| a == "--print-man") {
+        let name = std::env::args().nth(2).unwrap_or_default();
+        return match manpage::render(&name) {
+            Some(page) => {
+                use std::io::Write;
+                let written = std::io::stdout().write_all(&page);
+                ExitCode::from(u8::from(written.is_err()))
+            }
+            None => {
+                eprintln!("rlaunch: --print-man takes one of {}", manpage::PAGES.join(", "));
+                ExitCode::from(2)
+            }
+        };
     }
     let args = match cli::parse(std::env::args_os()) {
         Ok(args) => args,

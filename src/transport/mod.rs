@@ -30,6 +30,16 @@ use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 use tcp::{Dial, TcpPeer};
 
+/// The transports every build of oneside has, for `--version` lines:
+/// verbs and ofi are always built in, their libraries opened at run time.
+pub fn built_in() -> String {
+    format!(
+        "shm, tcp, verbs ({}, opened at run time), ofi ({}, opened at run time)",
+        verbs::library::SONAME,
+        ofi::library::SONAME
+    )
+}
+
 /// The fabric libraries opened at run time, and whether each opens here:
 /// its name, then what was found or why not (for `rlaunch --check`).
 pub fn probe_libraries() -> Vec<(&'static str, std::result::Result<String, String>)> {

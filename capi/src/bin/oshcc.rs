@@ -7,16 +7,22 @@
 //!   scripts run with `CC=oshcc`, and reading it would make oshcc call itself.
 //!   Under a name ending in `c++` or `cxx` (a symlink `oshc++ -> oshcc`):
 //!   `$ONESIDE_CXX`, else `c++`.
-//! - include dir: `$ONESIDE_SHMEM_INCLUDE`, else this crate's `include/`.
-//! - libdir: the directory holding this executable, where Cargo also puts
-//!   `liboneside_shmem.so` (`target/<profile>/`).
+//! - where the headers and the library are ([`Layout`]): installed
+//!   (`<prefix>/bin/oshcc` next to `<prefix>/include/shmem.h`), they are
+//!   `<prefix>/include` and `<prefix>/lib`, found from this executable's
+//!   resolved path, so a prefix can move. In a build tree, they are this
+//!   crate's `include/` and the executable's own directory
+//!   (`target/<profile>/`), where Cargo puts `liboneside_shmem.so`.
+//!   `$ONESIDE_SHMEM_INCLUDE` overrides the include dir.
+//! - the rpath is the absolute libdir of the prefix oshcc ran from, as Open
+//!   MPI's wrappers do: a program keeps the library it was compiled against.
 //! - `-show` (`--show`, `-showme`, `--showme`) prints the command instead of
-//!   running it.
-//!
-//! Cargo cannot build a binary named `oshc++` (rustc rejects `+` in a crate
-//! name), so C++ users make the symlink themselves.
+//!   running it; `--version` prints oneside's version and transports before
+//!   the compiler's.
+//! - a linking command whose library is missing fails with the command
+//!   that builds it, instead of the linker's `cannot find -loneside_shmem`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 const SHOW_FLAGS: [&str; 4] = ["-show", "--show", "-showme", "--showme"];
@@ -68,6 +74,63 @@ fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
+/// Where the headers and the library are, seen from oshcc's directory.
+struct Layout {
+    include: PathBuf,
+    libdir: PathBuf,
+    /// `Some(prefix)` when installed; `None` in a Cargo build tree.
+    prefix: Option<PathBuf>,
+}
+
+impl Layout {
+    fn of(exe_dir: &Path) -> Layout {
+        let prefix = exe_dir.parent().filter(|prefix| {
+            exe_dir.file_name().is_some_and(|n| n == "bin") && prefix.join("include/shmem.h").is_file()
+        });
+        match prefix {
+            Some(prefix) => Layout {
+                include: prefix.join("include"),
+                libdir: prefix.join("lib"),
+                prefix: Some(prefix.to_path_buf()),
+            },
+            None => Layout {
+                include: concat!(env!("CARGO_MANIFEST_DIR"), "/include").into(),
+                libdir: exe_dir.to_path_buf(),
+                prefix: None,
+            },
+        }
+    }
+
+    /// Why the library cannot be linked, with what to do, if it is missing.
+    fn missing_library(&self) -> Option<String> {
+        let present = ["liboneside_shmem.so", "liboneside_shmem.a"]
+            .iter()
+            .any(|file| self.libdir.join(file).exists());
+        if present {
+            return None;
+        }
+        let lib = self.libdir.join("liboneside_shmem.so");
+        Some(match &self.prefix {
+            Some(prefix) => format!(
+                "{} is missing: the installation in {} is incomplete; install it again with `make install PREFIX={}`",
+                lib.display(),
+                prefix.display(),
+                prefix.display()
+            ),
+            None => {
+                let release = self.libdir.file_name().is_some_and(|n| n == "release");
+                let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap_or(Path::new("."));
+                format!(
+                    "{} is not built yet: run `cargo build{} -p oneside-shmem` in {}",
+                    lib.display(),
+                    if release { " --release" } else { "" },
+                    repo.display()
+                )
+            }
+        })
+    }
+}
+
 fn main() -> ExitCode {
     let mut argv = std::env::args();
     let argv0 = argv.next().unwrap_or_else(|| "oshcc".into());
@@ -78,17 +141,30 @@ fn main() -> ExitCode {
     } else {
         var("ONESIDE_CC").unwrap_or_else(|| "cc".into())
     };
-    let include =
-        var("ONESIDE_SHMEM_INCLUDE").unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/include").into());
-    let libdir = std::env::current_exe()
+    let exe_dir = std::env::current_exe()
         .and_then(|exe| exe.canonicalize())
         .ok()
         .and_then(|exe| exe.parent().map(PathBuf::from))
         .unwrap_or_else(|| PathBuf::from("."));
-    let line = plan(&args, &compiler, &include, &libdir.to_string_lossy());
+    let layout = Layout::of(&exe_dir);
+    let include = var("ONESIDE_SHMEM_INCLUDE").unwrap_or_else(|| layout.include.to_string_lossy().into_owned());
+    let line = plan(&args, &compiler, &include, &layout.libdir.to_string_lossy());
     if args.iter().any(|a| SHOW_FLAGS.contains(&a.as_str())) {
         println!("{}", line.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" "));
         return ExitCode::SUCCESS;
+    }
+    if args.iter().any(|a| a == "--version") {
+        println!(
+            "{me} (oneside) {}, transports: {}",
+            env!("CARGO_PKG_VERSION"),
+            oneside::transports_built_in()
+        );
+    }
+    if links(&line[1..]) {
+        if let Some(why) = layout.missing_library() {
+            eprintln!("{me}: error: {why}");
+            return ExitCode::from(1);
+        }
     }
     match Command::new(&line[0]).args(&line[1..]).status() {
         // A compiler killed by a signal has no code: report it as failure.
@@ -152,5 +228,24 @@ mod tests {
         assert!(!is_cxx("./target/debug/oshcc"));
         assert_eq!(quote("-DX=a b"), "'-DX=a b'");
         assert_eq!(quote("-Wl,-rpath,/x"), "-Wl,-rpath,/x");
+    }
+
+    #[test]
+    fn an_installed_prefix_is_found_from_bin_and_a_build_tree_is_not() {
+        let prefix = std::env::temp_dir().join(format!("oshcc-layout-{}", std::process::id()));
+        std::fs::create_dir_all(prefix.join("bin")).unwrap();
+        std::fs::create_dir_all(prefix.join("include")).unwrap();
+        let tree = Layout::of(&prefix.join("bin"));
+        assert!(tree.prefix.is_none() && tree.libdir == prefix.join("bin"));
+        assert!(tree.missing_library().unwrap().contains("cargo build -p oneside-shmem"));
+        std::fs::write(prefix.join("include/shmem.h"), "").unwrap();
+        let installed = Layout::of(&prefix.join("bin"));
+        assert_eq!(installed.libdir, prefix.join("lib"));
+        assert_eq!(installed.include, prefix.join("include"));
+        assert!(installed.missing_library().unwrap().contains("make install"));
+        std::fs::create_dir_all(prefix.join("lib")).unwrap();
+        std::fs::write(prefix.join("lib/liboneside_shmem.so"), "").unwrap();
+        assert!(installed.missing_library().is_none());
+        std::fs::remove_dir_all(&prefix).unwrap();
     }
 }
