@@ -33,11 +33,11 @@
 //!   destination buffer. [`MPI_Get` + `MPI_Win_flush_local`].
 //! * **quiet** ([`World::quiet`]): every put this rank issued before it is
 //!   *remotely complete*: written into the target's memory.
-//!   [`MPI_Win_flush_all`].
+//!   `MPI_Win_flush_all`.
 //! * **barrier** ([`World::barrier`]): quiet, then all ranks meet. A put made
 //!   before the barrier is visible to every load the target makes after it
 //!   (release/acquire: each rank's barrier signal is a Release store, its wait
-//!   an Acquire load). [`MPI_Win_fence`].
+//!   an Acquire load). `MPI_Win_fence`.
 //! * Progress: a put always completes eventually without help from the
 //!   target's application thread. Over TCP, small puts from one rank are
 //!   batched and leave at this rank's next `quiet`, `get`, `barrier` or

@@ -16,7 +16,7 @@ pub fn set_profiling_level(level: i32) {
     crate::profile::level_changed(level);
 }
 
-/// This process's profiling level: [`DEFAULT_LEVEL`] until set.
+/// This process's profiling level: `DEFAULT_LEVEL` until set.
 pub fn profiling_level() -> i32 {
     LEVEL.load(Ordering::Relaxed)
 }

@@ -3,16 +3,16 @@
 //! target rank, and the time a rank spends blocked.
 //!
 //! With profiling off (no `ONESIDE_PROFILE`, or `shmem_pcontrol(0)`), a
-//! profiled call costs one relaxed load of [`ACTIVE`] and a branch: no
+//! profiled call costs one relaxed load of `ACTIVE` and a branch: no
 //! clock is read, nothing is counted.
 //!
 //! With it on, each thread counts into its own block of counters
-//! ([`record::Block`]: single-writer atomics, plain loads and stores, no
+//! (`record::Block`: single-writer atomics, plain loads and stores, no
 //! read-modify-write), which finalize sums. Calls that block (waits,
-//! locks, collectives, allocation) open a [`Span`] and are always timed.
+//! locks, collectives, allocation) open a `Span` and are always timed.
 //! Calls that cost tens of nanoseconds on shared memory (puts, gets,
-//! atomics, signals, quiet, fence) run through [`leaf!`]: counted every time,
-//! timed one call in [`SAMPLE`], and every call at level 2, which also
+//! atomics, signals, quiet, fence) run through `leaf!`: counted every time,
+//! timed one call in `SAMPLE`, and every call at level 2, which also
 //! fills latency histograms. Their time is the sampled mean times the
 //! calls. Reading the clock on every 8-byte put would cost more than the
 //! put.
@@ -20,7 +20,7 @@
 //! Only the outermost call is counted: a barrier's quiet, a lock's atomics
 //! and a collective's waits belong to the barrier, the lock and the
 //! collective. Collectives' own transfers are counted apart, per target
-//! ([`collective_bytes`]), so the matrix of the program's puts, gets and
+//! (`collective_bytes`), so the matrix of the program's puts, gets and
 //! atomics stays exact.
 //!
 //! At finalize each rank writes `DIR/rank-<rank>.prof` ([`RankProfile`]);
@@ -286,7 +286,7 @@ fn trace(block: &record::Block, family: Family, started: Instant, duration: u64)
 }
 
 /// [`leaf`] while profiling: counts the call unless it runs inside
-/// another profiled call, and times one in [`SAMPLE`] (every one at
+/// another profiled call, and times one in `SAMPLE` (every one at
 /// level 2).
 #[inline]
 pub(crate) fn counted_leaf<R>(family: Family, target: Option<usize>, bytes: usize, call: impl FnOnce() -> R) -> R {

@@ -1,5 +1,5 @@
 //! The contract between `rlaunch` and the ranks it starts: the environment
-//! variables a rank reads ([`env`]), the bootstrap messages and their framing
+//! variables a rank reads ([`env`](mod@env)), the bootstrap messages and their framing
 //! ([`wire`]), the secret-based handshake every bootstrap connection runs
 //! ([`auth`]), how a host names itself and picks the address peers reach it
 //! at ([`route`]), the open-file limit every process raises

@@ -2,14 +2,14 @@
 //! where the program made it, and what it waits for.
 //!
 //! A blocking entry point (a wait, a collective, a lock, finalize) names
-//! itself with [`call`], which keeps the outermost call and its source
+//! itself with `call`, which keeps the outermost call and its source
 //! location (`#[track_caller]` in Rust; in C a backtrace taken once the
-//! wait has lasted, see [`idle`]). The loop that actually waits opens
-//! [`blocked`] with what it waits for. Both cost one relaxed load and a
+//! wait has lasted, see `idle`). The loop that actually waits opens
+//! `blocked` with what it waits for. Both cost one relaxed load and a
 //! branch when rlaunch did not ask for reports (`ONESIDE_WATCH`), and
 //! nothing at all on a wait whose condition already holds.
 //!
-//! The watchdog thread ([`dog`]) reads every thread's slot a few times a
+//! The watchdog thread (`dog`) reads every thread's slot a few times a
 //! second and tells rlaunch when all of them have been blocked for a while
 //! (`Msg::Stalled`), and when one gets going again (`Msg::Moving`).
 
@@ -175,7 +175,7 @@ pub(crate) fn call(name: &'static str) -> Option<CallGuard> {
     enter(name, Site::Rust(Location::caller()))
 }
 
-/// Like [`call`], for a call whose location is not known (finalize from
+/// Like `call`, for a call whose location is not known (finalize from
 /// a `World`'s drop).
 #[inline(always)]
 pub(crate) fn call_unplaced(name: &'static str) -> Option<CallGuard> {
