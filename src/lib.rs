@@ -305,3 +305,17 @@ pub mod prelude {
 
 /// Re-exported so applications can `#[derive(Pod, Zeroable)]` their element types.
 pub use bytemuck;
+
+/// The Rust code blocks of README and of the user guide (`docs/src/`),
+/// compiled and run as doc tests (`cargo test --doc -p oneside`), each as a
+/// one-rank job; `tests/guide.rs` checks that every chapter with Rust code
+/// is listed here.
+#[cfg(doctest)]
+mod guide {
+    #[doc = include_str!("../README.md")]
+    struct Readme;
+    #[doc = include_str!("../docs/src/getting-started.md")]
+    struct GettingStarted;
+    #[doc = include_str!("../docs/src/rust.md")]
+    struct Rust;
+}

@@ -516,3 +516,60 @@ fn debug_mode_finds_c_programs_mistakes_at_their_source_lines() {
         assert_eq!(out.code, Some(0), "without --debug the overrun goes unseen: {out:?}");
     }
 }
+
+/// The ```c blocks of a Markdown page, with the line each starts on.
+fn c_blocks(text: &str) -> Vec<(usize, String)> {
+    let mut blocks = Vec::new();
+    let mut open: Option<(usize, String)> = None;
+    for (n, line) in text.lines().enumerate() {
+        let fence = line.trim_start().strip_prefix("```");
+        match (&mut open, fence) {
+            (None, Some(info)) if info.trim() == "c" => open = Some((n + 2, String::new())),
+            (Some(_), Some(_)) => blocks.extend(open.take()),
+            (Some((_, code)), None) => {
+                code.push_str(line);
+                code.push('\n');
+            }
+            _ => {}
+        }
+    }
+    blocks
+}
+
+/// Every C block of the user guide and README compiles with oshcc (and
+/// links, when it has a `main`), so the documentation cannot drift from
+/// shmem.h.
+#[test]
+fn every_c_block_of_the_guide_compiles() {
+    build_capi();
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(repo_file("docs/src"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "md"))
+        .collect();
+    pages.push(PathBuf::from(repo_file("README.md")));
+    let mut compiled = 0;
+    for page in pages {
+        let name = page.file_stem().unwrap().to_string_lossy().into_owned();
+        for (line, code) in c_blocks(&std::fs::read_to_string(&page).unwrap()) {
+            let source = scratch().join(format!("guide-{name}-{line}.c"));
+            std::fs::write(&source, &code).unwrap();
+            let links = code.contains("main(");
+            let mut command = Command::new(tool("oshcc"));
+            command.args(["-std=c11", "-Wall", "-Werror", "-o"]);
+            command.arg(source.with_extension(if links { "" } else { "o" }));
+            if !links {
+                command.arg("-c");
+            }
+            let out = command.arg(&source).output().expect("oshcc starts");
+            assert!(
+                out.status.success(),
+                "{}:{line}: the C block does not compile:\n{}",
+                page.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            compiled += 1;
+        }
+    }
+    assert!(compiled >= 3, "only {compiled} C blocks found");
+}

@@ -1,4 +1,4 @@
-/* The README's C quick start: every PE puts its number into the next PE's
+/* The C program of README and the guide: every PE puts its number into the next PE's
  * symmetric global with shmem_long_p; after the barrier each holds its left
  * neighbour's number. Checks a zero-initialised (.bss) and an initialised
  * (.data) global, and a global array. */

@@ -54,7 +54,7 @@ failed=0
 # clear error that names the libfabric bug (never crash or answer
 # wrongly); bigput's 10,000 large puts outlast the bound over rxd's UDP,
 # and gups's stream of atomics sometimes loses a completion over rxd (1 run
-# in about 10 stalls; open, see README), so neither runs over rxd.
+# in about 10 stalls; open, see the guide, docs/src/networks.md), so neither runs over rxd.
 refusal='udp;ofi_rxd crashes in fetching atomics'
 for provider in 'tcp;ofi_rxm' shm 'udp;ofi_rxd'; do
   passed=0 refused=0

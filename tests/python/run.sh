@@ -36,7 +36,7 @@ mkdir -p "$out"
 [ -x "$out/venv/bin/python" ] || "$python" -m venv "$out/venv"
 venv=$out/venv/bin
 "$venv/pip" install --quiet --disable-pip-version-check "$numpy" cffi
-# The documented command (README, "Python programs"): no cached wheel, so
+# The documented command (the guide, docs/src/python.md): no cached wheel, so
 # the binding is compiled against this build's shmem.h.
 OSHCC=$bin/oshcc "$venv/pip" install --quiet --disable-pip-version-check --no-cache-dir \
   --force-reinstall --no-deps --no-binary shmem4py "$shmem4py" >"$out/install.log" 2>&1 || {
