@@ -127,3 +127,33 @@ fn a_job_spanning_hosts_sends_shm_peers_atomics_through_the_nic_too() {
 fn a_single_host_auto_job_keeps_cpu_atomics() {
     hammer(&["-n", "2"], 2, "cpu", "shm");
 }
+
+/// A peer killed mid-job makes rank 0's next get or fetch-add on it fail
+/// within 10 s, naming it: the queue pair's ack timeout (4.096 µs × 2^16)
+/// times its tries (7) is about 1.9 s. rlaunch's kill grace is set to
+/// 10 s, so a report that came later would never be printed.
+#[test]
+fn a_dead_peer_is_named_within_ten_seconds() {
+    let faults = example("faults");
+    for mode in ["get", "fadd"] {
+        let args = [
+            "-n",
+            "2",
+            "--transport",
+            "verbs",
+            "--timeout",
+            "120",
+            &faults,
+            "peer-dies",
+            mode,
+        ];
+        let out = rlaunch_with_env(&args, &[("RLAUNCH_KILL_GRACE", "10")]);
+        assert_eq!(out.code, Some(137), "rank 1's death decides the exit code: {out:?}");
+        let said = out
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("faults: rank 0: ") && l.contains(" with rank 1 failed: "));
+        assert!(said.is_some(), "{mode}: rank 0 names rank 1: {out:?}");
+        assert!(!out.stdout.contains("still answers"), "{out:?}");
+    }
+}

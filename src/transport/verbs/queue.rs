@@ -183,8 +183,14 @@ impl QueuePair<Init> {
         self.modify(&mut attr, rtr, "RTR")?;
         let mut attr = ffi::ibv_qp_attr {
             qp_state: ffi::IBV_QPS_RTS,
-            timeout: 14,
-            retry_cnt: 7,
+            // A dead peer fails the next operation on it after about
+            // (retry_cnt + 1) x 4.096 us x 2^timeout = 7 x 268 ms = 1.9 s,
+            // and a peer that stalls for less than 268 ms costs a retry,
+            // not the job. The retry count is not 7: Soft-RoCE (rxe_comp.c)
+            // takes 7 as "retry forever", as the spec does only for
+            // rnr_retry, and a get on a dead peer then never returned.
+            timeout: 16,
+            retry_cnt: 6,
             rnr_retry: 7,
             sq_psn: self.psn,
             max_rd_atomic: local.max_rd_atomic,
