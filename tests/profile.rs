@@ -143,3 +143,35 @@ fn a_full_trace_keeps_the_latest_events_and_says_how_many_went() {
     assert!(out.stderr.contains("older ones dropped"), "{}", out.stderr);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// examples/profile_cost switches profiling on and off between blocks of
+/// one process: the profile counts exactly the calls of its counting
+/// blocks (the warm-up and one block per pair), and it prints one cost
+/// line per operation. Without --profile it says there is nothing to
+/// measure.
+#[test]
+fn profile_cost_counts_only_its_counting_blocks() {
+    let dir = fresh_dir("cost");
+    let profile = format!("--profile={}", dir.display());
+    let cost = example("profile_cost");
+    let out = rlaunch(&["-n", "2", &profile, &cost, "5", "100"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    for op in ["put+quiet", "get", "fetch_add"] {
+        let line = out
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("profile_cost {op} off ")))
+            .unwrap_or_else(|| panic!("no line for {op}: {out:?}"));
+        let ratio: f64 = line.rsplit(' ').next().unwrap().parse().expect("a ratio");
+        assert!(ratio.is_finite() && ratio > 0.0, "{line}");
+    }
+    let json = std::fs::read_to_string(dir.join("profile.json")).expect("profile.json");
+    assert!(json.contains("\"put\":{\"calls\":600,"), "(5 + 1) x 100 puts: {json}");
+    assert!(json.contains("\"get\":{\"calls\":600,"), "(5 + 1) x 100 gets: {json}");
+    let out = rlaunch(&["-n", "2", &cost, "1", "10"]);
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(
+        out.stderr.contains("not profiled: run it under rlaunch --profile=DIR"),
+        "{out:?}"
+    );
+}
