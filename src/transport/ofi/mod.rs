@@ -97,6 +97,26 @@ pub struct Ofi {
 // owner's mutex (FI_THREAD_DOMAIN asks for serialized calls, not one thread).
 unsafe impl Send for Ofi {}
 
+/// How long closing waits for operations still in flight.
+const CLOSE_DRAIN: Duration = Duration::from_secs(2);
+
+impl Drop for Ofi {
+    /// Before the endpoint closes, reads the completions of what is still
+    /// in flight, for at most [`CLOSE_DRAIN`]: the final barrier's last
+    /// signal is a put nobody quiets, and a rank that closed its endpoint
+    /// before the provider had sent it left its peer waiting in that
+    /// barrier for ever (libfabric's sockets provider, about 1 exit in 40).
+    fn drop(&mut self) {
+        let started = Instant::now();
+        while self.posted > self.completed && started.elapsed() < CLOSE_DRAIN {
+            if self.read_cq() == -FI_EAVAIL {
+                break;
+            }
+            std::thread::yield_now();
+        }
+    }
+}
+
 impl Ofi {
     fn new(prepared: Prepared, addrs: Vec<fi_addr_t>, remote: Vec<(u64, u64)>) -> Ofi {
         let first = prepared.info.first();
