@@ -73,13 +73,15 @@ fn run() -> oneside::Result<u8> {
             block(&world, &word, op, 1, calls)?; // warm-up
             let (mut off, mut on, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
             for pair in 0..pairs {
-                let (a, b) = if pair % 2 == 0 { (0, 1) } else { (1, 0) };
-                let first = block(&world, &word, op, a, calls)?;
-                let second = block(&world, &word, op, b, calls)?;
-                let (o, p) = if a == 0 { (first, second) } else { (second, first) };
-                off.push(o);
-                on.push(p);
-                ratios.push(p / o);
+                // ns[level]: the block at that level, in turn first and second.
+                let mut ns = [0.0; 2];
+                let order = if pair % 2 == 0 { [0, 1] } else { [1, 0] };
+                for level in order {
+                    ns[level] = block(&world, &word, op, level as i32, calls)?;
+                }
+                off.push(ns[0]);
+                on.push(ns[1]);
+                ratios.push(ns[1] / ns[0]);
             }
             println!(
                 "profile_cost {name} off {:.1} on {:.1} on/off {:.3}",

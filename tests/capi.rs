@@ -542,14 +542,8 @@ fn c_blocks(text: &str) -> Vec<(usize, String)> {
 #[test]
 fn every_c_block_of_the_guide_compiles() {
     build_capi();
-    let mut pages: Vec<PathBuf> = std::fs::read_dir(repo_file("docs/src"))
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|e| e == "md"))
-        .collect();
-    pages.push(PathBuf::from(repo_file("README.md")));
     let mut compiled = 0;
-    for page in pages {
+    for page in guide_pages() {
         let name = page.file_stem().unwrap().to_string_lossy().into_owned();
         for (line, code) in c_blocks(&std::fs::read_to_string(&page).unwrap()) {
             let source = scratch().join(format!("guide-{name}-{line}.c"));

@@ -6,21 +6,9 @@
 
 mod common;
 
-use common::repo_file;
+use common::{guide_pages as pages, repo_file};
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-
-/// The guide's chapters and README.
-fn pages() -> Vec<PathBuf> {
-    let mut pages: Vec<PathBuf> = std::fs::read_dir(repo_file("docs/src"))
-        .expect("docs/src exists")
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|e| e == "md"))
-        .collect();
-    pages.sort();
-    pages.push(PathBuf::from(repo_file("README.md")));
-    pages
-}
+use std::path::Path;
 
 /// The text outside fenced code blocks, with inline code removed.
 fn prose(text: &str) -> String {
@@ -58,7 +46,7 @@ fn heading_id(heading: &str) -> String {
 /// The anchors a page defines, duplicates numbered as mdBook does.
 fn anchors(text: &str) -> BTreeSet<String> {
     let mut seen = BTreeSet::new();
-    for line in prose_with_headings(text) {
+    for line in headings(text) {
         let id = heading_id(&line);
         let mut unique = id.clone();
         let mut n = 1;
@@ -73,7 +61,7 @@ fn anchors(text: &str) -> BTreeSet<String> {
 
 /// The headings of a page, outside code blocks, without their `#`s and
 /// inline code markers.
-fn prose_with_headings(text: &str) -> Vec<String> {
+fn headings(text: &str) -> Vec<String> {
     let mut fenced = false;
     let mut headings = Vec::new();
     for line in text.lines() {

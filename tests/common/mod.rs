@@ -289,3 +289,15 @@ pub fn report_line(out: &Outcome, rank: usize) -> String {
     line.unwrap_or_else(|| panic!("no report line for rank {rank}: {out:?}"))
         .to_string()
 }
+
+/// The user guide's chapters (`docs/src/*.md`, sorted), then README.
+pub fn guide_pages() -> Vec<PathBuf> {
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(repo_file("docs/src"))
+        .expect("docs/src exists")
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "md"))
+        .collect();
+    pages.sort();
+    pages.push(PathBuf::from(repo_file("README.md")));
+    pages
+}
