@@ -25,7 +25,7 @@ read -r -a providers <<< "${PROVIDERS:-tcp;ofi_rxm shm}"
 suites=${SUITES:-../shared/suites}
 
 echo "== building"
-cargo build --release --workspace --bins --examples --quiet
+cargo build --release --workspace --lib --bins --examples --quiet
 cc -O2 -Wall -o "$OUT/ofi_floor" bench/ofi_floor.c -lfabric
 target/release/oshcc -O2 -Wall -o "$OUT/capi_lat" bench/capi_lat.c
 perf=$suites/tests-sos/test/performance/shmem_perf_suite
