@@ -17,6 +17,7 @@ pub fn set_profiling_level(level: i32) {
 }
 
 /// This process's profiling level: `DEFAULT_LEVEL` until set.
+#[inline]
 pub fn profiling_level() -> i32 {
     LEVEL.load(Ordering::Relaxed)
 }
