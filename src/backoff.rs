@@ -26,26 +26,8 @@
 //! * **Nap** after [`YIELD_FOR`], so a rank idle in a long wait (a master
 //!   waiting for workers) does not burn a core forever: sleeps of a
 //!   twentieth of the wait so far, from 50 µs up to [`MAX_NAP`] (10 ms).
-//! * **Never nap** in a job whose network needs this rank to drive it
-//!   ([`serve_peers`]: libfabric providers with manual data progress, such
-//!   as tcp;ofi_rxm, rxd and shm): a napping rank served its peers' puts
-//!   and gets only when its progress thread next polled, and an 8-byte
-//!   put to a rank idle in a barrier took 600 µs over tcp;ofi_rxm where
-//!   Sandia OpenSHMEM, which never sleeps in a wait, took 14 µs. Such a
-//!   wait keeps yielding instead, as Sandia OpenSHMEM and Open MPI do.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-/// Whether long waits must keep polling rather than nap ([`serve_peers`]).
-static SERVE_PEERS: AtomicBool = AtomicBool::new(false);
-
-/// Makes every later long wait of this process yield instead of napping:
-/// its network moves peers' operations on this rank only while the rank
-/// polls it.
-pub(crate) fn serve_peers() {
-    SERVE_PEERS.store(true, Ordering::Relaxed);
-}
 
 /// Polls a wait that may spin makes before it starts timing its spin.
 const SPIN_POLLS: u32 = 256;
@@ -85,8 +67,6 @@ const BLOCK_MAX: Duration = Duration::from_millis(1000);
 pub(crate) struct Backoff {
     polls: u32,
     spin: bool,
-    /// Whether a long wait yields rather than naps ([`serve_peers`]).
-    serve: bool,
     since: Option<Instant>,
 }
 
@@ -97,7 +77,6 @@ impl Backoff {
         Backoff {
             polls: 0,
             spin,
-            serve: SERVE_PEERS.load(Ordering::Relaxed),
             since: None,
         }
     }
@@ -163,9 +142,6 @@ impl Backoff {
         let waited = self.since.get_or_insert_with(Instant::now).elapsed();
         if waited < YIELD_FOR {
             std::thread::yield_now();
-        } else if self.serve {
-            crate::watch::idle();
-            std::thread::yield_now();
         } else {
             crate::watch::idle();
             std::thread::sleep((waited / 20).clamp(NAP, MAX_NAP));
@@ -215,20 +191,5 @@ mod tests {
             wait.pause();
         }
         assert!(before.elapsed() >= NAP * 20, "20 naps took {:?}", before.elapsed());
-    }
-
-    #[test]
-    fn a_wait_that_serves_its_peers_never_naps() {
-        let mut wait = Backoff::new(true);
-        wait.serve = true;
-        let start = Instant::now();
-        while start.elapsed() < YIELD_FOR + Duration::from_millis(5) {
-            wait.pause();
-        }
-        let before = Instant::now();
-        for _ in 0..20 {
-            wait.pause();
-        }
-        assert!(before.elapsed() < NAP * 20, "20 yields took {:?}", before.elapsed());
     }
 }

@@ -101,9 +101,6 @@ pub fn connect_ofi(
     link.spin = crate::backoff::may_spin(local_size, if manual { 2 } else { 1 });
     link.wire_up(rank).map_err(|failure| failure.into_error(rank))?;
     let link = std::sync::Arc::new(std::sync::Mutex::new(link));
-    if manual {
-        crate::backoff::serve_peers();
-    }
     let progress = match manual {
         true => Some(
             super::ofi::progress::Progress::start(rank, link.clone())
