@@ -36,7 +36,7 @@ if [ -n "${SOS:-}" ]; then
 fi
 
 # A run that fails or times out is noted (and printed at the end), and the
-# rounds go on: Sandia OpenSHMEM's bandwidth test hung once in ten here.
+# rounds go on: Sandia OpenSHMEM's bandwidth test hung in 9 runs of 10 here.
 note() { echo "failed or timed out: $*" | tee -a "$OUT/notes.txt" >&2; }
 
 figures() { grep -E '^[a-z_0-9]+ [0-9]+ [0-9.]+ ' || true; }
