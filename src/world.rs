@@ -456,8 +456,9 @@ impl World {
         }
     }
 
-    /// Ends this rank's part in the job: quiet, a final barrier, and a
-    /// farewell to the launcher. Dropping the `World` does the same.
+    /// Ends this rank's part in the job: a final barrier, quiet, and a
+    /// farewell to the launcher that returns once every rank has said its
+    /// own. Dropping the `World` does the same.
     #[track_caller]
     pub fn finalize(mut self) -> Result<()> {
         let _call = crate::watch::call("finalize");
@@ -483,6 +484,10 @@ impl World {
             eprintln!("oneside: rank {} could not write its profile: {e}", self.rank);
         }
         self.barrier()?;
+        // The barrier's last signals complete before the farewell, a
+        // barrier of its own: once every rank is past it, no operation is
+        // in flight anywhere and endpoints may close.
+        crate::rma::Rma::quiet(&*self)?;
         match &mut self.launcher {
             Some(link) => link.send_finalized(),
             None => Ok(()),

@@ -93,9 +93,13 @@ impl LauncherLink {
     }
 
     /// Tells the launcher this rank finalized cleanly, and waits until it
-    /// has recorded that, so the launcher never mistakes our exit for a crash.
+    /// has recorded that, so the launcher never mistakes our exit for a
+    /// crash, and until every rank has done the same (a PMI-2 fence under
+    /// Slurm), so no rank closes its endpoints while a peer's operations
+    /// on it still wait for their completions.
     pub fn send_finalized(&mut self) -> Result<()> {
-        if let Some(pmi) = self.pmi.take() {
+        if let Some(mut pmi) = self.pmi.take() {
+            pmi.fence()?;
             return pmi.finalize();
         }
         self.farewell(Msg::Finalized { rank: self.rank as u32 })

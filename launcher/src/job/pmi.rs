@@ -3,6 +3,13 @@
 //! transport card; once all have, the cards go out as one table
 //! ([`CardTable`]). The links then stay open to carry `Finalized`.
 //!
+//! The farewell is a barrier: `Goodbye` goes to every rank once all have
+//! said `Finalized`. A rank has completed its own operations before it
+//! says so, but its peers may still be completing theirs on it (over
+//! libfabric, a write's completion waits for the target's provider to
+//! acknowledge it); no rank may close its endpoint, by exiting, before
+//! every rank is past that point.
+//!
 //! The clock for "every rank arrives" starts when the first rank registers,
 //! so a program may work for a while before calling `init`.
 
@@ -58,6 +65,7 @@ impl BootstrapServer {
         let mut conns: Vec<Option<Conn>> = Vec::new();
         let mut rank_conn: Vec<usize> = vec![usize::MAX; size];
         let mut deadline: Option<Instant> = None;
+        let mut farewells = Farewells::new(size);
         let mut poll_events = Events::with_capacity(128);
 
         loop {
@@ -102,11 +110,12 @@ impl BootstrapServer {
                     continue;
                 };
                 match serve_conn(conn, &mut table, &secret, &events) {
-                    Ok(Some(rank)) => {
+                    Ok(Served::Registered(rank)) => {
                         rank_conn[rank] = index;
                         deadline.get_or_insert_with(|| Instant::now() + stage_timeout);
                     }
-                    Ok(None) => {}
+                    Ok(Served::Finalized(rank)) => farewells.arrived(rank),
+                    Ok(Served::Nothing) => {}
                     Err(Drop::Stranger) => {
                         // Never trusted: dropped without a word.
                         if let Some(mut c) = conns[index].take() {
@@ -120,6 +129,11 @@ impl BootstrapServer {
                 }
             }
             table.send_when_complete();
+            for rank in farewells.release() {
+                if let Some(conn) = conns[rank_conn[rank]].as_mut() {
+                    conn.buf.push(&Msg::Goodbye);
+                }
+            }
             for (rank, msg) in table.take_outbox() {
                 if let Some(conn) = conns[rank_conn[rank]].as_mut() {
                     conn.buf.push(&msg);
@@ -138,16 +152,62 @@ enum Drop {
     Fatal(String),
 }
 
-/// Handles one readable connection. Returns the rank if it just registered.
+/// What one readable connection brought that the loop must act on.
+enum Served {
+    Nothing,
+    /// The rank just registered.
+    Registered(usize),
+    /// The rank finalized, and waits for its `Goodbye`.
+    Finalized(usize),
+}
+
+/// The farewell barrier: the ranks that said `Finalized`, answered all at
+/// once when the last one has.
+struct Farewells {
+    waiting: Vec<usize>,
+    seen: Vec<bool>,
+    /// Ranks not yet seen.
+    missing: usize,
+}
+
+impl Farewells {
+    fn new(size: usize) -> Farewells {
+        Farewells {
+            waiting: Vec::new(),
+            seen: vec![false; size],
+            missing: size,
+        }
+    }
+
+    /// Records `rank`'s farewell; after the barrier, it is answered at once.
+    fn arrived(&mut self, rank: usize) {
+        if let Some(seen) = self.seen.get_mut(rank).filter(|seen| !**seen) {
+            *seen = true;
+            self.missing -= 1;
+            self.waiting.push(rank);
+        }
+    }
+
+    /// The ranks to say `Goodbye` to now: none until every rank has said
+    /// `Finalized`, then those waiting (and later, none are left).
+    fn release(&mut self) -> Vec<usize> {
+        match self.missing {
+            0 => std::mem::take(&mut self.waiting),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Handles one readable connection.
 fn serve_conn(
     conn: &mut Conn,
     table: &mut CardTable,
     secret: &[u8],
     events: &Sender<JobEvent>,
-) -> Result<Option<usize>, Drop> {
+) -> Result<Served, Drop> {
     let _ = conn.buf.flush_to(&mut conn.stream);
     let open = conn.buf.fill_from(&mut conn.stream).unwrap_or(false);
-    let mut registered = None;
+    let mut served = Served::Nothing;
     loop {
         let authenticated = matches!(conn.state, State::Registered(_) | State::AwaitRegister);
         let limit = if authenticated {
@@ -182,16 +242,17 @@ fn serve_conn(
                     .register(rank, size as usize, card, host)
                     .map_err(|detail| Drop::Fatal(format!("rank {rank} (pid {pid}) {detail}")))?;
                 conn.state = State::Registered(rank);
-                registered = Some(rank);
+                served = Served::Registered(rank);
                 let _ = events.send(JobEvent::Registered { rank });
             }
             (State::Registered(rank), Msg::CardsPublished) => table.published(*rank),
             (State::Registered(rank), Msg::NeedCards) => table.needs_cards(*rank),
             (State::Registered(rank), Msg::Finalized { rank: said }) if said as usize == *rank => {
-                // Report first, then say goodbye: the rank exits only after the
-                // supervisor has seen this event (one channel keeps the order).
+                // Report first, then say goodbye (when every rank has
+                // finalized): the rank exits only after the supervisor has
+                // seen this event (one channel keeps the order).
                 let _ = events.send(JobEvent::Finalized { rank: *rank });
-                conn.buf.push(&Msg::Goodbye);
+                served = Served::Finalized(*rank);
             }
             (State::Registered(rank), Msg::Stalled(stall)) if stall.rank as usize == *rank => {
                 let _ = events.send(JobEvent::Stalled(stall));
@@ -210,5 +271,31 @@ fn serve_conn(
     if !open && !matches!(conn.state, State::Registered(_)) {
         return Err(Drop::Stranger);
     }
-    Ok(registered)
+    Ok(served)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Farewells;
+
+    #[test]
+    fn goodbyes_wait_for_the_last_rank() {
+        let mut farewells = Farewells::new(3);
+        farewells.arrived(2);
+        farewells.arrived(0);
+        farewells.arrived(0);
+        assert!(farewells.release().is_empty());
+        farewells.arrived(1);
+        assert_eq!(farewells.release(), vec![2, 0, 1]);
+        assert!(farewells.release().is_empty());
+    }
+
+    #[test]
+    fn an_unknown_rank_changes_nothing() {
+        let mut farewells = Farewells::new(1);
+        farewells.arrived(5);
+        assert!(farewells.release().is_empty());
+        farewells.arrived(0);
+        assert_eq!(farewells.release(), vec![0]);
+    }
 }
