@@ -65,7 +65,7 @@ pub struct Ofi {
     cq: Object<fid_cq>,
     _av: Object<fid_av>,
     _domain: Object<fid_domain>,
-    _fabric: Object<fid_fabric>,
+    fabric: Object<fid_fabric>,
     info: Info,
     lib: &'static Library,
     /// Each rank's AV address, segment base (0 without `FI_MR_VIRT_ADDR`) and key.
@@ -91,6 +91,10 @@ pub struct Ofi {
     pub(crate) spin: bool,
     /// The first byte of this rank's segment (its header).
     own_segment: *mut u8,
+    /// The CQ's wait file descriptor, if the provider gave one.
+    wait_fd: Option<std::ffi::c_int>,
+    /// Reads of the CQ by the rank's own calls (not the progress thread's).
+    own_polls: u64,
 }
 
 // SAFETY: the libfabric objects are owned here and used only under the
@@ -133,7 +137,7 @@ impl Ofi {
             cq: prepared.cq,
             _av: prepared.av,
             _domain: prepared.domain,
-            _fabric: prepared.fabric,
+            fabric: prepared.fabric,
             info: prepared.info,
             lib: prepared.lib,
             addrs,
@@ -149,6 +153,8 @@ impl Ofi {
             bounce_used: 0,
             spin: false,
             own_segment: prepared.own_segment,
+            wait_fd: prepared.wait_fd,
+            own_polls: 0,
         }
     }
 
@@ -193,15 +199,10 @@ impl Ofi {
         Ok(())
     }
 
-    /// Reads the CQ once without taking an error entry (the progress
-    /// thread's step); counts the completions it finds.
-    pub fn drive(&mut self) {
-        self.read_cq();
-    }
-
     /// Reads the CQ once: drives a manual-progress provider, and turns an
     /// error completion into a failure naming `peer` (the operation's).
     pub fn progress(&mut self, peer: usize, op: &'static str) -> Result<(), Failure> {
+        self.own_polls += 1;
         match self.read_cq() {
             n if n == -FI_EAVAIL => Err(self.read_error(peer, op)),
             _ => Ok(()),

@@ -1,17 +1,43 @@
 //! The progress thread of a provider with manual data progress (rxm's
 //! software atomics, rxd, shm): while the rank computes without calling
-//! oneside, its peers' operations on it still need someone to drive the
-//! provider. The thread reads the CQ under the transport's lock every
-//! [`PERIOD`] and sleeps in between, so an idle rank costs little; the
-//! rank's own waits drive progress themselves. It stops when dropped.
+//! oneside, or naps in a long wait, its peers' operations on it still need
+//! someone to drive the provider.
+//!
+//! While the rank itself polls (its waits read the CQ), the thread only
+//! reads the CQ every [`PERIOD`] under the transport's lock. Once the rank
+//! has not polled for a whole period, the thread sleeps on the CQ's wait
+//! file descriptor instead (`FI_WAIT_FD`): `fi_trywait` under the lock,
+//! then `poll(2)` without it, as libfabric's wait objects are meant to be
+//! used. The provider wakes it when a peer's operation arrives, so a rank
+//! idle in a barrier answers a get in a thread wake-up rather than in up to
+//! a period, and costs nothing while nothing arrives. A provider without a
+//! wait descriptor keeps the periodic reads. The thread stops when dropped.
 
 use super::Ofi;
+use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Sleep between two polls.
+/// Sleep between two polls while the rank polls too.
 pub const PERIOD: Duration = Duration::from_micros(500);
+
+/// The longest sleep on the wait descriptor (a bound on how late the
+/// thread sees it must stop).
+const WAIT_MS: c_int = 10;
+
+/// `fi_trywait` refusals in a row after which the thread sleeps a period.
+const TRYWAIT_REFUSALS: u32 = 64;
+
+/// What the thread does after one visit to the transport.
+enum Next {
+    /// Sleep a period: the rank polls, or the lock was taken.
+    Sleep,
+    /// Read the CQ again at once: the provider has work pending.
+    Again,
+    /// Sleep on the wait descriptor until the provider signals it.
+    Wait(c_int),
+}
 
 /// The running thread; stops and joins in `Drop`.
 pub struct Progress {
@@ -20,20 +46,34 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// Starts polling `ofi` (rank `rank`, for the thread's name).
+    /// Starts driving `ofi` (rank `rank`, for the thread's name).
     pub fn start(rank: usize, ofi: Arc<Mutex<Ofi>>) -> std::io::Result<Progress> {
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();
         let thread = std::thread::Builder::new()
             .name(format!("oneside-ofi-{rank}"))
             .spawn(move || {
+                let mut seen = u64::MAX;
+                let mut refusals = 0;
                 while !stopping.load(Ordering::Relaxed) {
-                    if let Ok(mut ofi) = ofi.try_lock() {
-                        // An error entry stays in the CQ for the rank's own
-                        // wait, whose operation it belongs to.
-                        ofi.drive();
+                    let next = match ofi.try_lock() {
+                        Ok(mut ofi) => ofi.visit(&mut seen),
+                        Err(_) => Next::Sleep,
+                    };
+                    match next {
+                        Next::Wait(fd) => {
+                            refusals = 0;
+                            wait_readable(fd);
+                        }
+                        Next::Again if refusals < TRYWAIT_REFUSALS => {
+                            refusals += 1;
+                            std::thread::yield_now();
+                        }
+                        Next::Again | Next::Sleep => {
+                            refusals = 0;
+                            std::thread::sleep(PERIOD);
+                        }
                     }
-                    std::thread::sleep(PERIOD);
                 }
             })?;
         Ok(Progress {
@@ -50,4 +90,50 @@ impl Drop for Progress {
             let _ = thread.join();
         }
     }
+}
+
+impl Ofi {
+    /// The thread's step: reads the CQ (an error entry stays there for the
+    /// rank's own wait, whose operation it belongs to), then decides how to
+    /// sleep. `seen` is the rank's poll count at the previous visit.
+    fn visit(&mut self, seen: &mut u64) -> Next {
+        self.read_cq();
+        let rank_idle = self.own_polls == *seen;
+        *seen = self.own_polls;
+        match self.wait_fd {
+            Some(fd) if rank_idle => match self.try_wait() {
+                true => Next::Wait(fd),
+                false => Next::Again,
+            },
+            _ => Next::Sleep,
+        }
+    }
+
+    /// `fi_trywait` on the CQ: whether sleeping on its descriptor is safe
+    /// (nothing left to progress); false too if the provider lacks it.
+    fn try_wait(&mut self) -> bool {
+        let fabric = self.fabric.raw;
+        let mut cq = self.cq.fid();
+        // SAFETY: a live fabric whose ops table was filled by libfabric;
+        // `trywait` is read only when the table's size covers it.
+        unsafe {
+            let ops = &*(*fabric).ops;
+            if ops.size <= std::mem::offset_of!(super::sys::fi_ops_fabric, trywait) {
+                return false;
+            }
+            (ops.trywait)(fabric, &mut cq, 1) == 0
+        }
+    }
+}
+
+/// Sleeps until `fd` is readable, for at most [`WAIT_MS`].
+fn wait_readable(fd: c_int) {
+    let mut entry = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd; the descriptor stays open while the
+    // transport lives, which outlives this thread (joined in `Drop`).
+    unsafe { libc::poll(&mut entry, 1, WAIT_MS) };
 }

@@ -12,7 +12,7 @@ use super::sys::*;
 use super::Ofi;
 use crate::segment::{RawSegment, HEADER_BYTES};
 use crate::transport::OfiCard;
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
 
 /// `ONESIDE_OFI_PROVIDER` (set by rlaunch's `--ofi-provider`), else the
 /// `FI_PROVIDER` libfabric itself honours, else the first provider that fits.
@@ -40,6 +40,8 @@ pub struct Prepared {
     pub(super) own_segment: *mut u8,
     pub(super) virt_addr: bool,
     pub(super) manual_progress: bool,
+    /// The CQ's wait file descriptor, if it has one.
+    pub(super) wait_fd: Option<c_int>,
     pub(super) atomics: Support,
 }
 
@@ -173,20 +175,34 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<
             ((*(*domain.raw).ops).av_open)(domain.raw, &mut av_attr, out, no_context())
         })
     }?;
-    let mut cq_attr = fi_cq_attr {
-        size: CQ_DEPTH,
-        flags: 0,
-        format: FI_CQ_FORMAT_CONTEXT,
-        wait_obj: FI_WAIT_NONE,
-        signaling_vector: 0,
-        wait_cond: 0,
-        wait_set: std::ptr::null_mut(),
+    // A provider with manual progress gets a CQ with a file descriptor to
+    // sleep on, for the progress thread; one that offers none, a plain CQ.
+    let wait_objects: &[c_int] = match manual_progress {
+        true => &[FI_WAIT_FD, FI_WAIT_NONE],
+        false => &[FI_WAIT_NONE],
     };
-    let cq = unsafe {
-        open("fi_cq_open", lib, |out| {
-            ((*(*domain.raw).ops).cq_open)(domain.raw, &mut cq_attr, out, no_context())
-        })
-    }?;
+    let mut opened = Err(String::new());
+    for &wait_obj in wait_objects {
+        let mut cq_attr = fi_cq_attr {
+            size: CQ_DEPTH,
+            flags: 0,
+            format: FI_CQ_FORMAT_CONTEXT,
+            wait_obj,
+            signaling_vector: 0,
+            wait_cond: 0,
+            wait_set: std::ptr::null_mut(),
+        };
+        opened = unsafe {
+            open("fi_cq_open", lib, |out| {
+                ((*(*domain.raw).ops).cq_open)(domain.raw, &mut cq_attr, out, no_context())
+            })
+        };
+        if opened.is_ok() {
+            break;
+        }
+    }
+    let cq = opened?;
+    let wait_fd = wait_fd_of(&cq);
     let ep = unsafe {
         open("fi_endpoint", lib, |out| {
             ((*(*domain.raw).ops).endpoint)(domain.raw, info.raw, out, no_context())
@@ -244,8 +260,18 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<
         own_segment: base,
         virt_addr,
         manual_progress,
+        wait_fd,
         atomics,
     })
+}
+
+/// The file descriptor a CQ opened with `FI_WAIT_FD` signals (`FI_GETWAIT`).
+fn wait_fd_of(cq: &Object<fid_cq>) -> Option<c_int> {
+    let mut fd: c_int = -1;
+    // SAFETY: fi_control(FI_GETWAIT) through the live CQ's fid ops writes an
+    // int for a CQ with a file-descriptor wait object, and fails otherwise.
+    let rc = unsafe { ((*(*cq.fid()).ops).control)(cq.fid(), FI_GETWAIT, std::ptr::from_mut(&mut fd).cast()) };
+    (rc == 0 && fd >= 0).then_some(fd)
 }
 
 /// The name of the provider `prepare` would pick, and its domain, for `rlaunch --check`.

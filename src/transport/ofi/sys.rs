@@ -112,6 +112,11 @@ pub struct fi_ops_fabric {
         domain: *mut *mut fid_domain,
         context: *mut c_void,
     ) -> c_int,
+    pub passive_ep: *const c_void,
+    pub eq_open: *const c_void,
+    pub wait_open: *const c_void,
+    /// Present when `size` covers it (libfabric's `FI_CHECK_OP`).
+    pub trywait: unsafe extern "C" fn(fabric: *mut fid_fabric, fids: *mut *mut fid, count: c_int) -> c_int,
 }
 
 #[repr(C)]
@@ -392,6 +397,8 @@ pub const FI_MR_ENDPOINT: c_int = 512;
 
 pub const FI_CQ_FORMAT_CONTEXT: c_int = 1;
 pub const FI_WAIT_NONE: c_int = 0;
+pub const FI_WAIT_FD: c_int = 3;
+pub const FI_GETWAIT: c_int = 5;
 pub const FI_ENABLE: c_int = 6;
 
 pub const FI_EAGAIN: isize = 11;
@@ -428,6 +435,7 @@ const _: () = {
     assert!(offset_of!(fi_ops, control) == 24);
     assert!(offset_of!(fid_fabric, ops) == 24);
     assert!(offset_of!(fi_ops_fabric, domain) == 8);
+    assert!(offset_of!(fi_ops_fabric, trywait) == 40);
     assert!(offset_of!(fid_domain, mr) == 32);
     assert!(offset_of!(fi_ops_domain, endpoint) == 24);
     assert!(offset_of!(fi_ops_mr, reg) == 8);
