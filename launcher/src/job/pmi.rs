@@ -66,6 +66,7 @@ impl BootstrapServer {
         let mut rank_conn: Vec<usize> = vec![usize::MAX; size];
         let mut deadline: Option<Instant> = None;
         let mut farewells = Farewells::new(size);
+        let mut all_finalized = false;
         let mut poll_events = Events::with_capacity(128);
 
         loop {
@@ -114,7 +115,7 @@ impl BootstrapServer {
                         rank_conn[rank] = index;
                         deadline.get_or_insert_with(|| Instant::now() + stage_timeout);
                     }
-                    Ok(Served::Finalized(rank)) => farewells.arrived(rank),
+                    Ok(Served::Finalized(rank)) => all_finalized |= farewells.arrived(rank),
                     Ok(Served::Nothing) => {}
                     Err(Drop::Stranger) => {
                         // Never trusted: dropped without a word.
@@ -129,9 +130,11 @@ impl BootstrapServer {
                 }
             }
             table.send_when_complete();
-            for rank in farewells.release() {
-                if let Some(conn) = conns[rank_conn[rank]].as_mut() {
-                    conn.buf.push(&Msg::Goodbye);
+            if std::mem::take(&mut all_finalized) {
+                for &index in &rank_conn {
+                    if let Some(conn) = conns.get_mut(index).and_then(Option::as_mut) {
+                        conn.buf.push(&Msg::Goodbye);
+                    }
                 }
             }
             for (rank, msg) in table.take_outbox() {
@@ -161,10 +164,9 @@ enum Served {
     Finalized(usize),
 }
 
-/// The farewell barrier: the ranks that said `Finalized`, answered all at
-/// once when the last one has.
+/// The farewell barrier: which ranks said `Finalized`. When the last one
+/// has, every rank is answered at once.
 struct Farewells {
-    waiting: Vec<usize>,
     seen: Vec<bool>,
     /// Ranks not yet seen.
     missing: usize,
@@ -173,27 +175,21 @@ struct Farewells {
 impl Farewells {
     fn new(size: usize) -> Farewells {
         Farewells {
-            waiting: Vec::new(),
             seen: vec![false; size],
             missing: size,
         }
     }
 
-    /// Records `rank`'s farewell; after the barrier, it is answered at once.
-    fn arrived(&mut self, rank: usize) {
-        if let Some(seen) = self.seen.get_mut(rank).filter(|seen| !**seen) {
-            *seen = true;
-            self.missing -= 1;
-            self.waiting.push(rank);
-        }
-    }
-
-    /// The ranks to say `Goodbye` to now: none until every rank has said
-    /// `Finalized`, then those waiting (and later, none are left).
-    fn release(&mut self) -> Vec<usize> {
-        match self.missing {
-            0 => std::mem::take(&mut self.waiting),
-            _ => Vec::new(),
+    /// Records `rank`'s farewell; true when it was the last one missing
+    /// (a repeated or unknown rank changes nothing).
+    fn arrived(&mut self, rank: usize) -> bool {
+        match self.seen.get_mut(rank).filter(|seen| !**seen) {
+            Some(seen) => {
+                *seen = true;
+                self.missing -= 1;
+                self.missing == 0
+            }
+            None => false,
         }
     }
 }
@@ -281,21 +277,17 @@ mod tests {
     #[test]
     fn goodbyes_wait_for_the_last_rank() {
         let mut farewells = Farewells::new(3);
-        farewells.arrived(2);
-        farewells.arrived(0);
-        farewells.arrived(0);
-        assert!(farewells.release().is_empty());
-        farewells.arrived(1);
-        assert_eq!(farewells.release(), vec![2, 0, 1]);
-        assert!(farewells.release().is_empty());
+        assert!(!farewells.arrived(2));
+        assert!(!farewells.arrived(0));
+        assert!(!farewells.arrived(0));
+        assert!(farewells.arrived(1));
+        assert!(!farewells.arrived(1));
     }
 
     #[test]
     fn an_unknown_rank_changes_nothing() {
         let mut farewells = Farewells::new(1);
-        farewells.arrived(5);
-        assert!(farewells.release().is_empty());
-        farewells.arrived(0);
-        assert_eq!(farewells.release(), vec![0]);
+        assert!(!farewells.arrived(5));
+        assert!(farewells.arrived(0));
     }
 }

@@ -106,10 +106,11 @@ const CLOSE_DRAIN: Duration = Duration::from_secs(2);
 
 impl Drop for Ofi {
     /// Before the endpoint closes, reads the completions of what is still
-    /// in flight, for at most [`CLOSE_DRAIN`]: the final barrier's last
-    /// signal is a put nobody quiets, and a rank that closed its endpoint
-    /// before the provider had sent it left its peer waiting in that
-    /// barrier for ever (libfabric's sockets provider, about 1 exit in 40).
+    /// in flight, for at most [`CLOSE_DRAIN`]. `finalize` has quieted
+    /// everything already; this is for a rank that leaves without it. A
+    /// rank that closed its endpoint before the provider had sent its last
+    /// put (the final barrier's signal, before finalize quieted it) left its
+    /// peer waiting for ever (libfabric's sockets provider, about 1 exit in 40).
     fn drop(&mut self) {
         let started = Instant::now();
         while self.posted > self.completed && started.elapsed() < CLOSE_DRAIN {

@@ -110,19 +110,14 @@ impl Ofi {
     }
 
     /// `fi_trywait` on the CQ: whether sleeping on its descriptor is safe
-    /// (nothing left to progress); false too if the provider lacks it.
+    /// (nothing left to progress).
     fn try_wait(&mut self) -> bool {
         let fabric = self.fabric.raw;
         let mut cq = self.cq.fid();
         // SAFETY: a live fabric whose ops table was filled by libfabric;
-        // `trywait` is read only when the table's size covers it.
-        unsafe {
-            let ops = &*(*fabric).ops;
-            if ops.size <= std::mem::offset_of!(super::sys::fi_ops_fabric, trywait) {
-                return false;
-            }
-            (ops.trywait)(fabric, &mut cq, 1) == 0
-        }
+        // the CQ has a wait descriptor only if that table reaches
+        // `trywait` (`setup::has_trywait`), and only then is this called.
+        unsafe { ((*(*fabric).ops).trywait)(fabric, &mut cq, 1) == 0 }
     }
 }
 

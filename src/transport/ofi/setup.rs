@@ -175,14 +175,7 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<
             ((*(*domain.raw).ops).av_open)(domain.raw, &mut av_attr, out, no_context())
         })
     }?;
-    // A provider with manual progress gets a CQ with a file descriptor to
-    // sleep on, for the progress thread; one that offers none, a plain CQ.
-    let wait_objects: &[c_int] = match manual_progress {
-        true => &[FI_WAIT_FD, FI_WAIT_NONE],
-        false => &[FI_WAIT_NONE],
-    };
-    let mut opened = Err(String::new());
-    for &wait_obj in wait_objects {
+    let open_cq = |wait_obj: c_int| {
         let mut cq_attr = fi_cq_attr {
             size: CQ_DEPTH,
             flags: 0,
@@ -192,16 +185,18 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<
             wait_cond: 0,
             wait_set: std::ptr::null_mut(),
         };
-        opened = unsafe {
+        unsafe {
             open("fi_cq_open", lib, |out| {
                 ((*(*domain.raw).ops).cq_open)(domain.raw, &mut cq_attr, out, no_context())
             })
-        };
-        if opened.is_ok() {
-            break;
         }
-    }
-    let cq = opened?;
+    };
+    // A provider with manual progress gets a CQ with a file descriptor for
+    // its progress thread to sleep on, if it offers one and `fi_trywait`.
+    let cq = match manual_progress && has_trywait(&fabric) {
+        true => open_cq(FI_WAIT_FD).or_else(|_| open_cq(FI_WAIT_NONE)),
+        false => open_cq(FI_WAIT_NONE),
+    }?;
     let wait_fd = wait_fd_of(&cq);
     let ep = unsafe {
         open("fi_endpoint", lib, |out| {
@@ -263,6 +258,14 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<
         wait_fd,
         atomics,
     })
+}
+
+/// Whether the fabric's ops table reaches `trywait` (libfabric's `FI_CHECK_OP`).
+fn has_trywait(fabric: &Object<fid_fabric>) -> bool {
+    // SAFETY: a live fabric whose ops table was filled by libfabric; only
+    // its `size` field is read.
+    let size = unsafe { (*(*fabric.raw).ops).size };
+    size > std::mem::offset_of!(fi_ops_fabric, trywait)
 }
 
 /// The file descriptor a CQ opened with `FI_WAIT_FD` signals (`FI_GETWAIT`).
