@@ -11,7 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 
-if ! ldconfig -p | grep -q 'libfabric\.so\.1 '; then
+# grep reads all of ldconfig's list (no -q): quitting at the first match
+# would end ldconfig with SIGPIPE, which pipefail counts as a failure.
+if ! ldconfig -p | grep 'libfabric\.so\.1 ' > /dev/null; then
   echo "ofi suite: libfabric.so.1 is not installed (Debian: libfabric1)"; exit 1
 fi
 
