@@ -83,9 +83,11 @@ pub fn prepare_ofi(
 }
 
 /// Connects the ofi endpoint to every rank (all have a card in an ofi job).
-/// `local_size` ranks share this host: waits spin only if each of them has
-/// a core. A progress thread does not count: it only reads the CQ every
-/// period while its rank polls, and spins only while its rank naps.
+/// `local_size` ranks share this host: waits spin only if each of them and
+/// its progress thread has a core (over shm, 2 ranks on 2 cores whose
+/// waits spun took 100x longer per operation than yielding ones). The
+/// progress thread itself spins, for a while after an arrival, only while
+/// its rank naps: one busy thread a rank.
 pub fn connect_ofi(
     prepared: super::ofi::Prepared,
     rank: usize,
@@ -99,13 +101,12 @@ pub fn connect_ofi(
         op: "connect the ofi endpoint",
         detail,
     })?;
-    let spin = crate::backoff::may_spin(local_size, 1);
-    link.spin = spin;
+    link.spin = crate::backoff::may_spin(local_size, if manual { 2 } else { 1 });
     link.wire_up(rank).map_err(|failure| failure.into_error(rank))?;
     let link = std::sync::Arc::new(std::sync::Mutex::new(link));
     let progress = match manual {
         true => Some(
-            super::ofi::progress::Progress::start(rank, link.clone(), spin)
+            super::ofi::progress::Progress::start(rank, link.clone(), crate::backoff::may_spin(local_size, 1))
                 .map_err(|source| Error::TcpListen { rank, source })?,
         ),
         false => None,

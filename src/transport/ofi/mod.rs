@@ -62,6 +62,10 @@ pub const STALL_LIMIT: Duration = Duration::from_secs(8);
 pub struct Ofi {
     ep: Object<fid_ep>,
     _mr: Object<fid_mr>,
+    /// Counts peers' operations on this endpoint (see `Prepared::arrivals`).
+    arrivals: Option<Object<fid_cntr>>,
+    /// The count at the progress thread's last look.
+    arrivals_seen: u64,
     cq: Object<fid_cq>,
     _av: Object<fid_av>,
     _domain: Object<fid_domain>,
@@ -87,7 +91,7 @@ pub struct Ofi {
     /// of it in use (all free again once every operation has completed).
     bounce: Box<[u8]>,
     bounce_used: usize,
-    /// Whether waits may spin (a core for each local rank).
+    /// Whether waits may spin (a core for each local rank and its threads).
     pub(crate) spin: bool,
     /// The first byte of this rank's segment (its header).
     own_segment: *mut u8,
@@ -135,6 +139,8 @@ impl Ofi {
         Ofi {
             ep: prepared.ep,
             _mr: prepared.mr,
+            arrivals: prepared.arrivals,
+            arrivals_seen: 0,
             cq: prepared.cq,
             _av: prepared.av,
             _domain: prepared.domain,

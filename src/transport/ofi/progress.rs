@@ -13,6 +13,11 @@
 //! a period, and costs nothing while nothing arrives. A provider without a
 //! wait descriptor keeps the periodic reads. The thread stops when dropped.
 //!
+//! A provider without a wait descriptor but with remote events (shm, rxd)
+//! counts peers' operations on the endpoint instead: while the rank
+//! naps, the thread reads the CQ every period until that counter moves,
+//! and then at once, as below.
+//!
 //! A wake-up is not free: waking a sleeping thread took 30-50 µs here, and
 //! a get of a rank idle in a barrier took 3x Sandia OpenSHMEM's, whose
 //! target spins in its barrier. So for [`SPIN_AFTER_ARRIVAL`] after an
@@ -58,6 +63,12 @@ enum Next {
     /// Poll the wait descriptor without sleeping: a peer's operation
     /// arrived within [`SPIN_AFTER_ARRIVAL`].
     Spin(c_int),
+    /// Without a wait descriptor: peers' operations arrived since the last
+    /// visit (the arrivals counter moved); visit again at once.
+    Arrived,
+    /// Without a wait descriptor, within [`SPIN_AFTER_ARRIVAL`] of an
+    /// arrival: visit again after a yield.
+    Poll,
 }
 
 /// The running thread; stops and joins in `Drop`.
@@ -92,12 +103,17 @@ impl Progress {
                             refusals = 0;
                             wait_readable(fd)
                         }
+                        Next::Arrived if spin => true,
+                        Next::Poll => {
+                            std::thread::yield_now();
+                            false
+                        }
                         Next::Again if refusals < TRYWAIT_REFUSALS => {
                             refusals += 1;
                             std::thread::yield_now();
                             false
                         }
-                        Next::Again | Next::Sleep => {
+                        Next::Again | Next::Sleep | Next::Arrived => {
                             refusals = 0;
                             std::thread::sleep(PERIOD);
                             false
@@ -133,14 +149,30 @@ impl Ofi {
         self.read_cq();
         let rank_idle = self.own_polls == *seen;
         *seen = self.own_polls;
+        let arrived = self.wait_fd.is_none() && rank_idle && self.peers_arrived();
         match self.wait_fd {
             Some(fd) if rank_idle && spinning => Next::Spin(fd),
             Some(fd) if rank_idle => match self.try_wait() {
                 true => Next::Wait(fd),
                 false => Next::Again,
             },
+            None if arrived => Next::Arrived,
+            None if rank_idle && spinning => Next::Poll,
             _ => Next::Sleep,
         }
+    }
+
+    /// Whether the arrivals counter moved since the last look (never,
+    /// without one).
+    fn peers_arrived(&mut self) -> bool {
+        let Some(counter) = &self.arrivals else {
+            return false;
+        };
+        // SAFETY: fi_cntr_read through the live counter's ops.
+        let count = unsafe { ((*(*counter.raw).ops).read)(counter.raw) };
+        let moved = count != self.arrivals_seen;
+        self.arrivals_seen = count;
+        moved
     }
 
     /// `fi_trywait` on the CQ: whether sleeping on its descriptor is safe

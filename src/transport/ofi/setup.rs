@@ -29,6 +29,9 @@ const MR_MODES: i32 = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR
 pub struct Prepared {
     pub(super) ep: Object<fid_ep>,
     pub(super) mr: Object<fid_mr>,
+    /// A counter of peers' operations on this endpoint, for a provider
+    /// with manual progress and no wait descriptor, if it offers one.
+    pub(super) arrivals: Option<Object<fid_cntr>>,
     pub(super) cq: Object<fid_cq>,
     pub(super) av: Object<fid_av>,
     pub(super) domain: Object<fid_domain>,
@@ -115,24 +118,7 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<
     let wanted = std::env::var(PROVIDER_VAR)
         .ok()
         .filter(|p| !p.is_empty() && p != "auto");
-    let hints = Info::hints(lib)?;
-    // SAFETY: fi_allocinfo allocated every attribute struct; strings we put
-    // in are malloc'ed (strdup), as fi_freeinfo frees them.
-    unsafe {
-        let h = &mut *hints.raw;
-        h.caps = FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
-        h.mode = 0;
-        (*h.ep_attr).type_ = FI_EP_RDM;
-        (*h.domain_attr).mr_mode = MR_MODES;
-        (*h.domain_attr).threading = FI_THREAD_DOMAIN;
-        (*h.domain_attr).av_type = FI_AV_TABLE;
-        (*h.tx_attr).op_flags = FI_DELIVERY_COMPLETE;
-        if let Some(name) = &wanted {
-            let name = std::ffi::CString::new(name.as_str()).map_err(|_| format!("{PROVIDER_VAR} holds a NUL"))?;
-            (*h.fabric_attr).prov_name = libc::strdup(name.as_ptr());
-        }
-    }
-    let info = Info::get(lib, &hints).map_err(|e| match &wanted {
+    let info = get_info(lib, wanted.as_deref(), 0).map_err(|e| match &wanted {
         Some(p) => format!("provider {p:?} offers no RDM endpoint with RMA and atomics here ({e})"),
         None => format!("no libfabric provider offers an RDM endpoint with RMA and atomics here ({e})"),
     })?;
@@ -140,12 +126,20 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<
     if hardware_only && !HARDWARE.contains(&provider.split(';').next().unwrap_or("")) {
         return Err(format!("{provider} does its RMA in software"));
     }
+    // SAFETY: fi_getinfo filled every attribute struct of its entries.
+    let manual_progress = unsafe { (*info.first().domain_attr).data_progress == FI_PROGRESS_MANUAL };
+    // The same provider with remote events, if it has them: a counter of
+    // peers' operations tells the progress thread they are arriving.
+    let info = match manual_progress {
+        true => get_info(lib, Some(&provider), FI_RMA_EVENT).unwrap_or(info),
+        false => info,
+    };
+    let remote_events = info.first().caps & FI_RMA_EVENT != 0;
     let first = info.first();
     // SAFETY: fi_getinfo filled every attribute struct of its entries.
     let (domain_attr, ep_attr) = unsafe { (&*first.domain_attr, &*first.ep_attr) };
     let mr_mode = domain_attr.mr_mode;
     let virt_addr = mr_mode & FI_MR_VIRT_ADDR != 0;
-    let manual_progress = domain_attr.data_progress == FI_PROGRESS_MANUAL;
     let _ = ep_attr;
 
     // SAFETY (every `open` below): each call is the inline libfabric
@@ -205,6 +199,11 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<
     }?;
     ep.bind(av.fid(), 0, "fi_ep_bind (address vector)", lib)?;
     ep.bind(cq.fid(), FI_TRANSMIT | FI_RECV, "fi_ep_bind (CQ)", lib)?;
+    // Without a wait descriptor, peers' operations show on a counter.
+    let arrivals = match manual_progress && remote_events && wait_fd.is_none() {
+        true => arrivals_counter(lib, &domain, &ep),
+        false => None,
+    };
     ep.enable("fi_enable", lib)?;
 
     let base = segment.heap_base().wrapping_sub(HEADER_BYTES);
@@ -256,8 +255,60 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<
         virt_addr,
         manual_progress,
         wait_fd,
+        arrivals,
         atomics,
     })
+}
+
+/// Asks `fi_getinfo` for an RDM endpoint with RMA and atomics, `extra_caps`
+/// too, from `provider` if named.
+fn get_info(lib: &'static Library, provider: Option<&str>, extra_caps: u64) -> Result<Info, String> {
+    let hints = Info::hints(lib)?;
+    // SAFETY: fi_allocinfo allocated every attribute struct; strings we put
+    // in are malloc'ed (strdup), as fi_freeinfo frees them.
+    unsafe {
+        let h = &mut *hints.raw;
+        h.caps = FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | extra_caps;
+        h.mode = 0;
+        (*h.ep_attr).type_ = FI_EP_RDM;
+        (*h.domain_attr).mr_mode = MR_MODES;
+        (*h.domain_attr).threading = FI_THREAD_DOMAIN;
+        (*h.domain_attr).av_type = FI_AV_TABLE;
+        (*h.tx_attr).op_flags = FI_DELIVERY_COMPLETE;
+        if let Some(name) = provider {
+            let name = std::ffi::CString::new(name).map_err(|_| format!("{PROVIDER_VAR} holds a NUL"))?;
+            (*h.fabric_attr).prov_name = libc::strdup(name.as_ptr());
+        }
+    }
+    Info::get(lib, &hints)
+}
+
+/// A counter of peers' writes, reads and atomics on this endpoint
+/// (`FI_REMOTE_WRITE | FI_REMOTE_READ`), or `None` if the provider will not
+/// open or bind one: the progress thread then cannot tell when they arrive.
+fn arrivals_counter(lib: &Library, domain: &Object<fid_domain>, ep: &Object<fid_ep>) -> Option<Object<fid_cntr>> {
+    let mut attr = fi_cntr_attr {
+        events: FI_CNTR_EVENTS_COMP,
+        wait_obj: FI_WAIT_NONE,
+        wait_set: std::ptr::null_mut(),
+        flags: 0,
+    };
+    // SAFETY: fi_cntr_open through the live domain's ops, as its header
+    // declares; on success it returns a new counter.
+    let counter = unsafe {
+        open("fi_cntr_open", lib, |out| {
+            ((*(*domain.raw).ops).cntr_open)(domain.raw, &mut attr, out, no_context())
+        })
+    }
+    .ok()?;
+    ep.bind(
+        counter.fid(),
+        FI_REMOTE_WRITE | FI_REMOTE_READ,
+        "fi_ep_bind (counter)",
+        lib,
+    )
+    .ok()?;
+    Some(counter)
 }
 
 /// Whether the fabric's ops table reaches `trywait` (libfabric's `FI_CHECK_OP`).

@@ -147,6 +147,34 @@ pub struct fi_ops_domain {
         ep: *mut *mut fid_ep,
         context: *mut c_void,
     ) -> c_int,
+    _scalable_ep: *const c_void,
+    pub cntr_open: unsafe extern "C" fn(
+        domain: *mut fid_domain,
+        attr: *mut fi_cntr_attr,
+        cntr: *mut *mut fid_cntr,
+        context: *mut c_void,
+    ) -> c_int,
+}
+
+#[repr(C)]
+pub struct fid_cntr {
+    pub fid: fid,
+    pub ops: *mut fi_ops_cntr,
+}
+
+/// The head of `struct fi_ops_cntr`: `read`.
+#[repr(C)]
+pub struct fi_ops_cntr {
+    pub size: usize,
+    pub read: unsafe extern "C" fn(cntr: *mut fid_cntr) -> u64,
+}
+
+#[repr(C)]
+pub struct fi_cntr_attr {
+    pub events: c_int,
+    pub wait_obj: c_int,
+    pub wait_set: *mut c_void,
+    pub flags: u64,
 }
 
 #[repr(C)]
@@ -384,6 +412,7 @@ pub const FI_TRANSMIT: u64 = 1 << 11;
 pub const FI_REMOTE_READ: u64 = 1 << 12;
 pub const FI_REMOTE_WRITE: u64 = 1 << 13;
 pub const FI_DELIVERY_COMPLETE: u64 = 1 << 28;
+pub const FI_RMA_EVENT: u64 = 1 << 56;
 
 pub const FI_EP_RDM: c_int = 3;
 pub const FI_THREAD_DOMAIN: c_int = 3;
@@ -396,6 +425,7 @@ pub const FI_MR_PROV_KEY: c_int = 64;
 pub const FI_MR_ENDPOINT: c_int = 512;
 
 pub const FI_CQ_FORMAT_CONTEXT: c_int = 1;
+pub const FI_CNTR_EVENTS_COMP: c_int = 0;
 pub const FI_WAIT_NONE: c_int = 0;
 pub const FI_WAIT_FD: c_int = 3;
 pub const FI_GETWAIT: c_int = 5;
@@ -438,6 +468,10 @@ const _: () = {
     assert!(offset_of!(fi_ops_fabric, trywait) == 40);
     assert!(offset_of!(fid_domain, mr) == 32);
     assert!(offset_of!(fi_ops_domain, endpoint) == 24);
+    assert!(offset_of!(fi_ops_domain, cntr_open) == 40);
+    assert!(offset_of!(fid_cntr, ops) == 24);
+    assert!(offset_of!(fi_ops_cntr, read) == 8);
+    assert!(size_of::<fi_cntr_attr>() == 24);
     assert!(offset_of!(fi_ops_mr, reg) == 8);
     assert!(offset_of!(fid_mr, key) == 32);
     assert!(size_of::<fid_ep>() == 80);
