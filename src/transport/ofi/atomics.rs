@@ -11,7 +11,6 @@
 //! form that works, or refused with a clear error, by provider name.
 
 use super::fabric::Object;
-use super::library::Library;
 use super::sys::*;
 use crate::transport::amo::{AmoOp, Width};
 use std::ffi::c_int;
@@ -93,7 +92,7 @@ impl Support {
 
     /// Asks the endpoint about every pair; refuses a provider that could
     /// not do some atomic either natively or by a compare-and-swap loop.
-    pub fn probe(lib: &Library, ep: &Object<fid_ep>) -> Result<Support, String> {
+    pub fn probe(ep: &Object<fid_ep>) -> Result<Support, String> {
         let mut native = [false; 32];
         for width in [Width::W32, Width::W64] {
             for op in AmoOp::ALL {
@@ -122,7 +121,6 @@ impl Support {
                     .map(|(op, fetch)| format!("{op:?}{}", if fetch { " (fetching)" } else { "" }))
                     .collect();
                 if !missing.is_empty() {
-                    let _ = lib;
                     return Err(format!(
                         "the provider cannot do {}-bit {} and has no compare-and-swap to do them with",
                         width.bytes() * 8,

@@ -29,8 +29,10 @@
 //!   shm) are served.
 //! * Posting retries on `-FI_EAGAIN` (connections forming, queues full),
 //!   driving progress in between. A peer that stops answering is an error
-//!   naming it after [`STALL_LIMIT`] without a completion.
+//!   naming it after [`STALL_LIMIT`] without a completion ([`CONNECT_LIMIT`]
+//!   while the job wires up, since forming a connection is slower).
 
+mod arrivals;
 mod atomics;
 mod fabric;
 pub mod library;
@@ -56,6 +58,10 @@ const BOUNCE_BYTES: usize = 1 << 20;
 
 /// How long a wait may see no completion before it names the peer.
 pub const STALL_LIMIT: Duration = Duration::from_secs(8);
+/// The same while the job wires up ([`wireup`]): rxm dials through the
+/// provider's connection manager, and under an emulated guest (rxe in QEMU
+/// TCG, in CI) a first connection took more than 8 s when the host was busy.
+pub const CONNECT_LIMIT: Duration = Duration::from_secs(45);
 
 /// The connected transport. Fields drop in order: endpoint, memory region,
 /// counter, CQ, AV, domain, fabric, info.
@@ -99,6 +105,9 @@ pub struct Ofi {
     wait_fd: Option<std::ffi::c_int>,
     /// Reads of the CQ by the rank's own calls (not the progress thread's).
     own_polls: u64,
+    /// How long a post or wait may make no progress before it fails:
+    /// [`STALL_LIMIT`], or [`CONNECT_LIMIT`] during wire-up.
+    stall_limit: Duration,
 }
 
 // SAFETY: the libfabric objects are owned here and used only under the
@@ -134,7 +143,6 @@ impl Ofi {
         // SAFETY: as above, for tx_attr.
         let tx_size = unsafe { (*first.tx_attr).size };
         let depth = setup::CQ_DEPTH.min(tx_size.max(1)) as u64;
-        let _ = prepared.virt_addr;
         let quirks = atomics::Quirks::of(&prepared.info.provider());
         Ofi {
             ep: prepared.ep,
@@ -162,6 +170,7 @@ impl Ofi {
             own_segment: prepared.own_segment,
             wait_fd: prepared.wait_fd,
             own_polls: 0,
+            stall_limit: STALL_LIMIT,
         }
     }
 
@@ -188,11 +197,12 @@ impl Ofi {
                 0 => break,
                 rc if rc == -FI_EAGAIN => {
                     self.progress(peer, op)?;
-                    if started.elapsed() > STALL_LIMIT {
+                    if started.elapsed() > self.stall_limit {
+                        let secs = self.stall_limit.as_secs();
                         return Err(self.failure(
                             peer,
                             op,
-                            "the provider took no operation for 8 s (-FI_EAGAIN)".into(),
+                            format!("the provider took no operation for {secs} s (-FI_EAGAIN)"),
                         ));
                     }
                 }
@@ -280,7 +290,7 @@ impl Ofi {
     }
 
     /// Waits until every posted operation has completed; progress is driven
-    /// all along, and a stall of [`STALL_LIMIT`] names the peers.
+    /// all along, and a stall of the stall limit names the peers.
     pub fn quiet(&mut self) -> Result<(), Failure> {
         let peer = self.pending_peers.first().copied().unwrap_or(0);
         self.wait_all(peer, "quiet")?;
@@ -295,7 +305,7 @@ impl Ofi {
     }
 
     /// Drives progress until at most `in_flight` operations are
-    /// outstanding; a stall of [`STALL_LIMIT`] names the peers.
+    /// outstanding; a stall of the stall limit names the peers.
     fn wait_for(&mut self, in_flight: u64, peer: usize, op: &'static str) -> Result<(), Failure> {
         let mut last = self.completed;
         let mut since = Instant::now();
@@ -306,14 +316,14 @@ impl Ofi {
             if now != last {
                 last = now;
                 since = Instant::now();
-            } else if since.elapsed() > STALL_LIMIT {
+            } else if since.elapsed() > self.stall_limit {
                 let peers = self.pending_text(peer);
                 return Err(self.failure(
                     peer,
                     op,
                     format!(
                         "no completion for {} s ({peers}): the peer is gone or hung",
-                        STALL_LIMIT.as_secs()
+                        self.stall_limit.as_secs()
                     ),
                 ));
             }

@@ -5,6 +5,7 @@
 //! in the card, and with every card insert the job's addresses into the AV
 //! in rank order ([`Prepared::connect`]).
 
+use super::arrivals::{arrivals_counter, has_trywait, wait_fd_of};
 use super::atomics::Support;
 use super::fabric::{self, no_context, open, Info, Object};
 use super::library::{self, Library};
@@ -41,7 +42,6 @@ pub struct Prepared {
     card: OfiCard,
     /// The first byte of this rank's segment (its header).
     pub(super) own_segment: *mut u8,
-    pub(super) virt_addr: bool,
     pub(super) manual_progress: bool,
     /// The CQ's wait file descriptor, if it has one.
     pub(super) wait_fd: Option<c_int>,
@@ -137,10 +137,8 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<
     let remote_events = info.first().caps & FI_RMA_EVENT != 0;
     let first = info.first();
     // SAFETY: fi_getinfo filled every attribute struct of its entries.
-    let (domain_attr, ep_attr) = unsafe { (&*first.domain_attr, &*first.ep_attr) };
-    let mr_mode = domain_attr.mr_mode;
+    let mr_mode = unsafe { (*first.domain_attr).mr_mode };
     let virt_addr = mr_mode & FI_MR_VIRT_ADDR != 0;
-    let _ = ep_attr;
 
     // SAFETY (every `open` below): each call is the inline libfabric
     // function of the same name, made through the parent's ops table with
@@ -233,7 +231,7 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<
     let rc = unsafe { ((*(*ep.raw).cm).getname)(ep.fid(), name.as_mut_ptr().cast(), &mut name_len) };
     fabric::check(rc, "fi_getname", lib)?;
     name.truncate(name_len);
-    let atomics = Support::probe(lib, &ep)?;
+    let atomics = Support::probe(&ep)?;
     let card = OfiCard {
         provider: info.provider(),
         name,
@@ -252,7 +250,6 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<
         lib,
         card,
         own_segment: base,
-        virt_addr,
         manual_progress,
         wait_fd,
         arrivals,
@@ -281,51 +278,6 @@ fn get_info(lib: &'static Library, provider: Option<&str>, extra_caps: u64) -> R
         }
     }
     Info::get(lib, &hints)
-}
-
-/// A counter of peers' writes, reads and atomics on this endpoint
-/// (`FI_REMOTE_WRITE | FI_REMOTE_READ`), or `None` if the provider will not
-/// open or bind one: the progress thread then cannot tell when they arrive.
-fn arrivals_counter(lib: &Library, domain: &Object<fid_domain>, ep: &Object<fid_ep>) -> Option<Object<fid_cntr>> {
-    let mut attr = fi_cntr_attr {
-        events: FI_CNTR_EVENTS_COMP,
-        wait_obj: FI_WAIT_NONE,
-        wait_set: std::ptr::null_mut(),
-        flags: 0,
-    };
-    // SAFETY: fi_cntr_open through the live domain's ops, as its header
-    // declares; on success it returns a new counter.
-    let counter = unsafe {
-        open("fi_cntr_open", lib, |out| {
-            ((*(*domain.raw).ops).cntr_open)(domain.raw, &mut attr, out, no_context())
-        })
-    }
-    .ok()?;
-    ep.bind(
-        counter.fid(),
-        FI_REMOTE_WRITE | FI_REMOTE_READ,
-        "fi_ep_bind (counter)",
-        lib,
-    )
-    .ok()?;
-    Some(counter)
-}
-
-/// Whether the fabric's ops table reaches `trywait` (libfabric's `FI_CHECK_OP`).
-fn has_trywait(fabric: &Object<fid_fabric>) -> bool {
-    // SAFETY: a live fabric whose ops table was filled by libfabric; only
-    // its `size` field is read.
-    let size = unsafe { (*(*fabric.raw).ops).size };
-    size > std::mem::offset_of!(fi_ops_fabric, trywait)
-}
-
-/// The file descriptor a CQ opened with `FI_WAIT_FD` signals (`FI_GETWAIT`).
-fn wait_fd_of(cq: &Object<fid_cq>) -> Option<c_int> {
-    let mut fd: c_int = -1;
-    // SAFETY: fi_control(FI_GETWAIT) through the live CQ's fid ops writes an
-    // int for a CQ with a file-descriptor wait object, and fails otherwise.
-    let rc = unsafe { ((*(*cq.fid()).ops).control)(cq.fid(), FI_GETWAIT, std::ptr::from_mut(&mut fd).cast()) };
-    (rc == 0 && fd >= 0).then_some(fd)
 }
 
 /// The name of the provider `prepare` would pick, and its domain, for `rlaunch --check`.

@@ -40,6 +40,16 @@ impl Ofi {
         if !connects_on_demand(&self.info.provider()) || size > MAX_RANKS {
             return Ok(());
         }
+        self.stall_limit = super::CONNECT_LIMIT;
+        let wired = self
+            .dial_higher_ranks(me, size)
+            .and_then(|()| self.wait_for_lower_ranks(me));
+        self.stall_limit = super::STALL_LIMIT;
+        wired
+    }
+
+    /// Reads from every rank above `me`, then adds 1 to its wire-up word.
+    fn dial_higher_ranks(&mut self, me: usize, size: usize) -> Result<(), Failure> {
         let mut scratch = vec![0u64; size];
         for (peer, slot) in scratch.iter_mut().enumerate().skip(me + 1) {
             let into = std::ptr::from_mut(slot).cast::<u8>();
@@ -50,8 +60,7 @@ impl Ofi {
         for peer in me + 1..size {
             self.add_segment_word(peer, WIREUP_WORD, 1)?;
         }
-        self.wait_all(me + 1, "connect")?;
-        self.wait_for_lower_ranks(me)
+        self.wait_all(me + 1, "connect")
     }
 
     /// Drives progress until every lower rank has announced itself.
@@ -67,13 +76,13 @@ impl Ofi {
                 return Ok(());
             }
             self.progress(arrived, "connect")?;
-            if started.elapsed() > super::STALL_LIMIT {
+            if started.elapsed() > self.stall_limit {
                 return Err(self.failure(
                     arrived,
                     "connect",
                     format!(
                         "only {arrived} of the {me} lower ranks connected within {} s",
-                        super::STALL_LIMIT.as_secs()
+                        self.stall_limit.as_secs()
                     ),
                 ));
             }
