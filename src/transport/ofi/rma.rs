@@ -14,7 +14,12 @@ use std::ffi::c_void;
 impl Ofi {
     /// Writes `src` at heap `offset` of `peer`; returns when `src` may be
     /// reused (copied to the bounce buffer, or completed).
+    /// An empty put posts nothing: shm never completes a 0-byte `fi_write`
+    /// (a collective's empty share at 3 ranks stalled there).
     pub fn put(&mut self, peer: usize, offset: usize, src: &[u8]) -> Result<(), Failure> {
+        if src.is_empty() {
+            return Ok(());
+        }
         let (addr, remote, key) = self.target(peer, HEADER_BYTES + offset);
         if src.len() <= BOUNCE_PUT.min(self.msg_max) {
             let staged = self.stage(peer, "put", src)?;
