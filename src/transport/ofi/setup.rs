@@ -134,6 +134,9 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<
         true => get_info(lib, Some(&provider), FI_RMA_EVENT).unwrap_or(info),
         false => info,
     };
+    if provider == "shm" {
+        remove_stale_shm_regions();
+    }
     let remote_events = info.first().caps & FI_RMA_EVENT != 0;
     let first = info.first();
     // SAFETY: fi_getinfo filled every attribute struct of its entries.
@@ -255,6 +258,24 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<
         arrivals,
         atomics,
     })
+}
+
+/// Removes `/dev/shm/<pid>:*`, the regions libfabric's shm provider names
+/// after this process's id, before it makes its own. Such a file can only
+/// be stale: a rank of an earlier job, with the same pid (pid_max is 32768
+/// here), was killed before shm unlinked it. shm then failed `fi_enable`
+/// with `EBUSY` ("Device or resource busy") seen when the ofi suite ran
+/// after jobs whose ranks were ended by SIGTERM.
+fn remove_stale_shm_regions() {
+    let prefix = format!("{}:", std::process::id());
+    let Ok(dir) = std::fs::read_dir("/dev/shm") else {
+        return;
+    };
+    for entry in dir.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// Asks `fi_getinfo` for an RDM endpoint with RMA and atomics, `extra_caps`
