@@ -127,9 +127,12 @@ impl World {
         operands: (T, T),
         fetch: bool,
     ) -> Result<T> {
-        profile::counted_leaf(Family::Atomic, Some(target), std::mem::size_of::<T>(), || {
-            self.uncounted_atomic(stream, name, sym, target, index, op, operands, fetch)
-        })
+        match profile::count_leaf(Family::Atomic, Some(target), std::mem::size_of::<T>()) {
+            false => self.uncounted_atomic(stream, name, sym, target, index, op, operands, fetch),
+            true => profile::timed_leaf(Family::Atomic, || {
+                self.uncounted_atomic(stream, name, sym, target, index, op, operands, fetch)
+            }),
+        }
     }
 
     #[allow(clippy::too_many_arguments)]

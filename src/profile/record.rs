@@ -40,17 +40,38 @@ struct FamilyCounters {
     histogram: [AtomicU64; HISTOGRAM_BUCKETS],
 }
 
-/// The program's own traffic to one target rank.
+/// The program's own traffic of one family to one target rank.
 #[derive(Default)]
 struct TargetCounters {
     bytes: AtomicU64,
     ops: AtomicU64,
 }
 
+/// The families whose calls name a target rank, each with its row of
+/// [`TargetCounters`] in a block: a call of these is counted once, in its
+/// family's and target's cell, and the family's and the target's totals
+/// are sums taken at finalize.
+const AIMED: [Family; 6] = [
+    Family::Put,
+    Family::Get,
+    Family::PutNbi,
+    Family::GetNbi,
+    Family::Atomic,
+    Family::Signal,
+];
+
+/// `family`'s row in a block's target cells, if it names targets.
+#[inline(always)]
+fn aimed_row(family: Family) -> Option<usize> {
+    AIMED.iter().position(|&f| f == family)
+}
+
 /// One thread's counters: written by that thread alone, read at finalize.
 pub(crate) struct Block {
     families: [FamilyCounters; Family::COUNT],
+    /// `AIMED.len()` rows of one cell per target rank.
     targets: Box<[TargetCounters]>,
+    size: usize,
     collective: Box<[AtomicU64]>,
     /// The thread's last events, when tracing.
     pub ring: Option<super::trace::Ring>,
@@ -66,7 +87,8 @@ impl Block {
     fn new(size: usize, trace_capacity: Option<usize>) -> Block {
         Block {
             families: Default::default(),
-            targets: (0..size).map(|_| TargetCounters::default()).collect(),
+            targets: (0..AIMED.len() * size).map(|_| TargetCounters::default()).collect(),
+            size,
             collective: (0..size).map(|_| AtomicU64::new(0)).collect(),
             ring: trace_capacity.map(super::trace::Ring::new),
         }
@@ -82,14 +104,27 @@ impl Block {
         before
     }
 
-    /// Adds a counted call's target and bytes.
-    #[inline]
-    pub fn aim(&self, family: Family, target: usize, bytes: u64) {
-        bump(&self.families[family as usize].bytes, bytes);
-        if let Some(t) = self.targets.get(target) {
-            bump(&t.bytes, bytes);
-            bump(&t.ops, 1);
+    /// Counts one call of `family` to `target` moving `bytes`; returns how
+    /// many this thread had counted to that target before it, or `None`
+    /// (nothing counted) when the family names no target or `target` is
+    /// not a rank.
+    #[inline(always)]
+    pub fn aim(&self, family: Family, target: usize, bytes: u64) -> Option<u64> {
+        let row = aimed_row(family)?;
+        if target >= self.size {
+            return None;
         }
+        let cell = self.targets.get(row * self.size + target)?;
+        let before = cell.ops.load(Relaxed);
+        cell.ops.store(before.wrapping_add(1), Relaxed);
+        bump(&cell.bytes, bytes);
+        Some(before)
+    }
+
+    /// `family`'s cell for `target`, if it has one.
+    fn cell(&self, family: usize, target: usize) -> Option<&TargetCounters> {
+        let row = aimed_row(Family::ALL[family])?;
+        self.targets.get(row * self.size + target)
     }
 
     /// Adds one timed call; `detail` (level 2) also fills its histogram.
@@ -143,8 +178,8 @@ impl Counters {
     }
 
     /// A block for a new thread. It lives as long as the process, since
-    /// the thread may outlive any owner (a few KiB per thread, and the
-    /// trace's ring when tracing).
+    /// the thread may outlive any owner (96 bytes per rank in the job, a
+    /// few KiB more, and the trace's ring when tracing).
     pub fn new_block(&self) -> &'static Block {
         let tracing = self.outputs.trace.is_some().then_some(self.trace_capacity);
         let block: &'static Block = Box::leak(Box::new(Block::new(self.size, tracing)));
@@ -164,13 +199,16 @@ impl Counters {
         let sum = |read: &dyn Fn(&Block) -> u64| blocks.iter().map(|b| read(b)).sum::<u64>();
         let families = (0..Family::COUNT)
             .map(|i| {
-                let calls = sum(&|b| b.families[i].calls.load(Relaxed));
+                let cells = |b: &Block, read: &dyn Fn(&TargetCounters) -> u64| {
+                    (0..self.size).filter_map(|t| b.cell(i, t)).map(read).sum::<u64>()
+                };
+                let calls = sum(&|b| b.families[i].calls.load(Relaxed) + cells(b, &|c| c.ops.load(Relaxed)));
                 let timed_calls = sum(&|b| b.families[i].timed_calls.load(Relaxed));
                 let timed_nanos = sum(&|b| b.families[i].timed_nanos.load(Relaxed));
                 FamilyStats {
                     name: Family::NAMES[i].to_string(),
                     calls,
-                    bytes: sum(&|b| b.families[i].bytes.load(Relaxed)),
+                    bytes: sum(&|b| b.families[i].bytes.load(Relaxed) + cells(b, &|c| c.bytes.load(Relaxed))),
                     nanos: match timed_calls {
                         0 => 0,
                         n => (timed_nanos as u128 * calls as u128 / n as u128) as u64,
@@ -188,10 +226,22 @@ impl Counters {
             elapsed_ns: u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX),
             families,
             target_bytes: (0..self.size)
-                .map(|t| sum(&|b| b.targets[t].bytes.load(Relaxed)))
+                .map(|t| {
+                    sum(&|b| {
+                        (0..AIMED.len())
+                            .map(|r| b.targets[r * self.size + t].bytes.load(Relaxed))
+                            .sum()
+                    })
+                })
                 .collect(),
             target_ops: (0..self.size)
-                .map(|t| sum(&|b| b.targets[t].ops.load(Relaxed)))
+                .map(|t| {
+                    sum(&|b| {
+                        (0..AIMED.len())
+                            .map(|r| b.targets[r * self.size + t].ops.load(Relaxed))
+                            .sum()
+                    })
+                })
                 .collect(),
             collective_bytes: (0..self.size)
                 .map(|t| sum(&|b| b.collective[t].load(Relaxed)))
@@ -343,12 +393,12 @@ mod tests {
         };
         let counters = Counters::new(outputs, 1, 3, "node a");
         let (one, two) = (counters.new_block(), counters.new_block());
-        one.count_call(Family::Put);
-        one.aim(Family::Put, 2, 80);
+        assert_eq!(one.aim(Family::Put, 2, 80), Some(0));
         one.time(Family::Put, 1500, true);
+        assert_eq!(two.aim(Family::Put, 2, 8), Some(0));
+        assert_eq!(two.aim(Family::Put, 3, 8), None, "not a rank: counted as a call alone");
         two.count_call(Family::Put);
-        two.aim(Family::Put, 2, 8);
-        two.count_call(Family::Put);
+        assert_eq!(one.aim(Family::Quiet, 0, 0), None, "quiet names no target");
         two.time(Family::Put, 70, false);
         one.count_call(Family::Barrier);
         one.time(Family::Barrier, 9000, false);
