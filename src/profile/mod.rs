@@ -26,10 +26,11 @@
 //! At finalize each rank writes `DIR/rank-<rank>.prof` ([`RankProfile`]);
 //! rlaunch merges them.
 
+mod file;
 mod record;
 mod trace;
 
-pub use record::{FamilyStats, RankProfile, HISTOGRAM_BUCKETS};
+pub use file::{FamilyStats, RankProfile, HISTOGRAM_BUCKETS};
 pub use trace::RankTrace;
 
 use std::cell::Cell;
@@ -38,7 +39,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-/// The operation families counted, in the order of [`Family::NAMES`].
+/// The operation families counted, in the order of [`Family::NAMES`]. The
+/// families whose calls name a target rank come first (`record::AIMED`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Family {
     Put,
@@ -84,28 +86,6 @@ impl Family {
         "alltoall",
         "scan",
         "alloc",
-    ];
-    /// Every family, in the order of [`Family::NAMES`].
-    pub const ALL: [Family; 19] = [
-        Family::Put,
-        Family::Get,
-        Family::PutNbi,
-        Family::GetNbi,
-        Family::Atomic,
-        Family::Signal,
-        Family::Wait,
-        Family::Lock,
-        Family::Quiet,
-        Family::Fence,
-        Family::Barrier,
-        Family::Sync,
-        Family::Broadcast,
-        Family::Reduce,
-        Family::Collect,
-        Family::Fcollect,
-        Family::Alltoall,
-        Family::Scan,
-        Family::Alloc,
     ];
     /// How many families there are.
     pub const COUNT: usize = Family::NAMES.len();

@@ -1,27 +1,12 @@
-//! A rank's counters while it runs, and the per-rank file they become
-//! (`rank-<rank>.prof`): a small line format that rlaunch parses back with
-//! [`RankProfile::parse`].
-//!
-//! ```text
-//! oneside-profile 1
-//! rank 3 size 8 elapsed_ns 123456 host node7
-//! family put 10 80 5230
-//! hist put 0 0 0 0 0 0 0 0 0 0 0 0 3 7 ...
-//! target 0 80 10
-//! collective 1 4096
-//! ```
+//! A rank's counters while it runs: a block per thread, summed at finalize
+//! into the [`RankProfile`] its file holds.
 
+use super::file::{FamilyStats, RankProfile, HISTOGRAM_BUCKETS};
 use super::Family;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Instant;
-
-/// Latency histogram buckets: bucket `b` counts calls of `2^b ..
-/// 2^(b+1)` ns (bucket 0 also takes 0 ns, the last everything longer).
-pub const HISTOGRAM_BUCKETS: usize = 32;
-
-const MAGIC: &str = "oneside-profile 1";
 
 /// Adds `v` to a counter only its own thread writes: a load and a store,
 /// no read-modify-write.
@@ -47,29 +32,23 @@ struct TargetCounters {
     ops: AtomicU64,
 }
 
-/// The families whose calls name a target rank, each with its row of
+/// How many families name a target rank: the first ones of [`Family`]
+/// (put, get, put_nbi, get_nbi, atomic, signal). Each has a row of
 /// [`TargetCounters`] in a block: a call of these is counted once, in its
 /// family's and target's cell, and the family's and the target's totals
 /// are sums taken at finalize.
-const AIMED: [Family; 6] = [
-    Family::Put,
-    Family::Get,
-    Family::PutNbi,
-    Family::GetNbi,
-    Family::Atomic,
-    Family::Signal,
-];
+const AIMED: usize = 6;
 
 /// `family`'s row in a block's target cells, if it names targets.
 #[inline(always)]
-fn aimed_row(family: Family) -> Option<usize> {
-    AIMED.iter().position(|&f| f == family)
+fn aimed_row(family: usize) -> Option<usize> {
+    (family < AIMED).then_some(family)
 }
 
 /// One thread's counters: written by that thread alone, read at finalize.
 pub(crate) struct Block {
     families: [FamilyCounters; Family::COUNT],
-    /// `AIMED.len()` rows of one cell per target rank.
+    /// `AIMED` rows of one cell per target rank.
     targets: Box<[TargetCounters]>,
     size: usize,
     collective: Box<[AtomicU64]>,
@@ -87,7 +66,7 @@ impl Block {
     fn new(size: usize, trace_capacity: Option<usize>) -> Block {
         Block {
             families: Default::default(),
-            targets: (0..AIMED.len() * size).map(|_| TargetCounters::default()).collect(),
+            targets: (0..AIMED * size).map(|_| TargetCounters::default()).collect(),
             size,
             collective: (0..size).map(|_| AtomicU64::new(0)).collect(),
             ring: trace_capacity.map(super::trace::Ring::new),
@@ -110,7 +89,7 @@ impl Block {
     /// not a rank.
     #[inline(always)]
     pub fn aim(&self, family: Family, target: usize, bytes: u64) -> Option<u64> {
-        let row = aimed_row(family)?;
+        let row = aimed_row(family as usize)?;
         if target >= self.size {
             return None;
         }
@@ -123,7 +102,7 @@ impl Block {
 
     /// `family`'s cell for `target`, if it has one.
     fn cell(&self, family: usize, target: usize) -> Option<&TargetCounters> {
-        let row = aimed_row(Family::ALL[family])?;
+        let row = aimed_row(family)?;
         self.targets.get(row * self.size + target)
     }
 
@@ -228,20 +207,14 @@ impl Counters {
             target_bytes: (0..self.size)
                 .map(|t| {
                     sum(&|b| {
-                        (0..AIMED.len())
+                        (0..AIMED)
                             .map(|r| b.targets[r * self.size + t].bytes.load(Relaxed))
                             .sum()
                     })
                 })
                 .collect(),
             target_ops: (0..self.size)
-                .map(|t| {
-                    sum(&|b| {
-                        (0..AIMED.len())
-                            .map(|r| b.targets[r * self.size + t].ops.load(Relaxed))
-                            .sum()
-                    })
-                })
+                .map(|t| sum(&|b| (0..AIMED).map(|r| b.targets[r * self.size + t].ops.load(Relaxed)).sum()))
                 .collect(),
             collective_bytes: (0..self.size)
                 .map(|t| sum(&|b| b.collective[t].load(Relaxed)))
@@ -267,117 +240,6 @@ impl Counters {
             std::fs::write(dir.join(format!("rank-{}.trace", self.rank)), text)?;
         }
         Ok(())
-    }
-}
-
-/// One family's totals in a rank's profile.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FamilyStats {
-    pub name: String,
-    pub calls: u64,
-    pub bytes: u64,
-    pub nanos: u64,
-    /// [`HISTOGRAM_BUCKETS`] counts, all 0 unless the level was 2.
-    pub histogram: Vec<u64>,
-}
-
-/// One rank's profile, as written at finalize.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RankProfile {
-    pub rank: usize,
-    pub size: usize,
-    pub host: String,
-    /// From start to finalize.
-    pub elapsed_ns: u64,
-    pub families: Vec<FamilyStats>,
-    /// Bytes of the program's puts, gets and atomics per target rank.
-    pub target_bytes: Vec<u64>,
-    /// The program's operations per target rank.
-    pub target_ops: Vec<u64>,
-    /// Bytes collectives put to each rank.
-    pub collective_bytes: Vec<u64>,
-}
-
-impl RankProfile {
-    /// The file's text (the module docs).
-    pub fn to_text(&self) -> String {
-        let mut out = format!(
-            "{MAGIC}\nrank {} size {} elapsed_ns {} host {}\n",
-            self.rank, self.size, self.elapsed_ns, self.host
-        );
-        for f in &self.families {
-            out += &format!("family {} {} {} {}\n", f.name, f.calls, f.bytes, f.nanos);
-            if f.histogram.iter().any(|&c| c > 0) {
-                let counts: Vec<String> = f.histogram.iter().map(u64::to_string).collect();
-                out += &format!("hist {} {}\n", f.name, counts.join(" "));
-            }
-        }
-        for (t, (bytes, ops)) in self.target_bytes.iter().zip(&self.target_ops).enumerate() {
-            if *ops > 0 {
-                out += &format!("target {t} {bytes} {ops}\n");
-            }
-        }
-        for (t, bytes) in self.collective_bytes.iter().enumerate() {
-            if *bytes > 0 {
-                out += &format!("collective {t} {bytes}\n");
-            }
-        }
-        out
-    }
-
-    /// Reads a file written by [`to_text`](RankProfile::to_text).
-    pub fn parse(text: &str) -> Result<RankProfile, String> {
-        let mut lines = text.lines();
-        if lines.next() != Some(MAGIC) {
-            return Err(format!("not a profile file (the first line is not \"{MAGIC}\")"));
-        }
-        let head: Vec<&str> = lines.next().unwrap_or_default().split(' ').collect();
-        let [_, rank, _, size, _, elapsed, _, host] = head[..] else {
-            return Err("the second line is not \"rank R size N elapsed_ns T host H\"".into());
-        };
-        let number = |s: &str| s.parse::<u64>().map_err(|_| format!("\"{s}\" is not a number"));
-        let size = number(size)? as usize;
-        let mut profile = RankProfile {
-            rank: number(rank)? as usize,
-            size,
-            host: host.to_string(),
-            elapsed_ns: number(elapsed)?,
-            families: Vec::new(),
-            target_bytes: vec![0; size],
-            target_ops: vec![0; size],
-            collective_bytes: vec![0; size],
-        };
-        for line in lines {
-            let words: Vec<&str> = line.split(' ').collect();
-            let index = |s: &str| {
-                number(s).map(|i| i as usize).and_then(|i| match i < size {
-                    true => Ok(i),
-                    false => Err(format!("rank {i} in \"{line}\" is not below the size {size}")),
-                })
-            };
-            match words[..] {
-                ["family", name, calls, bytes, nanos] => profile.families.push(FamilyStats {
-                    name: name.to_string(),
-                    calls: number(calls)?,
-                    bytes: number(bytes)?,
-                    nanos: number(nanos)?,
-                    histogram: vec![0; HISTOGRAM_BUCKETS],
-                }),
-                ["hist", name, ref counts @ ..] => {
-                    let family = profile.families.iter_mut().find(|f| f.name == name);
-                    let family = family.ok_or_else(|| format!("a histogram for unknown family {name}"))?;
-                    family.histogram = counts.iter().map(|c| number(c)).collect::<Result<_, _>>()?;
-                }
-                ["target", t, bytes, ops] => {
-                    let t = index(t)?;
-                    profile.target_bytes[t] = number(bytes)?;
-                    profile.target_ops[t] = number(ops)?;
-                }
-                ["collective", t, bytes] => profile.collective_bytes[index(t)?] = number(bytes)?,
-                _ => return Err(format!("unreadable line \"{line}\"")),
-            }
-        }
-        Ok(profile)
     }
 }
 
@@ -416,6 +278,24 @@ mod tests {
     }
 
     #[test]
+    fn the_families_that_name_targets_come_first() {
+        let aimed = [
+            Family::Put,
+            Family::Get,
+            Family::PutNbi,
+            Family::GetNbi,
+            Family::Atomic,
+            Family::Signal,
+        ];
+        for family in aimed {
+            assert_eq!(aimed_row(family as usize), Some(family as usize), "{family:?}");
+        }
+        for family in [Family::Wait, Family::Quiet, Family::Barrier, Family::Alloc] {
+            assert_eq!(aimed_row(family as usize), None, "{family:?}");
+        }
+    }
+
+    #[test]
     fn buckets_are_powers_of_two() {
         assert_eq!(bucket(0), 0);
         assert_eq!(bucket(1), 0);
@@ -423,14 +303,5 @@ mod tests {
         assert_eq!(bucket(1023), 9);
         assert_eq!(bucket(1024), 10);
         assert_eq!(bucket(u64::MAX), HISTOGRAM_BUCKETS - 1);
-    }
-
-    #[test]
-    fn damaged_files_are_errors_not_panics() {
-        assert!(RankProfile::parse("hello").is_err());
-        let head = "oneside-profile 1\nrank 0 size 2 elapsed_ns 5 host h\n";
-        assert!(RankProfile::parse(&format!("{head}target 7 1 1\n")).is_err());
-        assert!(RankProfile::parse(&format!("{head}family put x 1 1\n")).is_err());
-        assert!(RankProfile::parse(&format!("{head}what\n")).is_err());
     }
 }
