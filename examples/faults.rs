@@ -2,7 +2,7 @@
 //! handle failure. `faults MODE [ARGS]`:
 //!
 //! * `exit RANK CODE`     — RANK exits with CODE after init; the others wait in a barrier
-//! * `signal RANK`        — RANK kills itself with SIGKILL after init
+//! * `signal RANK`        — RANK prints `dying pid=P`, then kills itself with SIGKILL after init
 //! * `sleep`              — init, print `ready pid=P job=J`, then sleep forever
 //! * `no-init RANK`       — RANK exits 0 without calling init; the others call it
 //! * `stall-init RANK`    — RANK prints `stalling pid=P job=J bootstrap=ADDR`, never calls init
@@ -99,6 +99,7 @@ fn run(args: &[String]) -> oneside::Result<u8> {
         }
         "signal" => {
             if rank == arg(args, 1) {
+                println!("dying pid={}", std::process::id());
                 // SAFETY: raising a signal at ourselves has no memory-safety preconditions.
                 unsafe { libc::raise(libc::SIGKILL) };
             }

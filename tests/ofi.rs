@@ -2,7 +2,8 @@
 //! `ofi-tests`) on a host with libfabric: the doctor lists the providers,
 //! a forced ofi job says which provider carries every path and atomic, a
 //! provider that does not exist is one clear error per rank, a dead peer
-//! is named within 10 s, and the providers' known faults in atomics (shm,
+//! is named within 10 s, a rank killed over shm leaves no region behind,
+//! and the providers' known faults in atomics (shm,
 //! udp;ofi_rxd) give exact answers or a clear error, never a wrong answer,
 //! and a rank idle in a long wait answers its peers promptly.
 
@@ -76,6 +77,31 @@ fn a_dead_peer_is_named_within_ten_seconds() {
         );
         assert!(!out.stdout.contains("still answers"), "{out:?}");
     }
+}
+
+/// A rank killed over shm leaves no region behind: libfabric's shm names
+/// each process's region `/dev/shm/<pid>:...` (16 MiB) and unlinks it only
+/// when the endpoint closes, so rlaunch removes the regions of ranks that
+/// did not end cleanly. Left there, a later rank given the same pid failed
+/// `fi_enable` with `EBUSY`.
+#[test]
+fn a_rank_killed_over_shm_leaves_no_region_behind() {
+    let out = rlaunch(&refs(&over("shm", "faults", &["signal", "1"])));
+    assert_eq!(out.code, Some(137), "{out:?}");
+    let pid = out
+        .stdout
+        .lines()
+        .find_map(|l| l.split("dying pid=").nth(1))
+        .unwrap_or_else(|| panic!("no pid: {out:?}"))
+        .trim()
+        .to_string();
+    let left: Vec<String> = std::fs::read_dir("/dev/shm")
+        .expect("/dev/shm")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(&format!("{pid}:")))
+        .collect();
+    assert!(left.is_empty(), "rank 1 (pid {pid}) left {left:?}");
 }
 
 /// A rank idle in a long barrier answers gets promptly over tcp;ofi_rxm,

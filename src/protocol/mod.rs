@@ -4,8 +4,8 @@
 //! ([`auth`]), how a host names itself and picks the address peers reach it
 //! at ([`route`]), the open-file limit every process raises
 //! ([`limits`]), and listeners that thousands of peers dial at once
-//! ([`listen`]), and what a blocked rank reports for hang reports
-//! ([`stall`]). `rlaunch` links this module and nothing else of the
+//! ([`listen`]), what a blocked rank reports for hang reports
+//! ([`stall`]), and the files ranks keep in `/dev/shm` ([`shm_files`]). `rlaunch` links this module and nothing else of the
 //! library's data path.
 
 pub mod auth;
@@ -13,5 +13,6 @@ pub mod env;
 pub mod limits;
 pub mod listen;
 pub mod route;
+pub mod shm_files;
 pub mod stall;
 pub mod wire;

@@ -26,7 +26,7 @@ mod table;
 use crate::error::LaunchError;
 use crate::plan::{LaunchPlan, Placement};
 use crossbeam::channel::{self, RecvTimeoutError};
-use oneside::protocol::{auth, env::hex_encode};
+use oneside::protocol::{auth, env::hex_encode, shm_files};
 use report::Ending;
 use spawn::{Agent, JobContext};
 use std::sync::Arc;
@@ -210,11 +210,28 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
     if let Some(watcher) = watcher {
         watcher.finish();
     }
-    report::sweep_shm_files(&job.job_id);
+    remove_left_shm_files(&job.job_id, &procs, &states);
     if let Some(e) = spawn_error {
         return Err(e);
     }
     Ok(abort.map_or(0, |a| a.code))
+}
+
+/// Removes what the job's ranks on this host left in `/dev/shm`: their
+/// heap segments, and the libfabric shm regions of every local rank that
+/// did not finalize and exit 0 (it was killed, or exited early, before shm
+/// unlinked its region). Remote hosts' proxies do the same for theirs.
+fn remove_left_shm_files(job_id: &str, procs: &[RankProcess], states: &[RankState]) {
+    shm_files::remove_job_segments(job_id);
+    for p in procs
+        .iter()
+        .filter(|p| matches!(p.control, Control::Local) && p.pid > 0)
+    {
+        let state = &states[p.rank];
+        if !(state.finalized && state.ending.is_some_and(Ending::success)) {
+            shm_files::remove_ofi_shm_regions(p.pid as u32);
+        }
+    }
 }
 
 /// Each host with ranks, in host order, with its agent and its ranks:

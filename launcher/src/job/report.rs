@@ -1,5 +1,4 @@
-//! How a rank ended, in words and as rlaunch's exit code; and the sweep of
-//! a job's shared-memory files once its ranks are gone.
+//! How a rank ended, in words and as rlaunch's exit code.
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
@@ -56,19 +55,6 @@ fn signal_name(signal: i32) -> &'static str {
         libc::SIGTERM => "SIGTERM",
         _ => "signal",
     }
-}
-
-/// Removes `/dev/shm/oneside-<job>-*` left by ranks killed before they
-/// could unlink their segments. Returns how many files were removed.
-pub fn sweep_shm_files(job_id: &str) -> usize {
-    let prefix = format!("{}{job_id}-", oneside::protocol::env::SHM_PREFIX);
-    let Ok(dir) = std::fs::read_dir("/dev/shm") else {
-        return 0;
-    };
-    dir.flatten()
-        .filter(|entry| entry.file_name().to_string_lossy().starts_with(&prefix))
-        .filter(|entry| std::fs::remove_file(entry.path()).is_ok())
-        .count()
 }
 
 #[cfg(test)]

@@ -12,11 +12,11 @@ mod connect;
 pub mod wire;
 
 use crate::job::children::{ChildEvent, Watcher};
-use crate::job::report;
 use crate::job::report::Ending;
 use crate::job::spawn;
 use crossbeam::channel;
 use oneside::protocol::env as vars;
+use oneside::protocol::shm_files;
 use oneside::protocol::wire::{encode_any, recv_any};
 use std::io::{Read, Write};
 use std::path::Path;
@@ -170,6 +170,11 @@ fn serve(link: Link) -> u8 {
         match events.recv() {
             Ok(ProxyEvent::Exited { rank, pid, ending }) => {
                 live.retain(|&(_, p)| p != pid);
+                if !ending.success() {
+                    // A rank that did not end cleanly may have left its
+                    // libfabric shm region (16 MiB) behind.
+                    shm_files::remove_ofi_shm_regions(pid as u32);
+                }
                 send(&out, &FromProxy::Exited { rank, ending });
             }
             Ok(ProxyEvent::Control(ToProxy::Signal { signal })) => {
@@ -190,7 +195,7 @@ fn serve(link: Link) -> u8 {
     // the eager mapping cutoff, every rank keeps its file until finalize).
     let job_id = spec.ranks.iter().flat_map(|r| &r.env).find(|(k, _)| k == vars::JOB_ID);
     if let Some((_, job_id)) = job_id {
-        report::sweep_shm_files(job_id);
+        shm_files::remove_job_segments(job_id);
     }
     0
 }

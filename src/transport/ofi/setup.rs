@@ -262,20 +262,13 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<
 
 /// Removes `/dev/shm/<pid>:*`, the regions libfabric's shm provider names
 /// after this process's id, before it makes its own. Such a file can only
-/// be stale: a rank of an earlier job, with the same pid (pid_max is 32768
-/// here), was killed before shm unlinked it. shm then failed `fi_enable`
-/// with `EBUSY` ("Device or resource busy") seen when the ofi suite ran
-/// after jobs whose ranks were ended by SIGTERM.
+/// be stale: a process of an earlier job, with the same pid (pid_max is
+/// 32768 here), was killed before shm unlinked it, and nothing removed it
+/// since (rlaunch does for the ranks it starts). shm then failed
+/// `fi_enable` with `EBUSY` ("Device or resource busy"), seen when the ofi
+/// suite ran after jobs whose ranks were ended by SIGTERM.
 fn remove_stale_shm_regions() {
-    let prefix = format!("{}:", std::process::id());
-    let Ok(dir) = std::fs::read_dir("/dev/shm") else {
-        return;
-    };
-    for entry in dir.flatten() {
-        if entry.file_name().to_string_lossy().starts_with(&prefix) {
-            let _ = std::fs::remove_file(entry.path());
-        }
-    }
+    crate::protocol::shm_files::remove_ofi_shm_regions(std::process::id());
 }
 
 /// Asks `fi_getinfo` for an RDM endpoint with RMA and atomics, `extra_caps`
