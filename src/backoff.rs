@@ -26,7 +26,11 @@
 //! * **Nap** after [`YIELD_FOR`], so a rank idle in a long wait (a master
 //!   waiting for workers) does not burn a core forever: sleeps of a
 //!   twentieth of the wait so far, from 50 µs up to [`MAX_NAP`] (10 ms).
+//! * A wait past spinning is counted while it lasts
+//!   ([`some_wait_gives_way`]): the ofi progress thread polls only while
+//!   the rank's core is free, never against a rank that computes.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// Polls a wait that may spin makes before it starts timing its spin.
@@ -63,11 +67,24 @@ const YIELDS_BEFORE_BLOCK: u32 = 8;
 const BLOCK_MIN: Duration = Duration::from_millis(100);
 const BLOCK_MAX: Duration = Duration::from_millis(1000);
 
+/// How many of this process's waits are past spinning (yielding, napping,
+/// sleeping or blocked): while one is, its thread leaves its core to
+/// others. The ofi progress thread polls after an arrival only then (or
+/// with a core of its own), never against a rank that computes.
+static SLOW_WAITS: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether some thread of this process is in a wait past spinning.
+pub(crate) fn some_wait_gives_way() -> bool {
+    SLOW_WAITS.load(Ordering::Relaxed) > 0
+}
+
 /// One wait's back-off state.
 pub(crate) struct Backoff {
     polls: u32,
     spin: bool,
     since: Option<Instant>,
+    /// Counted in [`SLOW_WAITS`].
+    slow: bool,
 }
 
 impl Backoff {
@@ -78,6 +95,16 @@ impl Backoff {
             polls: 0,
             spin,
             since: None,
+            slow: false,
+        }
+    }
+
+    /// Counts this wait in [`SLOW_WAITS`], once.
+    #[inline]
+    fn gives_way(&mut self) {
+        if !self.slow {
+            self.slow = true;
+            SLOW_WAITS.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -112,6 +139,7 @@ impl Backoff {
         }
         self.polls = self.polls.saturating_add(1);
         self.since.get_or_insert_with(Instant::now);
+        self.gives_way();
         crate::watch::idle();
         sleep();
     }
@@ -122,6 +150,7 @@ impl Backoff {
     #[inline]
     pub(crate) fn pause_or_block(&mut self, block: impl FnOnce(Duration)) {
         self.polls = self.polls.saturating_add(1);
+        self.gives_way();
         if self.polls <= YIELDS_BEFORE_BLOCK {
             return std::thread::yield_now();
         }
@@ -139,12 +168,21 @@ impl Backoff {
 
     #[inline(never)]
     fn slow_pause(&mut self) {
+        self.gives_way();
         let waited = self.since.get_or_insert_with(Instant::now).elapsed();
         if waited < YIELD_FOR {
             std::thread::yield_now();
         } else {
             crate::watch::idle();
             std::thread::sleep((waited / 20).clamp(NAP, MAX_NAP));
+        }
+    }
+}
+
+impl Drop for Backoff {
+    fn drop(&mut self) {
+        if self.slow {
+            SLOW_WAITS.fetch_sub(1, Ordering::Relaxed);
         }
     }
 }

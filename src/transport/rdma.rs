@@ -106,8 +106,13 @@ pub fn connect_ofi(
     let link = std::sync::Arc::new(std::sync::Mutex::new(link));
     let progress = match manual {
         true => Some(
-            super::ofi::progress::Progress::start(rank, link.clone(), crate::backoff::may_spin(local_size, 1))
-                .map_err(|source| Error::TcpListen { rank, source })?,
+            super::ofi::progress::Progress::start(
+                rank,
+                link.clone(),
+                crate::backoff::may_spin(local_size, 2),
+                crate::backoff::may_spin(local_size, 1),
+            )
+            .map_err(|source| Error::TcpListen { rank, source })?,
         ),
         false => None,
     };

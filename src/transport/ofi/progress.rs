@@ -25,7 +25,11 @@
 //! instead of sleeping on it, when it may have a core (`may_spin` for one
 //! thread a rank: the rank itself naps meanwhile). A stream of operations
 //! on an idle rank is then served at polling speed, and a rank that hears
-//! nothing for that long still costs nothing.
+//! nothing for that long still costs nothing. A rank that computes has
+//! stopped polling too, and shares its core with this thread when pinned:
+//! the thread polls after an arrival only while one of the process's
+//! waits has given its core away (`backoff::some_wait_gives_way`), or
+//! when it has a core of its own.
 
 use super::Ofi;
 use std::ffi::c_int;
@@ -78,10 +82,11 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// Starts driving `ofi` (rank `rank`, for the thread's name); `spin`
+    /// Starts driving `ofi` (rank `rank`, for the thread's name); `alone`,
+    /// whether the thread has a core of its own (besides the rank's); `spin`
     /// says whether the thread may poll its wait descriptor for a while
     /// after an arrival (a core for each local rank's one busy thread).
-    pub fn start(rank: usize, ofi: Arc<Mutex<Ofi>>, spin: bool) -> std::io::Result<Progress> {
+    pub fn start(rank: usize, ofi: Arc<Mutex<Ofi>>, alone: bool, spin: bool) -> std::io::Result<Progress> {
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();
         let thread = std::thread::Builder::new()
@@ -92,7 +97,11 @@ impl Progress {
                 // When a peer's operation last woke the thread, if it may spin.
                 let mut arrived: Option<Instant> = None;
                 while !stopping.load(Ordering::Relaxed) {
-                    let spinning = arrived.is_some_and(|at| at.elapsed() < SPIN_AFTER_ARRIVAL);
+                    // Polling without sleeping takes the core from a rank
+                    // that shares it and computes: only while the thread
+                    // has a core, or the rank's waits give theirs away.
+                    let may_poll = spin && (alone || crate::backoff::some_wait_gives_way());
+                    let spinning = may_poll && arrived.is_some_and(|at| at.elapsed() < SPIN_AFTER_ARRIVAL);
                     let next = match ofi.try_lock() {
                         Ok(mut ofi) => ofi.visit(&mut seen, spinning),
                         Err(_) => Next::Sleep,
@@ -103,7 +112,7 @@ impl Progress {
                             refusals = 0;
                             wait_readable(fd)
                         }
-                        Next::Arrived if spin => true,
+                        Next::Arrived if may_poll => true,
                         Next::Poll => {
                             std::thread::yield_now();
                             false
@@ -119,7 +128,7 @@ impl Progress {
                             false
                         }
                     };
-                    if readable && spin {
+                    if readable && may_poll {
                         arrived = Some(Instant::now());
                     }
                 }
