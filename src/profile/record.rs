@@ -3,6 +3,7 @@
 
 use super::file::{FamilyStats, RankProfile, HISTOGRAM_BUCKETS};
 use super::Family;
+use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
@@ -18,8 +19,9 @@ fn bump(counter: &AtomicU64, v: u64) {
 /// One family's counters in one thread's block.
 #[derive(Default)]
 struct FamilyCounters {
+    /// Calls of a family that names no target (the others count in their
+    /// target cells), and calls whose target was not a rank.
     calls: AtomicU64,
-    bytes: AtomicU64,
     timed_calls: AtomicU64,
     timed_nanos: AtomicU64,
     histogram: [AtomicU64; HISTOGRAM_BUCKETS],
@@ -89,21 +91,22 @@ impl Block {
     /// not a rank.
     #[inline(always)]
     pub fn aim(&self, family: Family, target: usize, bytes: u64) -> Option<u64> {
-        let row = aimed_row(family as usize)?;
-        if target >= self.size {
-            return None;
-        }
-        let cell = self.targets.get(row * self.size + target)?;
+        let cell = self.cell(family as usize, target)?;
         let before = cell.ops.load(Relaxed);
         cell.ops.store(before.wrapping_add(1), Relaxed);
         bump(&cell.bytes, bytes);
         Some(before)
     }
 
-    /// `family`'s cell for `target`, if it has one.
+    /// `family`'s cell for `target`, if the family names targets and
+    /// `target` is a rank.
+    #[inline(always)]
     fn cell(&self, family: usize, target: usize) -> Option<&TargetCounters> {
         let row = aimed_row(family)?;
-        self.targets.get(row * self.size + target)
+        match target < self.size {
+            true => self.targets.get(row * self.size + target),
+            false => None,
+        }
     }
 
     /// Adds one timed call; `detail` (level 2) also fills its histogram.
@@ -176,18 +179,32 @@ impl Counters {
     pub fn snapshot(&self) -> RankProfile {
         let blocks = crate::sync::lock(&self.blocks).clone();
         let sum = |read: &dyn Fn(&Block) -> u64| blocks.iter().map(|b| read(b)).sum::<u64>();
+        // One counter of the cells of `families` x `targets`, summed over
+        // every block (families that name no target have no cells).
+        let cells = |families: Range<usize>, targets: Range<usize>, read: fn(&TargetCounters) -> &AtomicU64| {
+            let mut total = 0u64;
+            for b in &blocks {
+                for f in families.clone() {
+                    total += targets
+                        .clone()
+                        .filter_map(|t| b.cell(f, t))
+                        .map(|c| read(c).load(Relaxed))
+                        .sum::<u64>();
+                }
+            }
+            total
+        };
+        let ops: fn(&TargetCounters) -> &AtomicU64 = |c| &c.ops;
+        let bytes: fn(&TargetCounters) -> &AtomicU64 = |c| &c.bytes;
         let families = (0..Family::COUNT)
             .map(|i| {
-                let cells = |b: &Block, read: &dyn Fn(&TargetCounters) -> u64| {
-                    (0..self.size).filter_map(|t| b.cell(i, t)).map(read).sum::<u64>()
-                };
-                let calls = sum(&|b| b.families[i].calls.load(Relaxed) + cells(b, &|c| c.ops.load(Relaxed)));
+                let calls = sum(&|b| b.families[i].calls.load(Relaxed)) + cells(i..i + 1, 0..self.size, ops);
                 let timed_calls = sum(&|b| b.families[i].timed_calls.load(Relaxed));
                 let timed_nanos = sum(&|b| b.families[i].timed_nanos.load(Relaxed));
                 FamilyStats {
                     name: Family::NAMES[i].to_string(),
                     calls,
-                    bytes: sum(&|b| b.families[i].bytes.load(Relaxed) + cells(b, &|c| c.bytes.load(Relaxed))),
+                    bytes: cells(i..i + 1, 0..self.size, bytes),
                     nanos: match timed_calls {
                         0 => 0,
                         n => (timed_nanos as u128 * calls as u128 / n as u128) as u64,
@@ -204,18 +221,8 @@ impl Counters {
             host: self.host.clone(),
             elapsed_ns: u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX),
             families,
-            target_bytes: (0..self.size)
-                .map(|t| {
-                    sum(&|b| {
-                        (0..AIMED)
-                            .map(|r| b.targets[r * self.size + t].bytes.load(Relaxed))
-                            .sum()
-                    })
-                })
-                .collect(),
-            target_ops: (0..self.size)
-                .map(|t| sum(&|b| (0..AIMED).map(|r| b.targets[r * self.size + t].ops.load(Relaxed)).sum()))
-                .collect(),
+            target_bytes: (0..self.size).map(|t| cells(0..AIMED, t..t + 1, bytes)).collect(),
+            target_ops: (0..self.size).map(|t| cells(0..AIMED, t..t + 1, ops)).collect(),
             collective_bytes: (0..self.size)
                 .map(|t| sum(&|b| b.collective[t].load(Relaxed)))
                 .collect(),

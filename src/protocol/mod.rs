@@ -5,8 +5,9 @@
 //! at ([`route`]), the open-file limit every process raises
 //! ([`limits`]), and listeners that thousands of peers dial at once
 //! ([`listen`]), what a blocked rank reports for hang reports
-//! ([`stall`]), and the files ranks keep in `/dev/shm` ([`shm_files`]). `rlaunch` links this module and nothing else of the
-//! library's data path.
+//! ([`stall`]), and the files ranks keep in `/dev/shm` ([`shm_files`]).
+//! `rlaunch` links this module and nothing else of the library's data
+//! path.
 
 pub mod auth;
 pub mod env;
