@@ -289,7 +289,8 @@ impl World {
         launcher: Option<LauncherLink>,
     ) -> World {
         crate::profile::start(rank, size, &host);
-        crate::watch::start(rank, launcher.as_ref().and_then(LauncherLink::reporter));
+        let own_core = crate::backoff::may_spin(local_size, 1);
+        crate::watch::start(rank, launcher.as_ref().and_then(LauncherLink::reporter), own_core);
         let layout = Layout::new(size);
         let mut allocator = Allocator::new(own.alloc_len());
         let area = allocator.alloc(layout.area_bytes());
