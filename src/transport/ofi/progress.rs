@@ -166,7 +166,7 @@ impl Ofi {
     /// `spinning`, whether a peer's operation arrived lately.
     fn visit(&mut self, seen: &mut u64, spinning: bool) -> Next {
         self.read_cq();
-        let rank_idle = self.own_polls - *seen < RANK_POLLING;
+        let rank_idle = self.own_polls.wrapping_sub(*seen) < RANK_POLLING;
         *seen = self.own_polls;
         let arrived = self.wait_fd.is_none() && rank_idle && self.peers_arrived();
         match self.wait_fd {
