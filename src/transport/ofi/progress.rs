@@ -3,9 +3,10 @@
 //! oneside, or naps in a long wait, its peers' operations on it still need
 //! someone to drive the provider.
 //!
-//! While the rank itself polls (its waits read the CQ), the thread only
+//! While the rank itself polls (its waits read the CQ at least
+//! [`RANK_POLLING`] times between two looks of the thread), the thread only
 //! reads the CQ every [`PERIOD`] under the transport's lock. Once the rank
-//! has not polled for a whole period, the thread sleeps on the CQ's wait
+//! has stopped polling, the thread sleeps on the CQ's wait
 //! file descriptor instead (`FI_WAIT_FD`): `fi_trywait` under the lock,
 //! then `poll(2)` without it, as libfabric's wait objects are meant to be
 //! used. The provider wakes it when a peer's operation arrives, so a rank
