@@ -18,7 +18,8 @@
 # right after the target entered its barrier, before a long wait naps.)
 #
 # Needs libfabric-dev (the floor is compiled against it). Medians over
-# ROUNDS (default 5) rounds; only the ratios mean anything here.
+# ROUNDS (default 5) rounds; only the ratios mean anything here. BOUND
+# (default 120) bounds each run in seconds.
 #
 #   bench/compare_ofi.sh                               (floor only)
 #   SOS=/tmp/sos/install PROVIDERS='tcp;ofi_rxm' bench/compare_ofi.sh
@@ -27,6 +28,7 @@ cd "$(dirname "$0")/.."
 OUT=target/compare-ofi
 rm -rf "$OUT" && mkdir -p "$OUT"
 ROUNDS=${ROUNDS:-5}
+BOUND=${BOUND:-120}
 read -r -a providers <<< "${PROVIDERS:-tcp;ofi_rxm shm}"
 suites=${SUITES:-../shared/suites}
 
@@ -53,17 +55,17 @@ for provider in "${providers[@]}"; do
   tag=${provider//;/_}
   for round in $(seq "$ROUNDS"); do
     echo "-- $provider, round $round"
-    timeout 120 "$OUT/ofi_floor" "$provider" 2000 < /dev/null | figures >> "$OUT/floor-$tag.txt" \
+    timeout "$BOUND" "$OUT/ofi_floor" "$provider" 2000 < /dev/null | figures >> "$OUT/floor-$tag.txt" \
       || note "raw floor, $provider, round $round"
-    ONESIDE_TRANSPORT=ofi ONESIDE_OFI_PROVIDER=$provider timeout 120 target/release/oshrun -np 2 \
+    ONESIDE_TRANSPORT=ofi ONESIDE_OFI_PROVIDER=$provider timeout "$BOUND" target/release/oshrun -np 2 \
       "$OUT/capi_lat" | figures >> "$OUT/c-$tag.txt" || note "oneside capi_lat, $provider, round $round"
-    ONESIDE_TRANSPORT=ofi ONESIDE_OFI_PROVIDER=$provider timeout 120 target/release/oshrun -np 2 \
+    ONESIDE_TRANSPORT=ofi ONESIDE_OFI_PROVIDER=$provider timeout "$BOUND" target/release/oshrun -np 2 \
       "$OUT/bw_put" -s 65536 -e 65536 | bw_line >> "$OUT/c-$tag.txt" \
       || note "oneside shmem_bw_put_perf, $provider, round $round"
     if [ -n "${SOS:-}" ]; then
-      SHMEM_OFI_PROVIDER=$provider timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 \
+      SHMEM_OFI_PROVIDER=$provider timeout "$BOUND" mpirun --allow-run-as-root --oversubscribe -np 2 \
         "$OUT/capi_lat_sos" | figures >> "$OUT/sos-$tag.txt" || note "SOS capi_lat, $provider, round $round"
-      SHMEM_OFI_PROVIDER=$provider timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 \
+      SHMEM_OFI_PROVIDER=$provider timeout "$BOUND" mpirun --allow-run-as-root --oversubscribe -np 2 \
         "$OUT/bw_put_sos" -s 65536 -e 65536 | bw_line >> "$OUT/sos-$tag.txt" \
         || note "SOS shmem_bw_put_perf, $provider, round $round"
     fi
