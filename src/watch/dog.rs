@@ -171,3 +171,20 @@ fn read(addr: usize, size: u8) -> u64 {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_watchdog_leaves_a_busy_core_to_others() {
+        let policy = std::thread::spawn(|| {
+            run_only_when_idle();
+            // SAFETY: sched_getscheduler of the calling thread.
+            unsafe { libc::sched_getscheduler(0) }
+        })
+        .join()
+        .expect("the thread ran");
+        assert_eq!(policy, libc::SCHED_IDLE);
+    }
+}
