@@ -8,7 +8,7 @@
 # ratios mean anything. Needs what tests/vm/vm.sh needs (root, QEMU).
 #
 # With BASE=DIR (a release directory of another build, holding
-# examples/bench), the same bench of both builds also runs ROUNDS times,
+# examples/bench, and its rlaunch if it has one), the same bench of both builds also runs ROUNDS times,
 # alternating in the same boot, and prints this build / BASE: an A/B of a
 # change to the transport (goal: within 5% on every figure). AB_MAX caps
 # the sizes of those rounds (default 1048576; 65536 fits 5 rounds in a boot).
@@ -38,10 +38,13 @@ echo '--- oneside'
 ONESIDE_HEAP_SIZE=16M target/release/rlaunch -n 2 --transport verbs target/release/examples/bench --max 1048576"
 if [ -n "${BASE:-}" ]; then
   base=$(realpath "$BASE")
+  # The base's ranks speak its own launcher's protocol, when it has one.
+  base_rlaunch=target/release/rlaunch
+  [ -x "$base/rlaunch" ] && base_rlaunch=$base/rlaunch
   script="$script
 for round in \$(seq ${ROUNDS:-5}); do
   echo '--- ab new'; ONESIDE_HEAP_SIZE=16M target/release/rlaunch -n 2 --transport verbs target/release/examples/bench --max ${AB_MAX:-1048576}
-  echo '--- ab base'; ONESIDE_HEAP_SIZE=16M target/release/rlaunch -n 2 --transport verbs $base/examples/bench --max ${AB_MAX:-1048576}
+  echo '--- ab base'; ONESIDE_HEAP_SIZE=16M $base_rlaunch -n 2 --transport verbs $base/examples/bench --max ${AB_MAX:-1048576}
 done"
 fi
 VM_TIMEOUT=${VM_TIMEOUT:-1800} tests/vm/vm.sh "$script" | tee "$OUT/raw.txt"
