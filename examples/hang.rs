@@ -1,14 +1,16 @@
 //! Programs that hang on purpose, for `rlaunch --hang-timeout`'s tests
 //! and for seeing a hang report. The first argument picks the bug:
 //!
-//! * `wait`: rank 0 waits for a word nobody writes; the others finalize.
+//! * `wait`: rank 0 waits for a word nobody writes; the others finalize
+//!   (a deadlock rlaunch ends at once).
 //! * `cycle`: ranks 0 and 1 each wait for a word only the other would
 //!   write after its own wait (a two-rank wait cycle); the rest finalize.
+//!   At 2 ranks nobody is in finalize, and only `--hang-timeout` ends it.
 //! * `die`: the last rank sleeps a second and a half, then kills itself
 //!   with SIGKILL while the others wait for it in a barrier.
 //!
 //! ```text
-//! rlaunch -n 4 --hang-timeout 3 target/release/examples/hang wait
+//! rlaunch -n 2 --hang-timeout 3 target/release/examples/hang cycle
 //! ```
 
 use oneside::prelude::*;
@@ -37,6 +39,7 @@ fn run(bug: &str) -> oneside::Result<()> {
             world.wait_until(&flag, 0, |v| v == 1)?;
         }
         "cycle" if rank < 2 => {
+            println!("hang: rank {rank} waits");
             world.signal_wait_until(&flag, 0, Cmp::Eq(1))?;
             world.put_value(&flag, 1 - rank, 0, 1u64)?;
         }

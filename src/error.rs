@@ -11,7 +11,10 @@ use std::time::Duration;
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong in `oneside`.
-#[derive(Debug, thiserror::Error)]
+///
+/// Its `Debug` is its sentence (with the errors that caused it), so that
+/// `fn main() -> oneside::Result<()>` prints what went wrong in words.
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The launcher set an environment variable we cannot use.
@@ -243,6 +246,12 @@ pub enum Error {
     #[error("rank {rank}: {op} was called while another thread of this rank is in a collective; a rank runs one collective at a time, on one thread (OpenSHMEM's rule): call collectives from one thread, or serialize them")]
     ConcurrentCollective { rank: usize, op: &'static str },
 
+    /// The launcher ended the job while this rank waited in finalize: a
+    /// peer waits for this rank in a call (a collective, or a word only a
+    /// running rank could write) that this rank will never make.
+    #[error("rank {rank}: finalize gave up, the job is ending: {reason}")]
+    FinalizeAbandoned { rank: usize, reason: String },
+
     /// Reporting to the launcher at finalize failed.
     #[error("rank {rank}: finalize could not notify the launcher")]
     Finalize {
@@ -250,6 +259,20 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+}
+
+impl std::fmt::Debug for Error {
+    /// The sentence, then each cause on a line of its own: what
+    /// `fn main() -> oneside::Result<()>` prints when an error leaves main.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{self}")?;
+        let mut cause = std::error::Error::source(self);
+        while let Some(e) = cause {
+            write!(f, "\n  caused by: {e}")?;
+            cause = e.source();
+        }
+        Ok(())
+    }
 }
 
 fn describe_missing(missing: &[usize]) -> String {

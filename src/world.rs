@@ -463,7 +463,16 @@ impl World {
     #[track_caller]
     pub fn finalize(mut self) -> Result<()> {
         let _call = crate::watch::call("finalize");
-        self.finalize_once()
+        let at = format!("at {}", std::panic::Location::caller());
+        self.finalize_once(&at)
+    }
+
+    /// [`finalize`](Self::finalize) for a language binding, which says
+    /// how its program came to finalize (`at`, for rlaunch's reports, read
+    /// after "in finalize": "from shmem_finalize", "at exit ...").
+    #[doc(hidden)]
+    pub fn finalize_from(mut self, at: &str) -> Result<()> {
+        self.finalize_once(at)
     }
 
     /// Ends the whole job with `status` (OpenSHMEM's `shmem_global_exit`):
@@ -477,20 +486,25 @@ impl World {
         std::process::exit(status)
     }
 
-    fn finalize_once(&mut self) -> Result<()> {
+    fn finalize_once(&mut self, at: &str) -> Result<()> {
         if std::mem::replace(&mut self.finalized, true) {
             return Ok(());
         }
         if let Err(e) = crate::profile::finish() {
             eprintln!("oneside: rank {} could not write its profile: {e}", self.rank);
         }
-        self.barrier()?;
-        // The barrier's last signals complete before the farewell, a
-        // barrier of its own: once every rank is past it, no operation is
-        // in flight anywhere and endpoints may close.
+        // No barrier of the program's here: a rank that left early (an
+        // early return from main, a `?`) would pair it with the barrier
+        // its peers wait in, and let them past a collective this rank
+        // never called. The farewell is the barrier instead, and it is the
+        // launcher's (or the PMI server's), outside the program's
+        // collectives: each rank completes its own operations first, so
+        // once every rank has said farewell nothing is in flight anywhere
+        // and endpoints may close. A peer left waiting for this rank in a
+        // collective is a deadlock the launcher sees and ends.
         crate::rma::Rma::quiet(&*self)?;
         match &mut self.launcher {
-            Some(link) => link.send_finalized(),
+            Some(link) => link.send_finalized(at),
             None => Ok(()),
         }
     }
@@ -562,8 +576,11 @@ impl Drop for World {
             return;
         }
         let _call = crate::watch::call_unplaced("finalize");
-        if let Err(e) = self.finalize_once() {
-            eprintln!("oneside: {e}");
+        match self.finalize_once("when its World was dropped (main returned, or `?` or an early return left it)") {
+            // The launcher says why; the process goes on to its own exit
+            // and exit status.
+            Err(Error::FinalizeAbandoned { .. }) | Ok(()) => {}
+            Err(e) => eprintln!("oneside: {e}"),
         }
     }
 }

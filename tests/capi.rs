@@ -7,106 +7,12 @@
 //! `shmem_global_exit(1)`.
 
 mod common;
+use common::capi::*;
 use common::*;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
-
-/// `cargo build -p oneside-shmem` into this test's target directory and
-/// profile, once per test binary (the crate is not a dependency of rlaunch,
-/// so Cargo has not built it for us).
-fn build_capi() {
-    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
-    let built = BUILT.get_or_init(|| {
-        let dir = target_dir();
-        let profile = dir.file_name().unwrap().to_string_lossy().into_owned();
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut command = Command::new(cargo);
-        command
-            .args(["build", "-p", "oneside-shmem", "--manifest-path"])
-            .arg(repo_file("Cargo.toml"))
-            .arg("--target-dir")
-            .arg(dir.parent().unwrap());
-        if profile != "debug" {
-            command.args(["--profile", &profile]);
-        }
-        let out = command
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("cargo: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "cargo build -p oneside-shmem failed:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            ));
-        }
-        Ok(())
-    });
-    if let Err(e) = built {
-        panic!("{e}");
-    }
-}
-
-fn tool(name: &str) -> PathBuf {
-    target_dir().join(name)
-}
-
-/// A fresh scratch directory for this test binary's executables.
-fn scratch() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("oneside-capi-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// Compiles `tests/c/NAME.c` with oshcc; returns the executable.
-fn compile(name: &str) -> PathBuf {
-    build_capi();
-    let exe = scratch().join(name);
-    let out = Command::new(tool("oshcc"))
-        .args(["-std=c11", "-Wall", "-Werror", "-g", "-o"])
-        .arg(&exe)
-        .arg(repo_file(&format!("tests/c/{name}.c")))
-        .output()
-        .expect("oshcc starts");
-    assert!(
-        out.status.success(),
-        "oshcc {name}.c failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
-}
-
-/// The transports to run over: shm and tcp (or what ONESIDE_TEST_TRANSPORTS says).
-fn transports_for_c() -> Vec<&'static str> {
-    transports()
-        .into_iter()
-        .map(|(t, _)| if t == "auto" { "shm" } else { t })
-        .collect()
-}
-
-/// Runs `oshrun -np N EXE ARGS` with `ONESIDE_TRANSPORT=transport`.
-fn oshrun(n: usize, transport: &str, exe: &Path, args: &[&str]) -> Outcome {
-    oshrun_with(n, transport, &[], exe, args)
-}
-
-/// [`oshrun`] with launcher `options` before the program.
-fn oshrun_with(n: usize, transport: &str, options: &[&str], exe: &Path, args: &[&str]) -> Outcome {
-    let child = Command::new(tool("oshrun"))
-        .args(["-np", &n.to_string(), "--timeout", "90"])
-        .args(options)
-        .arg(exe)
-        .args(args)
-        .env("ONESIDE_TRANSPORT", transport)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("oshrun starts");
-    finish(child)
-}
 
 /// Compiles NAME.c and expects `NAME ok` alone at 2 and 4 PEs on every transport.
 fn runs_clean(name: &str) {
@@ -456,16 +362,24 @@ fn the_runtimes_profile_of_a_c_program_is_exact() {
 fn hang_reports_name_the_c_call_and_its_source_line() {
     let exe = compile("hang");
     for transport in transports_for_c() {
-        let out = oshrun_with(3, transport, &["--hang-timeout", "2"], &exe, &["wait"]);
-        assert_eq!(out.code, Some(124), "{transport}: {out:?}");
+        // PEs 1-2 finalize while PE 0 waits: a deadlock, ended at once.
+        let out = oshrun_with(3, transport, &["--hang-timeout", "20"], &exe, &["wait"]);
+        assert_eq!(out.code, Some(1), "{transport}: {out:?}");
+        assert!(
+            out.stderr.contains("rlaunch: deadlock: ranks 1-2 in finalize"),
+            "{out:?}"
+        );
         let waiting = report_line(&out, 0);
         assert!(waiting.contains("shmem_long_wait_until at "), "{waiting}");
         assert!(waiting.contains("hang.c:20"), "{waiting}");
         assert!(waiting.contains("(now 0) to become == 1"), "{waiting}");
         assert!(waiting.contains("(ranks 1-2 in finalize)"), "{waiting}");
-        assert!(report_line(&out, 1).contains("shmem_finalize at "), "{out:?}");
+        assert!(
+            report_line(&out, 1).contains("in finalize from shmem_finalize"),
+            "{out:?}"
+        );
 
-        let out = oshrun_with(3, transport, &["--hang-timeout", "2"], &exe, &["cycle"]);
+        let out = oshrun_with(2, transport, &["--hang-timeout", "2"], &exe, &["cycle"]);
         assert_eq!(out.code, Some(124), "{transport}: {out:?}");
         assert!(out.stderr.contains("cycle: rank 0 -> rank 1 -> rank 0"), "{out:?}");
 

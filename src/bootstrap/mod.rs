@@ -28,9 +28,6 @@ use table::TableBytes;
 /// register, so the launcher's verdict (which ranks are missing) comes first.
 const LAUNCHER_VERDICT_GRACE: Duration = Duration::from_secs(2);
 
-/// How long finalize waits for the launcher to acknowledge.
-const FAREWELL_TIMEOUT: Duration = Duration::from_secs(30);
-
 /// The open connection to whoever launched the job, kept for the life of
 /// the world: rlaunch, or Slurm's PMI-2 server (taken by `finalize` or
 /// `abort`, hence the `Option`).
@@ -49,15 +46,24 @@ pub struct LauncherLink {
 /// The watchdog's way to the launcher: a copy of the launcher link, which
 /// the farewell takes away before it sends, so the two never interleave
 /// and nothing follows `Finalized`.
+#[derive(Clone)]
 pub(crate) struct Reporter(Arc<Mutex<Option<TcpStream>>>);
 
 impl Reporter {
     /// Sends `msg`; false once the link is gone or finalize has begun.
     pub fn send(&self, msg: &Msg) -> bool {
+        self.send_if(|| Some(msg.clone()))
+    }
+
+    /// Sends what `decide` returns, deciding under the link's lock, so no
+    /// other report can come between the decision and the message; true
+    /// if `decide` sent nothing or the message went out.
+    pub fn send_if(&self, decide: impl FnOnce() -> Option<Msg>) -> bool {
         let mut stream = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        match stream.as_mut() {
-            Some(s) => send_blocking(s, msg).is_ok(),
-            None => false,
+        match (stream.as_mut(), decide()) {
+            (Some(s), Some(msg)) => send_blocking(s, &msg).is_ok(),
+            (Some(_), None) => true,
+            (None, _) => false,
         }
     }
 }
@@ -97,12 +103,16 @@ impl LauncherLink {
     /// crash, and until every rank has done the same (a PMI-2 fence under
     /// Slurm), so no rank closes its endpoints while a peer's operations
     /// on it still wait for their completions.
-    pub fn send_finalized(&mut self) -> Result<()> {
+    /// `at` says where finalize was called, for rlaunch's reports.
+    pub fn send_finalized(&mut self, at: &str) -> Result<()> {
         if let Some(mut pmi) = self.pmi.take() {
             pmi.fence()?;
             return pmi.finalize();
         }
-        self.farewell(Msg::Finalized { rank: self.rank as u32 })
+        self.farewell(Msg::Finalized {
+            rank: self.rank as u32,
+            at: at.to_string(),
+        })
     }
 
     /// Asks the launcher to end the whole job with `status`, and waits
@@ -128,9 +138,16 @@ impl LauncherLink {
         // The watchdog's copy goes first: nothing may follow the farewell.
         self.reports.lock().unwrap_or_else(|e| e.into_inner()).take();
         send_blocking(stream, &msg).map_err(fail)?;
-        stream.set_read_timeout(Some(FAREWELL_TIMEOUT)).map_err(fail)?;
+        // No time limit: the launcher answers once every rank has said
+        // farewell, which may be long after this rank (a rank may leave
+        // main early while the others compute), or ends the job when a
+        // peer waits for this rank in a call it will never make; it is
+        // the one that can tell the two apart. A launcher that dies
+        // closes the link.
+        stream.set_read_timeout(None).map_err(fail)?;
         match recv_blocking(stream, MAX_FRAME).map_err(fail)? {
             Msg::Goodbye => Ok(()),
+            Msg::Abort { reason } => Err(Error::FinalizeAbandoned { rank, reason }),
             other => Err(fail(io::Error::new(
                 io::ErrorKind::InvalidData,
                 format!("expected Goodbye, got {}", other.kind()),

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
 
 /// Bumped whenever [`Msg`] changes shape.
-pub const PROTOCOL_VERSION: u16 = 3;
+pub const PROTOCOL_VERSION: u16 = 4;
 
 /// Largest frame accepted from a peer that has not yet authenticated.
 pub const MAX_UNAUTHENTICATED_FRAME: usize = 256;
@@ -72,8 +72,10 @@ pub enum Msg {
     NeedCards,
     /// Rank → a peer's progress engine, first message on a TCP link.
     Hello { rank: u32 },
-    /// Rank → launcher: this rank finished `finalize`.
-    Finalized { rank: u32 },
+    /// Rank → launcher: this rank is in `finalize`, its operations
+    /// complete, and waits for `Goodbye`; `at` says where finalize was
+    /// called (`file:line`, or how: "at exit ...").
+    Finalized { rank: u32, at: String },
     /// Rank → launcher: this rank called global exit (`shmem_global_exit`):
     /// stop the job and exit with `status`.
     GlobalExit { rank: u32, status: i32 },
@@ -311,7 +313,10 @@ mod tests {
             },
             Msg::NeedCards,
             Msg::Hello { rank: 2 },
-            Msg::Finalized { rank: 1 },
+            Msg::Finalized {
+                rank: 1,
+                at: "prog.rs:3:5".into(),
+            },
             Msg::Goodbye,
             Msg::Abort { reason: "bye".into() },
         ];

@@ -28,6 +28,7 @@ pub(crate) fn start(rank: usize, reporter: Option<Reporter>, own_core: bool) {
         return;
     }
     WATCHING.store(true, Ordering::Relaxed);
+    super::keep_reporter(rank, reporter.clone());
     let spawned = std::thread::Builder::new().name("oneside-watch".into()).spawn(move || {
         if own_core {
             run_only_when_idle();
@@ -68,18 +69,24 @@ fn watch(rank: usize, reporter: Reporter) {
             }
         }
         let msg = match stalled {
-            true if reported.as_ref() != Some(&key) => {
-                reported = Some(key);
-                Some(Msg::Stalled(Stall {
-                    rank: rank as u32,
-                    for_ms: newest.as_millis() as u64,
-                    threads,
-                }))
-            }
+            true if reported.as_ref() != Some(&key) => Some(Msg::Stalled(Stall {
+                rank: rank as u32,
+                for_ms: newest.as_millis() as u64,
+                threads,
+            })),
             false if reported.take().is_some() => Some(Msg::Moving { rank: rank as u32 }),
             _ => None,
         };
-        if msg.is_some_and(|m| !reporter.send(&m)) {
+        let sent = match msg {
+            Some(Msg::Stalled(stall)) => {
+                let sent = reporter.send_if(|| still_blocked(&slots, &key).then_some(Msg::Stalled(stall)));
+                reported = Some(key);
+                sent
+            }
+            Some(msg) => reporter.send(&msg),
+            None => true,
+        };
+        if !sent {
             return;
         }
         // Nothing to watch: sleep until a long wait is published, so a
@@ -89,6 +96,23 @@ fn watch(rank: usize, reporter: Reporter) {
             super::wait_for_news(news);
         }
     }
+}
+
+/// Whether every slot still holds the block `key` describes (each
+/// block's start), marking each as reported: called under the link's
+/// lock just before `Stalled` goes out, so a thread that leaves its wait
+/// after this sends its `Moving` after the `Stalled`, and one that left
+/// before it is not reported stalled.
+fn still_blocked(slots: &[std::sync::Arc<super::Slot>], key: &[(Instant, bool)]) -> bool {
+    slots.len() == key.len()
+        && slots.iter().zip(key).all(|(slot, (since, _))| {
+            let block = slot.block.lock().unwrap_or_else(|e| e.into_inner());
+            let same = block.as_ref().is_some_and(|b| b.since == *since);
+            if same {
+                slot.reported.store(true, Ordering::Release);
+            }
+            same
+        })
 }
 
 /// Puts this thread in Linux's `SCHED_IDLE` class: it runs only on a core

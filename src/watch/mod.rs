@@ -99,6 +99,19 @@ pub(crate) struct Block {
 #[derive(Default)]
 pub(crate) struct Slot {
     pub block: Mutex<Option<Block>>,
+    /// Set by the watchdog when a `Stalled` it sent named this block: the
+    /// thread then says `Moving` itself as it leaves the wait (see
+    /// [`BlockedGuard`]).
+    pub reported: AtomicBool,
+}
+
+/// The watchdog's link to rlaunch, for a thread that leaves a reported
+/// wait, with this rank's number.
+static MOVING: std::sync::OnceLock<(u32, crate::bootstrap::Reporter)> = std::sync::OnceLock::new();
+
+/// Keeps `reporter` for the threads' own `Moving`.
+pub(crate) fn keep_reporter(rank: usize, reporter: crate::bootstrap::Reporter) {
+    let _ = MOVING.set((rank as u32, reporter));
 }
 
 struct Local {
@@ -207,7 +220,10 @@ fn enter(name: &'static str, site: Site) -> Option<CallGuard> {
 }
 
 /// The guard of a wait in progress: forgets the thread's pending block,
-/// and clears its published one.
+/// and clears its published one. A block that rlaunch was told of is
+/// followed by `Moving` from this thread, before the call returns: rlaunch
+/// judges a deadlock from the blocks it knows, so it must hear at once
+/// that one ended (the watchdog may not run for a while on a busy core).
 pub(crate) struct BlockedGuard(());
 
 impl Drop for BlockedGuard {
@@ -218,6 +234,11 @@ impl Drop for BlockedGuard {
                 let _ = SLOT.try_with(|slot| {
                     if let Some(slot) = slot.borrow().as_ref() {
                         *slot.block.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                        if slot.reported.swap(false, Ordering::AcqRel) {
+                            if let Some((rank, reporter)) = MOVING.get() {
+                                reporter.send(&crate::protocol::wire::Msg::Moving { rank: *rank });
+                            }
+                        }
                     }
                 });
             }

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod capi;
+
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};

@@ -100,6 +100,7 @@ fn not_blocked(state: &RankState) -> String {
     match state.ending {
         Some(Ending::Code(0)) if state.finalized => "finalized and exited".into(),
         Some(ending) => ending.describe(),
+        None if state.finalized => format!("in finalize {}, waiting for every rank's farewell", state.finalize_at),
         None if state.stall.is_none() => "running (not blocked in oneside, or for less than a second)".into(),
         None => "running".into(),
     }
@@ -142,7 +143,7 @@ impl<'a> Graph<'a> {
             .filter(|&r| r != rank && could_write(&self.states[r]))
             .collect();
         let finalizing: Vec<usize> = (0..self.states.len())
-            .filter(|&r| blocked(&self.states[r]).is_some_and(Stall::finalizing))
+            .filter(|&r| in_finalize(&self.states[r]))
             .collect();
         let in_finalize = match finalizing.is_empty() {
             true => String::new(),
@@ -232,11 +233,17 @@ fn blocked(state: &RankState) -> Option<&Stall> {
 
 /// Whether the rank could still write a word: running, and not in finalize.
 fn could_write(state: &RankState) -> bool {
-    state.ending.is_none() && !state.finalized && !blocked(state).is_some_and(Stall::finalizing)
+    state.ending.is_none() && !in_finalize(state)
+}
+
+/// Whether the rank is in finalize: it said `Finalized`, or its threads
+/// are blocked in finalize's own waits.
+fn in_finalize(state: &RankState) -> bool {
+    state.ending.is_none() && (state.finalized || blocked(state).is_some_and(Stall::finalizing))
 }
 
 /// `ranks 1-3, 5`.
-fn ranks(list: &[usize]) -> String {
+pub(crate) fn ranks(list: &[usize]) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut i = 0;
     while i < list.len() {

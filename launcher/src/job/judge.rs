@@ -38,8 +38,9 @@ pub fn judge(event: JobEvent, view: &View, states: &mut [RankState], abort: Opti
                 None => None,
             }
         }
-        JobEvent::Finalized { rank } => {
+        JobEvent::Finalized { rank, at } => {
             states[rank].finalized = true;
+            states[rank].finalize_at = at;
             None
         }
         JobEvent::Stalled(stall) => {
@@ -103,11 +104,20 @@ pub fn judge(event: JobEvent, view: &View, states: &mut [RankState], abort: Opti
             let state = &states[rank];
             if !ending.success() {
                 eprintln!("rlaunch: {} {}", view.describe(rank), ending.describe());
-                if states.iter().any(|s| s.ending.is_none() && s.stall.is_some()) {
+                // A rank that gave up its finalize comes after the
+                // deadlock's report, which said where everyone was.
+                if !state.gave_up && states.iter().any(|s| s.ending.is_none() && s.stall.is_some()) {
                     let hosts: Vec<&str> = view.procs.iter().map(|p| p.host.as_str()).collect();
                     super::print_report("where the other ranks were", states, &hosts);
                 }
                 return Some(ending.exit_code());
+            }
+            if state.gave_up {
+                eprintln!(
+                    "rlaunch: {} exited with code 0 after leaving finalize early (see the deadlock above); the job failed",
+                    view.describe(rank)
+                );
+                return Some(1);
             }
             if state.registered && !state.finalized {
                 eprintln!(

@@ -12,6 +12,7 @@
 
 pub mod address;
 pub mod children;
+mod deadlock;
 mod hang;
 mod judge;
 mod local;
@@ -51,8 +52,10 @@ pub enum JobEvent {
     Registered {
         rank: usize,
     },
+    /// `at`: where the rank called finalize, or how it got there.
     Finalized {
         rank: usize,
+        at: String,
     },
     /// A rank asked to end the job with `status` (`shmem_global_exit`).
     GlobalExit {
@@ -107,7 +110,13 @@ pub struct RankProcess {
 #[derive(Default, Clone)]
 pub struct RankState {
     pub registered: bool,
+    /// Said `Finalized`: in finalize, waiting for the farewell.
     pub finalized: bool,
+    /// Told to give up its finalize: a peer waits for it in a call it
+    /// will never make ([`deadlock`]). Its exit then ends the job.
+    pub gave_up: bool,
+    /// Where it called finalize, as it said in `Finalized`.
+    pub finalize_at: String,
     pub ending: Option<Ending>,
     /// Where it is blocked, from its latest `Stalled` (hang reports).
     pub stall: Option<hang::Seen>,
@@ -133,6 +142,7 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
     };
     let (events_tx, events) = channel::unbounded();
     let server_events = events_tx.clone();
+    let mailbox = server.mailbox();
     let (size, timeout) = (plan.ranks.len(), plan.bootstrap_timeout);
     let table = table::CardTable::new(size, &job.job_id);
     std::thread::spawn(move || server.serve(table, secret.to_vec(), timeout, server_events));
@@ -201,7 +211,7 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
         }
         abort = Some(start_abort(&procs, &states, 1));
     }
-    supervise(plan, &procs, &mut states, &mut abort, &events);
+    supervise(plan, &procs, &mut states, &mut abort, &events, &mailbox);
 
     // Pipes and proxy streams close once every rank is gone.
     for reader in readers {
@@ -274,15 +284,17 @@ fn supervise(
     states: &mut [RankState],
     abort: &mut Option<Abort>,
     events: &channel::Receiver<JobEvent>,
+    mailbox: &pmi::Mailbox,
 ) {
     let deadline = plan.timeout.map(|t| Instant::now() + t);
     let mut pids: Vec<i32> = procs.iter().map(|p| p.pid).collect();
     let hosts: Vec<&str> = procs.iter().map(|p| p.host.as_str()).collect();
+    let mut finalize_deadlock = FinalizeDeadlock::default();
     while states.iter().any(|s| s.ending.is_none()) {
         let wake = match abort.as_ref() {
             Some(a) if a.killed => Some(a.kill_at + a.grace),
             Some(a) => Some(a.kill_at),
-            None => deadline,
+            None => [deadline, finalize_deadlock.wake()].into_iter().flatten().min(),
         };
         // Hang checks and SIGQUIT are looked at every tick.
         let tick = Instant::now() + HANG_TICK;
@@ -296,6 +308,11 @@ fn supervise(
                 let secs = limit.as_secs_f64();
                 print_report(&format!("hang: every rank has been blocked for {secs}s with no progress (--hang-timeout {secs}); stopping the job"), states, &hosts);
                 *abort = Some(start_abort(procs, states, TIMEOUT_EXIT));
+            }
+        }
+        if abort.is_none() {
+            if let Some(code) = finalize_deadlock.check(states, &hosts, mailbox) {
+                *abort = Some(start_abort(procs, states, code));
             }
         }
         if matches!(event, Err(RecvTimeoutError::Timeout)) && wake.is_none_or(|w| Instant::now() < w) {
@@ -317,6 +334,9 @@ fn supervise(
                     signal_all(procs, states, libc::SIGKILL);
                     a.killed = true;
                 }
+                // Woken for a deadlock's confirmation (handled above), not
+                // by --timeout.
+                None if deadline.is_none_or(|d| Instant::now() < d) => {}
                 None => {
                     let secs = plan.timeout.unwrap_or_default().as_secs_f64();
                     eprintln!("rlaunch: job timed out after {secs}s (--timeout {secs}); stopping all ranks");
@@ -326,6 +346,59 @@ fn supervise(
             },
             Err(RecvTimeoutError::Disconnected) => break,
         }
+    }
+}
+
+/// The supervisor's watch for a deadlock around finalize
+/// ([`deadlock`]): since when one has held, and once acted on, until when
+/// the ranks told to give up may take to exit.
+#[derive(Default)]
+struct FinalizeDeadlock {
+    since: Option<Instant>,
+    giving_up_until: Option<Instant>,
+}
+
+impl FinalizeDeadlock {
+    /// When the supervisor must look again.
+    fn wake(&self) -> Option<Instant> {
+        self.giving_up_until.or(self.since.map(|s| s + deadlock::CONFIRM))
+    }
+
+    /// Looks at the ranks after each event; returns an exit status when
+    /// the job must be stopped now.
+    fn check(&mut self, states: &mut [RankState], hosts: &[&str], mailbox: &pmi::Mailbox) -> Option<u8> {
+        if let Some(until) = self.giving_up_until {
+            // The ranks told to give up end the job by exiting (judge);
+            // one that has not done so in time is stopped with the rest.
+            let waiting = states.iter().any(|s| s.gave_up && s.ending.is_none());
+            return (waiting && Instant::now() >= until).then(|| {
+                eprintln!(
+                    "rlaunch: the ranks told to leave finalize did not exit within {:?}; stopping the job",
+                    deadlock::GIVE_UP_GRACE
+                );
+                1
+            });
+        }
+        let Some(found) = deadlock::find(states) else {
+            self.since = None;
+            return None;
+        };
+        let since = *self.since.get_or_insert_with(Instant::now);
+        if since.elapsed() < deadlock::CONFIRM {
+            return None;
+        }
+        print_report(&format!("deadlock: {}; ending the job", found.why), states, hosts);
+        for &rank in &found.finalizing {
+            states[rank].gave_up = true;
+            mailbox.send(
+                rank,
+                oneside::protocol::wire::Msg::Abort {
+                    reason: found.why.clone(),
+                },
+            );
+        }
+        self.giving_up_until = Some(Instant::now() + deadlock::GIVE_UP_GRACE);
+        None
     }
 }
 

@@ -26,6 +26,25 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 const LISTENER: Token = Token(usize::MAX);
+/// The supervisor has a message for some ranks ([`Mailbox`]).
+const MAIL: Token = Token(usize::MAX - 1);
+
+/// The supervisor's way to a rank's bootstrap link: messages queued here
+/// and the service's poll woken to send them.
+#[derive(Clone)]
+pub struct Mailbox {
+    waker: std::sync::Arc<mio::Waker>,
+    queue: Sender<(usize, Msg)>,
+}
+
+impl Mailbox {
+    /// Sends `msg` to `rank` (dropped if the rank has no link).
+    pub fn send(&self, rank: usize, msg: Msg) {
+        if self.queue.send((rank, msg)).is_ok() {
+            let _ = self.waker.wake();
+        }
+    }
+}
 
 enum State {
     AwaitResponse(Acceptor),
@@ -43,6 +62,8 @@ pub struct BootstrapServer {
     poll: Poll,
     listener: TcpListener,
     addr: SocketAddr,
+    mail: crossbeam::channel::Receiver<(usize, Msg)>,
+    mailbox: Mailbox,
 }
 
 impl BootstrapServer {
@@ -52,11 +73,24 @@ impl BootstrapServer {
         let mut listener = listen::bind_wide(SocketAddr::new(ip, 0))?;
         poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
         let addr = listener.local_addr()?;
-        Ok(BootstrapServer { poll, listener, addr })
+        let waker = std::sync::Arc::new(mio::Waker::new(poll.registry(), MAIL)?);
+        let (queue, mail) = crossbeam::channel::unbounded();
+        Ok(BootstrapServer {
+            poll,
+            listener,
+            addr,
+            mail,
+            mailbox: Mailbox { waker, queue },
+        })
     }
 
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// How the supervisor sends messages to ranks through this service.
+    pub fn mailbox(&self) -> Mailbox {
+        self.mailbox.clone()
     }
 
     /// Serves the job until the process exits, reporting to `events`.
@@ -104,6 +138,18 @@ impl BootstrapServer {
                             }));
                         }
                     });
+                    continue;
+                }
+                if event.token() == MAIL {
+                    for (rank, msg) in self.mail.try_iter() {
+                        if let Some(conn) = rank_conn
+                            .get(rank)
+                            .and_then(|&i| conns.get_mut(i))
+                            .and_then(Option::as_mut)
+                        {
+                            conn.buf.push(&msg);
+                        }
+                    }
                     continue;
                 }
                 let index = event.token().0;
@@ -243,11 +289,11 @@ fn serve_conn(
             }
             (State::Registered(rank), Msg::CardsPublished) => table.published(*rank),
             (State::Registered(rank), Msg::NeedCards) => table.needs_cards(*rank),
-            (State::Registered(rank), Msg::Finalized { rank: said }) if said as usize == *rank => {
+            (State::Registered(rank), Msg::Finalized { rank: said, at }) if said as usize == *rank => {
                 // Report first, then say goodbye (when every rank has
                 // finalized): the rank exits only after the supervisor has
                 // seen this event (one channel keeps the order).
-                let _ = events.send(JobEvent::Finalized { rank: *rank });
+                let _ = events.send(JobEvent::Finalized { rank: *rank, at });
                 served = Served::Finalized(*rank);
             }
             (State::Registered(rank), Msg::Stalled(stall)) if stall.rank as usize == *rank => {

@@ -1,0 +1,204 @@
+//! Deadlocks around finalize: a rank that left early (returned from main,
+//! `?`, `exit`) waits in its farewell, and a peer waits for it in a call it
+//! will never make. Finalize takes part in no collective of the program's,
+//! so nothing but the job's end releases that peer; rlaunch ends it as soon
+//! as the deadlock is sure, instead of letting the job sit.
+//!
+//! Two shapes are certain:
+//! * a running rank's collective step names a rank in finalize (that rank
+//!   will never reach the step);
+//! * every rank not in finalize is blocked in a wait (nobody is left to
+//!   write the word, release the lock or reach the step).
+//!
+//! rlaunch knows blocks only from ranks' `Stalled` (sent once a rank has
+//! been blocked 300 ms), so a block may have ended without rlaunch knowing
+//! yet: a peer's last put may be the very word a waiter wanted. A thread
+//! that leaves a reported wait says `Moving` itself, before its call
+//! returns, and it re-checks its condition at least every 10 ms (a nap) or
+//! is woken by the store; so a deadlock is acted on only once it has held
+//! for [`CONFIRM`] with no such news.
+
+use super::RankState;
+use std::time::Duration;
+
+/// How long a deadlock must hold, with no rank moving, before rlaunch acts.
+pub const CONFIRM: Duration = Duration::from_millis(200);
+
+/// How long ranks told to give up their finalize get to exit by
+/// themselves (with their own exit status) before they are stopped.
+pub const GIVE_UP_GRACE: Duration = Duration::from_secs(1);
+
+/// A certain deadlock: who is in finalize and who waits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deadlock {
+    /// The ranks in finalize (that left the program's calls behind).
+    pub finalizing: Vec<usize>,
+    /// One line that says who waits for whom.
+    pub why: String,
+}
+
+/// The deadlock the ranks' states show, if they show one.
+pub fn find(states: &[RankState]) -> Option<Deadlock> {
+    let live = |r: &usize| states[*r].ending.is_none();
+    let finalizing: Vec<usize> = (0..states.len())
+        .filter(live)
+        .filter(|&r| states[r].finalized && !states[r].gave_up)
+        .collect();
+    let running: Vec<usize> = (0..states.len())
+        .filter(live)
+        .filter(|&r| !states[r].finalized)
+        .collect();
+    if finalizing.is_empty() || running.is_empty() {
+        return None;
+    }
+    let in_finalize = super::hang::ranks(&finalizing);
+    for &r in &running {
+        let Some(seen) = &states[r].stall else { continue };
+        for thread in &seen.stall.threads {
+            if let Some(&gone) = thread.on.iter().find(|&&on| finalizing.contains(&(on as usize))) {
+                return Some(Deadlock {
+                    why: format!(
+                        "rank {r} waits in {}{} for rank {gone}, which is in finalize {} and will never make that call",
+                        thread.call,
+                        place(&thread.at),
+                        states[gone as usize].finalize_at
+                    ),
+                    finalizing,
+                });
+            }
+        }
+    }
+    if running.iter().all(|&r| states[r].stall.is_some()) {
+        let first = &states[running[0]].stall.as_ref()?.stall.threads;
+        let call = first
+            .first()
+            .map_or(String::new(), |t| format!(" in {}{}", t.call, place(&t.at)));
+        return Some(Deadlock {
+            why: format!(
+                "{in_finalize} in finalize (rank {} {}) and will make no further call, and every other rank is \
+                 blocked ({}; rank {}{call}): no rank is left to end those waits",
+                finalizing[0],
+                states[finalizing[0]].finalize_at,
+                super::hang::ranks(&running),
+                running[0]
+            ),
+            finalizing,
+        });
+    }
+    None
+}
+
+fn place(at: &str) -> String {
+    match at {
+        "" => String::new(),
+        at => format!(" at {at}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::hang::Seen;
+    use crate::job::report::Ending;
+    use oneside::protocol::stall::{Stall, ThreadStall};
+
+    fn blocked(rank: u32, call: &str, on: &[u32], anyone: bool) -> RankState {
+        let thread = ThreadStall {
+            call: call.into(),
+            at: "prog.c:12".into(),
+            waits: "something".into(),
+            on: on.to_vec(),
+            anyone,
+            finalizing: false,
+        };
+        RankState {
+            registered: true,
+            stall: Some(Seen::new(Stall {
+                rank,
+                for_ms: 400,
+                threads: vec![thread],
+            })),
+            ..RankState::default()
+        }
+    }
+
+    fn in_finalize() -> RankState {
+        RankState {
+            registered: true,
+            finalized: true,
+            finalize_at: "at exit".into(),
+            ..RankState::default()
+        }
+    }
+
+    fn running() -> RankState {
+        RankState {
+            registered: true,
+            ..RankState::default()
+        }
+    }
+
+    #[test]
+    fn a_collective_step_on_a_rank_in_finalize_is_a_deadlock_even_while_others_compute() {
+        let states = [blocked(0, "shmem_barrier_all", &[1], false), in_finalize(), running()];
+        let found = find(&states).expect("rank 0 waits for rank 1's step");
+        assert_eq!(found.finalizing, vec![1]);
+        assert!(
+            found
+                .why
+                .contains("rank 0 waits in shmem_barrier_all at prog.c:12 for rank 1, which is in finalize at exit"),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn every_running_rank_blocked_beside_a_rank_in_finalize_is_a_deadlock() {
+        let states = [
+            blocked(0, "wait_until", &[], true),
+            in_finalize(),
+            blocked(2, "barrier", &[0], false),
+        ];
+        let found = find(&states).expect("nobody is left to write");
+        assert!(
+            found
+                .why
+                .contains("every other rank is blocked (ranks 0, 2; rank 0 in wait_until at prog.c:12)"),
+            "{found:?}"
+        );
+        assert!(
+            found.why.starts_with("rank 1 in finalize (rank 1 at exit)"),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn an_early_finalize_while_the_others_compute_is_legal() {
+        assert_eq!(find(&[in_finalize(), running(), running()]), None);
+        // One computes, one waits for a word the computing one may write.
+        assert_eq!(
+            find(&[in_finalize(), running(), blocked(2, "wait_until", &[], true)]),
+            None
+        );
+    }
+
+    #[test]
+    fn all_in_finalize_or_gone_is_no_deadlock() {
+        let done = RankState {
+            finalized: true,
+            ending: Some(Ending::Code(0)),
+            ..RankState::default()
+        };
+        assert_eq!(find(&[in_finalize(), in_finalize()]), None);
+        assert_eq!(find(&[done, in_finalize()]), None);
+        assert_eq!(find(&[blocked(0, "barrier", &[1], false), running()]), None);
+    }
+
+    #[test]
+    fn ranks_already_told_to_give_up_are_not_found_again() {
+        let gave_up = RankState {
+            gave_up: true,
+            ..in_finalize()
+        };
+        assert_eq!(find(&[blocked(0, "barrier", &[1], false), gave_up]), None);
+    }
+}
