@@ -11,17 +11,21 @@
 //! Contexts still alive at `shmem_finalize` are destroyed by it (quieted
 //! first), before the world they point into goes away.
 //!
-//! `shmem_barrier_all` also completes the calling thread's private contexts
-//! (`SHMEM_CTX_PRIVATE`, made by this thread): a program that puts on its
-//! own context and then meets the others in a barrier expects its puts to
-//! be there, as they are with other libraries. The specification promises
-//! that only after the context's quiet; a shared context is left alone.
+//! `shmem_barrier_all` also completes every context the PE created, shared
+//! ones included: a program that puts on a context and then meets the
+//! others in a barrier expects its puts to be there, as they are over
+//! shared memory, libfabric, verbs and in Sandia OpenSHMEM. The
+//! specification promises that only after the context's quiet. A context
+//! with nothing pending costs its quiet's look at each link (nothing on
+//! shared memory). `shmem_quiet` and `shmem_sync_all` keep their meaning:
+//! the one quiets the default context, the other nothing.
 
 use crate::state::{ok, world};
 use crate::teams::{team_handle, ShmemTeam};
 use libc::{c_int, c_long};
 use oneside::prelude::*;
 use oneside::AnyEndpoint;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// What a `shmem_ctx_t` points to: the team it was created on, and the
@@ -44,24 +48,24 @@ pub static mut oneside_ctx_default: Ctx = Ctx {
 
 /// Every context created and not yet destroyed, as addresses.
 static LIVE: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+/// `LIVE`'s length, so a barrier in a program without contexts reads one
+/// word instead of taking a lock. Changed under `LIVE`'s lock; read
+/// without it by the thread that calls the barrier, which made (or
+/// synchronized with) every context it must complete.
+static LIVE_COUNT: AtomicUsize = AtomicUsize::new(0);
 
-/// `SHMEM_CTX_PRIVATE`.
-const CTX_PRIVATE: c_long = 1;
-
-thread_local! {
-    /// The private contexts this thread made and has not destroyed.
-    static PRIVATE: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Completes the operations of the calling thread's private contexts
-/// (before `shmem_barrier_all`'s own quiet and barrier).
+/// Completes the operations of every context alive (before
+/// `shmem_barrier_all`'s own quiet and barrier). The list stays locked
+/// while they quiet, so no thread can destroy one meanwhile.
 #[inline]
-pub fn quiet_private(api: &'static str) {
-    PRIVATE.with(|mine| {
-        for &ctx in mine.borrow().iter() {
-            ok(api, endpoint(api, ctx as ShmemCtx).quiet());
-        }
-    });
+pub fn quiet_all(api: &'static str) {
+    if LIVE_COUNT.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let live = live();
+    for &ctx in live.iter() {
+        ok(api, endpoint(api, ctx as ShmemCtx).quiet());
+    }
 }
 
 fn live() -> std::sync::MutexGuard<'static, Vec<usize>> {
@@ -105,7 +109,7 @@ pub fn world_pe(ctx: ShmemCtx, pe: c_int) -> c_int {
 
 /// Makes a context on `team`; 0, or -1 with `SHMEM_CTX_INVALID` written
 /// when the Rust context cannot be made (a TCP peer refused a connection).
-unsafe fn create(api: &'static str, team: ShmemTeam, options: c_long, ctx: *mut ShmemCtx) -> c_int {
+unsafe fn create(api: &'static str, team: ShmemTeam, _options: c_long, ctx: *mut ShmemCtx) -> c_int {
     let made = match world(api).ctx_create() {
         Ok(inner) => Box::into_raw(Box::new(Ctx {
             team,
@@ -121,10 +125,9 @@ unsafe fn create(api: &'static str, team: ShmemTeam, options: c_long, ctx: *mut 
     if made.is_null() {
         return -1;
     }
-    live().push(made as usize);
-    if options & CTX_PRIVATE != 0 {
-        PRIVATE.with(|mine| mine.borrow_mut().push(made as usize));
-    }
+    let mut live = live();
+    live.push(made as usize);
+    LIVE_COUNT.store(live.len(), Ordering::Relaxed);
     0
 }
 
@@ -159,8 +162,8 @@ export! {
                 return;
             };
             live.swap_remove(at);
+            LIVE_COUNT.store(live.len(), Ordering::Relaxed);
         }
-        PRIVATE.with(|mine| mine.borrow_mut().retain(|&c| c != ctx as usize));
         // SAFETY: every other context came from Box::into_raw in `create`, and
         // it was live until just now.
         let ctx = unsafe { Box::from_raw(ctx) };
@@ -173,8 +176,11 @@ export! {
 
 /// Destroys every context still alive (`shmem_finalize`).
 pub fn destroy_all() {
-    PRIVATE.with(|mine| mine.borrow_mut().clear());
-    let all = std::mem::take(&mut *live());
+    let all = {
+        let mut live = live();
+        LIVE_COUNT.store(0, Ordering::Relaxed);
+        std::mem::take(&mut *live)
+    };
     for ctx in all {
         // SAFETY: each address was a live context made in `create`.
         let ctx = unsafe { Box::from_raw(ctx as ShmemCtx) };
