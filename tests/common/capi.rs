@@ -53,10 +53,17 @@ pub fn scratch() -> PathBuf {
     dir
 }
 
-/// Compiles `tests/c/NAME.c` with oshcc; returns the executable.
+/// Compiles `tests/c/NAME.c` with oshcc, once per test binary (tests run
+/// side by side: a second compile would rewrite the executable while the
+/// first test runs it); returns the executable.
 pub fn compile(name: &str) -> PathBuf {
-    build_capi();
+    static COMPILED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut compiled = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
     let exe = scratch().join(name);
+    if compiled.iter().any(|done| done == name) {
+        return exe;
+    }
+    build_capi();
     let out = Command::new(tool("oshcc"))
         .args(["-std=c11", "-Wall", "-Werror", "-g", "-o"])
         .arg(&exe)
@@ -69,6 +76,7 @@ pub fn compile(name: &str) -> PathBuf {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    compiled.push(name.to_string());
     exe
 }
 
