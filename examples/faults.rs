@@ -3,6 +3,7 @@
 //!
 //! * `exit RANK CODE`     — RANK exits with CODE after init; the others wait in a barrier
 //! * `signal RANK`        — RANK prints `dying pid=P`, then kills itself with SIGKILL after init
+//! * `stop RANK`          — RANK stops itself with SIGSTOP after init (a silent rank); the others wait in a barrier
 //! * `sleep`              — init, print `ready pid=P job=J`, then sleep forever
 //! * `no-init RANK`       — RANK exits 0 without calling init; the others call it
 //! * `stall-init RANK`    — RANK prints `stalling pid=P job=J bootstrap=ADDR`, never calls init
@@ -102,6 +103,14 @@ fn run(args: &[String]) -> oneside::Result<u8> {
                 println!("dying pid={}", std::process::id());
                 // SAFETY: raising a signal at ourselves has no memory-safety preconditions.
                 unsafe { libc::raise(libc::SIGKILL) };
+            }
+            world.barrier()?;
+        }
+        "stop" => {
+            if rank == arg(args, 1) {
+                println!("stopping pid={}", std::process::id());
+                // SAFETY: raising a signal at ourselves has no memory-safety preconditions.
+                unsafe { libc::raise(libc::SIGSTOP) };
             }
             world.barrier()?;
         }

@@ -33,6 +33,25 @@ fn a_rank_killed_by_a_signal_gives_128_plus_the_signal() {
 }
 
 #[test]
+fn a_rank_stopped_by_sigstop_while_the_others_wait_ends_the_job_named() {
+    for (transport, _) in transports() {
+        let start = std::time::Instant::now();
+        let out = rlaunch(&["-n", "3", "--transport", transport, &example("faults"), "stop", "2"]);
+        let took = start.elapsed();
+        assert_ne!(out.code, Some(0), "{out:?}");
+        assert!(took < Duration::from_secs(8), "{took:?}: {out:?}");
+        assert!(
+            out.stderr.contains("rlaunch: rank 2 on host ") && out.stderr.contains("is stopped by a signal"),
+            "{out:?}"
+        );
+        let pid: u32 = field(out.stdout.lines().find(|l| l.contains("stopping")).unwrap(), "pid")
+            .parse()
+            .unwrap();
+        assert!(process_gone(pid, Duration::from_secs(5)), "the stopped rank was killed");
+    }
+}
+
+#[test]
 fn ctrl_c_tears_down_every_rank_and_shared_memory_file() {
     // Rank 1 never calls init, so ranks 0 and 2 sit in the bootstrap with
     // their segment files still linked: the worst moment to be interrupted.

@@ -19,7 +19,7 @@
 //! for [`CONFIRM`] with no such news.
 
 use super::RankState;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long a deadlock must hold, with no rank moving, before rlaunch acts.
 pub const CONFIRM: Duration = Duration::from_millis(200);
@@ -86,6 +86,59 @@ pub fn find(states: &[RankState]) -> Option<Deadlock> {
         });
     }
     None
+}
+
+/// The supervisor's watch for a deadlock around finalize
+/// (this module): since when one has held, and once acted on, until when
+/// the ranks told to give up may take to exit.
+#[derive(Default)]
+pub struct Watch {
+    since: Option<Instant>,
+    giving_up_until: Option<Instant>,
+}
+
+impl Watch {
+    /// When the supervisor must look again.
+    pub fn wake(&self) -> Option<Instant> {
+        self.giving_up_until.or(self.since.map(|s| s + CONFIRM))
+    }
+
+    /// Looks at the ranks after each event; returns an exit status when
+    /// the job must be stopped now.
+    pub fn check(&mut self, states: &mut [RankState], hosts: &[&str], mailbox: &super::pmi::Mailbox) -> Option<u8> {
+        if let Some(until) = self.giving_up_until {
+            // The ranks told to give up end the job by exiting (judge);
+            // one that has not done so in time is stopped with the rest.
+            let waiting = states.iter().any(|s| s.gave_up && s.ending.is_none());
+            return (waiting && Instant::now() >= until).then(|| {
+                eprintln!(
+                    "rlaunch: the ranks told to leave finalize did not exit within {:?}; stopping the job",
+                    GIVE_UP_GRACE
+                );
+                1
+            });
+        }
+        let Some(found) = find(states) else {
+            self.since = None;
+            return None;
+        };
+        let since = *self.since.get_or_insert_with(Instant::now);
+        if since.elapsed() < CONFIRM {
+            return None;
+        }
+        super::print_report(&format!("deadlock: {}; ending the job", found.why), states, hosts);
+        for &rank in &found.finalizing {
+            states[rank].gave_up = true;
+            mailbox.send(
+                rank,
+                oneside::protocol::wire::Msg::Abort {
+                    reason: found.why.clone(),
+                },
+            );
+        }
+        self.giving_up_until = Some(Instant::now() + GIVE_UP_GRACE);
+        None
+    }
 }
 
 fn place(at: &str) -> String {

@@ -20,6 +20,7 @@ pub mod output;
 mod pmi;
 pub mod remote;
 pub mod report;
+mod silent;
 pub mod spawn;
 mod srun_step;
 mod table;
@@ -289,7 +290,8 @@ fn supervise(
     let deadline = plan.timeout.map(|t| Instant::now() + t);
     let mut pids: Vec<i32> = procs.iter().map(|p| p.pid).collect();
     let hosts: Vec<&str> = procs.iter().map(|p| p.host.as_str()).collect();
-    let mut finalize_deadlock = FinalizeDeadlock::default();
+    let mut finalize_deadlock = deadlock::Watch::default();
+    let mut silent = silent::Watch::default();
     while states.iter().any(|s| s.ending.is_none()) {
         let wake = match abort.as_ref() {
             Some(a) if a.killed => Some(a.kill_at + a.grace),
@@ -311,7 +313,8 @@ fn supervise(
             }
         }
         if abort.is_none() {
-            if let Some(code) = finalize_deadlock.check(states, &hosts, mailbox) {
+            let code = finalize_deadlock.check(states, &hosts, mailbox);
+            if let Some(code) = code.or_else(|| silent.check(procs, &pids, states, &hosts)) {
                 *abort = Some(start_abort(procs, states, code));
             }
         }
@@ -346,59 +349,6 @@ fn supervise(
             },
             Err(RecvTimeoutError::Disconnected) => break,
         }
-    }
-}
-
-/// The supervisor's watch for a deadlock around finalize
-/// ([`deadlock`]): since when one has held, and once acted on, until when
-/// the ranks told to give up may take to exit.
-#[derive(Default)]
-struct FinalizeDeadlock {
-    since: Option<Instant>,
-    giving_up_until: Option<Instant>,
-}
-
-impl FinalizeDeadlock {
-    /// When the supervisor must look again.
-    fn wake(&self) -> Option<Instant> {
-        self.giving_up_until.or(self.since.map(|s| s + deadlock::CONFIRM))
-    }
-
-    /// Looks at the ranks after each event; returns an exit status when
-    /// the job must be stopped now.
-    fn check(&mut self, states: &mut [RankState], hosts: &[&str], mailbox: &pmi::Mailbox) -> Option<u8> {
-        if let Some(until) = self.giving_up_until {
-            // The ranks told to give up end the job by exiting (judge);
-            // one that has not done so in time is stopped with the rest.
-            let waiting = states.iter().any(|s| s.gave_up && s.ending.is_none());
-            return (waiting && Instant::now() >= until).then(|| {
-                eprintln!(
-                    "rlaunch: the ranks told to leave finalize did not exit within {:?}; stopping the job",
-                    deadlock::GIVE_UP_GRACE
-                );
-                1
-            });
-        }
-        let Some(found) = deadlock::find(states) else {
-            self.since = None;
-            return None;
-        };
-        let since = *self.since.get_or_insert_with(Instant::now);
-        if since.elapsed() < deadlock::CONFIRM {
-            return None;
-        }
-        print_report(&format!("deadlock: {}; ending the job", found.why), states, hosts);
-        for &rank in &found.finalizing {
-            states[rank].gave_up = true;
-            mailbox.send(
-                rank,
-                oneside::protocol::wire::Msg::Abort {
-                    reason: found.why.clone(),
-                },
-            );
-        }
-        self.giving_up_until = Some(Instant::now() + deadlock::GIVE_UP_GRACE);
-        None
     }
 }
 

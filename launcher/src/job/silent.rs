@@ -1,0 +1,99 @@
+//! Silent ranks: a rank stopped by a signal (SIGSTOP, SIGTSTP) sends
+//! nothing and ends nothing, so its peers wait for it forever without
+//! any rank having failed. While some rank is blocked, rlaunch looks at
+//! the state of the other ranks it started on this host
+//! (`/proc/<pid>/stat`); one that has stayed stopped for [`STOPPED_FOR`]
+//! ends the job, named. A rank stopped by a debugger (tracing stop, `t`)
+//! is left alone: someone is looking at it. Ranks on other hosts are their
+//! proxies' to watch, which they do not yet.
+
+use super::{Control, RankProcess, RankState};
+use std::time::{Duration, Instant};
+
+/// How long a rank must stay stopped while others wait before the job ends.
+pub const STOPPED_FOR: Duration = Duration::from_millis(1000);
+
+/// Since when each rank has been seen stopped.
+#[derive(Default)]
+pub struct Watch {
+    since: Vec<Option<Instant>>,
+}
+
+impl Watch {
+    /// Looks at the local ranks' states when some rank waits; returns the
+    /// exit status when a stopped rank must end the job now.
+    pub fn check(&mut self, procs: &[RankProcess], pids: &[i32], states: &[RankState], hosts: &[&str]) -> Option<u8> {
+        if !states.iter().any(|s| s.ending.is_none() && s.stall.is_some()) {
+            self.since.clear();
+            return None;
+        }
+        self.since.resize(states.len(), None);
+        for p in procs {
+            let state = &states[p.rank];
+            let watched = matches!(p.control, Control::Local) && state.ending.is_none() && state.stall.is_none();
+            let stopped = watched && pids[p.rank] > 0 && stopped(pids[p.rank]);
+            let since = &mut self.since[p.rank];
+            if !stopped {
+                *since = None;
+                continue;
+            }
+            if since.get_or_insert_with(Instant::now).elapsed() >= STOPPED_FOR {
+                let title = format!(
+                    "rank {} on host {} (pid {}) is stopped by a signal (SIGSTOP or SIGTSTP) and sends nothing, \
+                     while other ranks wait; ending the job (SIGCONT it to go on, if that was meant)",
+                    p.rank, p.host, pids[p.rank]
+                );
+                super::print_report(&title, states, hosts);
+                // A stopped process acts on SIGTERM only once continued.
+                super::spawn::signal_group(pids[p.rank], libc::SIGKILL);
+                return Some(1);
+            }
+        }
+        None
+    }
+}
+
+/// Whether process `pid` is stopped by a signal (state `T` in
+/// `/proc/<pid>/stat`; a tracing stop, `t`, is not).
+fn stopped(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .as_deref()
+        .and_then(state_of)
+        == Some('T')
+}
+
+/// The state letter of a `/proc/<pid>/stat` line: the field after the
+/// command, which is in parentheses and may hold spaces and parentheses.
+fn state_of(stat: &str) -> Option<char> {
+    stat[stat.rfind(')')? + 1..].trim_start().chars().next()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_state_follows_the_last_parenthesis() {
+        assert_eq!(state_of("123 (a) b) T 1 2 3"), Some('T'));
+        assert_eq!(state_of("7 (sleep) S 1"), Some('S'));
+        assert_eq!(state_of("7 (gdb-target) t 1"), Some('t'));
+        assert_eq!(state_of("garbage"), None);
+    }
+
+    #[test]
+    fn a_stopped_child_reads_as_stopped_and_a_running_one_does_not() {
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = child.id() as i32;
+        assert!(!stopped(pid));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !stopped(pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(stopped(pid));
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
