@@ -157,7 +157,7 @@ impl World {
                     host: String::new(),
                     detail: "no progress engine address for a context's connection".into(),
                 })?;
-                let link = TcpPeer::connect(self.rank, addr, &connect.dial)
+                let link = TcpPeer::connect(self.rank, peer, addr, &connect.dial)
                     .map_err(|source| self.lost(peer, "ctx_create", source))?;
                 let link = Arc::new(Mutex::new(link));
                 if let Some(nudge) = &connect.dial.nudge {

@@ -31,6 +31,9 @@ pub struct ThreadStall {
     /// Whether any other rank could end the wait (a word of its own heap,
     /// which any rank may write).
     pub anyone: bool,
+    /// Whether it waits for an answer the named rank's progress engine
+    /// owes: it comes even while that rank is in finalize, or blocked.
+    pub answer: bool,
     /// Whether the call is finalize (or its barrier).
     pub finalizing: bool,
 }

@@ -264,7 +264,7 @@ pub(crate) fn dial_tcp(
     addr: std::net::SocketAddr,
     dial: &Dial,
 ) -> Result<Arc<Mutex<TcpPeer>>> {
-    let link = TcpPeer::connect(rank, addr, dial).map_err(|source| Error::TcpConnect {
+    let link = TcpPeer::connect(rank, peer, addr, dial).map_err(|source| Error::TcpConnect {
         rank,
         peer,
         addr: addr.to_string(),

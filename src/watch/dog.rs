@@ -168,13 +168,20 @@ fn describe(block: &Block) -> ThreadStall {
             true,
         ),
         Waiting::Condition => ("a condition of the program's".to_string(), Vec::new(), true),
+        Waiting::Answer { rank } => (
+            format!("rank {rank} to answer (data, a value or an acknowledgement its progress engine owes)"),
+            vec![rank as u32],
+            false,
+        ),
     };
+    let answer = matches!(block.waiting, Waiting::Answer { .. });
     ThreadStall {
         call: call.name.to_string(),
         at: call.site.describe(block.trace.as_deref()),
         waits,
         on,
         anyone,
+        answer,
         finalizing: call.name.ends_with("finalize"),
     }
 }

@@ -74,6 +74,10 @@ pub(crate) enum Waiting {
     },
     /// The lock at heap offset `offset` to be handed to this rank.
     Lock { offset: usize },
+    /// Rank `rank`'s answer (a get's data, a fetching atomic's value, a
+    /// quiet's acknowledgement), which its progress engine sends even
+    /// while that rank is in finalize.
+    Answer { rank: usize },
     /// A condition this layer cannot name.
     Condition,
 }

@@ -160,6 +160,11 @@ pub struct Lines {
 }
 
 impl Lines {
+    /// The next line, waiting up to `within`; `None` at EOF or time-out.
+    pub fn next_line(&self, within: Duration) -> Option<String> {
+        self.rx.recv_timeout(within).ok()
+    }
+
     /// Everything printed after the lines already taken, up to EOF.
     pub fn rest(self) -> String {
         self.rx.iter().map(|line| line + "\n").collect()

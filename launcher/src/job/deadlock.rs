@@ -10,6 +10,9 @@
 //! * every rank not in finalize is blocked in a wait (nobody is left to
 //!   write the word, release the lock or reach the step).
 //!
+//! A wait for a peer's answer (a get's data, a quiet's acknowledgement) is
+//! neither: the peer's progress engine answers even from finalize.
+//!
 //! rlaunch knows blocks only from ranks' `Stalled` (sent once a rank has
 //! been blocked 300 ms), so a block may have ended without rlaunch knowing
 //! yet: a peer's last put may be the very word a waiter wanted. A thread
@@ -54,7 +57,9 @@ pub fn find(states: &[RankState]) -> Option<Deadlock> {
     let in_finalize = super::hang::ranks(&finalizing);
     for &r in &running {
         let Some(seen) = &states[r].stall else { continue };
-        for thread in &seen.stall.threads {
+        // An answer comes from the peer's progress engine even while that
+        // peer is in finalize: only a collective's step can never come.
+        for thread in seen.stall.threads.iter().filter(|t| !t.answer) {
             if let Some(&gone) = thread.on.iter().find(|&&on| finalizing.contains(&(on as usize))) {
                 return Some(Deadlock {
                     why: format!(
@@ -68,7 +73,13 @@ pub fn find(states: &[RankState]) -> Option<Deadlock> {
             }
         }
     }
-    if running.iter().all(|&r| states[r].stall.is_some()) {
+    let waits_for_no_answer = |r: &usize| {
+        states[*r]
+            .stall
+            .as_ref()
+            .is_some_and(|seen| seen.stall.threads.iter().all(|t| !t.answer))
+    };
+    if running.iter().all(waits_for_no_answer) {
         let first = &states[running[0]].stall.as_ref()?.stall.threads;
         let call = first
             .first()
@@ -162,6 +173,7 @@ mod tests {
             waits: "something".into(),
             on: on.to_vec(),
             anyone,
+            answer: false,
             finalizing: false,
         };
         RankState {
@@ -244,6 +256,15 @@ mod tests {
         assert_eq!(find(&[in_finalize(), in_finalize()]), None);
         assert_eq!(find(&[done, in_finalize()]), None);
         assert_eq!(find(&[blocked(0, "barrier", &[1], false), running()]), None);
+    }
+
+    #[test]
+    fn a_wait_for_an_answer_is_no_deadlock_the_engine_answers_from_finalize() {
+        let mut answer = blocked(0, "get", &[1], false);
+        if let Some(seen) = answer.stall.as_mut() {
+            seen.stall.threads[0].answer = true;
+        }
+        assert_eq!(find(&[answer, in_finalize()]), None);
     }
 
     #[test]

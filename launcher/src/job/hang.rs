@@ -273,6 +273,7 @@ mod tests {
             waits: "something".into(),
             on: on.to_vec(),
             anyone,
+            answer: false,
             finalizing: call == "finalize",
         };
         let stall = Stall {

@@ -1,6 +1,7 @@
 //! Silent ranks: a rank stopped by a signal (SIGSTOP, SIGTSTP) sends
 //! nothing and ends nothing, so its peers wait for it forever without
-//! any rank having failed. While some rank is blocked, rlaunch looks at
+//! any rank having failed. While some rank is blocked or in finalize
+//! (where it waits for every rank's farewell), rlaunch looks at
 //! the state of the other ranks it started on this host
 //! (`/proc/<pid>/stat`); one that has stayed stopped for [`STOPPED_FOR`]
 //! ends the job, named. A rank stopped by a debugger (tracing stop, `t`)
@@ -11,7 +12,7 @@ use super::{Control, RankProcess, RankState};
 use std::time::{Duration, Instant};
 
 /// How long a rank must stay stopped while others wait before the job ends.
-pub const STOPPED_FOR: Duration = Duration::from_millis(1000);
+pub const STOPPED_FOR: Duration = Duration::from_millis(500);
 
 /// Since when each rank has been seen stopped.
 #[derive(Default)]
@@ -20,17 +21,24 @@ pub struct Watch {
 }
 
 impl Watch {
-    /// Looks at the local ranks' states when some rank waits; returns the
+    /// Looks at the local ranks' states when some rank waits (blocked or in
+    /// finalize); returns the
     /// exit status when a stopped rank must end the job now.
     pub fn check(&mut self, procs: &[RankProcess], pids: &[i32], states: &[RankState], hosts: &[&str]) -> Option<u8> {
-        if !states.iter().any(|s| s.ending.is_none() && s.stall.is_some()) {
+        if !states
+            .iter()
+            .any(|s| s.ending.is_none() && (s.stall.is_some() || s.finalized))
+        {
             self.since.clear();
             return None;
         }
         self.since.resize(states.len(), None);
         for p in procs {
             let state = &states[p.rank];
-            let watched = matches!(p.control, Control::Local) && state.ending.is_none() && state.stall.is_none();
+            let watched = matches!(p.control, Control::Local)
+                && state.ending.is_none()
+                && state.stall.is_none()
+                && !state.finalized;
             let stopped = watched && pids[p.rank] > 0 && stopped(pids[p.rank]);
             let since = &mut self.since[p.rank];
             if !stopped {

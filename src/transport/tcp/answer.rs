@@ -19,8 +19,10 @@ use std::io;
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 
-/// Reads exactly `len` bytes from `stream` into `dst`, driving `driver`
-/// while none are there (blocking in `recv` without one). No Rust
+/// Reads exactly `len` bytes from `stream` (the link to rank `peer`) into
+/// `dst`, driving `driver` while none are there (blocking in `recv`
+/// without one). A wait that lasts is shown to the watchdog as a wait for
+/// `peer`'s answer, so rlaunch can name a peer that went silent. No Rust
 /// reference to the destination is formed: it may be a non-blocking get's
 /// buffer or shared memory.
 ///
@@ -29,6 +31,7 @@ use std::os::fd::AsRawFd;
 /// access those bytes during the call.
 pub(super) unsafe fn read_answer(
     stream: &TcpStream,
+    peer: usize,
     dst: *mut u8,
     len: usize,
     driver: Option<&Driver>,
@@ -39,6 +42,7 @@ pub(super) unsafe fn read_answer(
     };
     let mut backoff = Backoff::new(driver.is_some_and(Driver::spin));
     let mut driving = None;
+    let mut blocked = None;
     let mut done = 0;
     while done < len {
         // SAFETY: `dst + done .. dst + len` is inside our caller's destination.
@@ -50,7 +54,10 @@ pub(super) unsafe fn read_answer(
                 let Some(driver) = driver else {
                     return Err(e);
                 };
+                blocked.get_or_insert_with(|| crate::watch::blocked(crate::watch::Waiting::Answer { rank: peer }));
                 if backoff.napping() {
+                    // Shown to the watchdog before the blocking reads.
+                    crate::watch::idle();
                     driving = None;
                     flags = 0;
                     continue;
@@ -63,5 +70,6 @@ pub(super) unsafe fn read_answer(
         }
     }
     drop(driving);
+    drop(blocked);
     Ok(())
 }

@@ -57,6 +57,8 @@ pub struct Dial {
 /// The origin side of one peer's connection.
 pub struct TcpPeer {
     stream: TcpStream,
+    /// The peer's rank, which a long wait for its answer names.
+    peer: usize,
     driver: Option<Driver>,
     nudge: Option<Nudge>,
     batch: Vec<u8>,
@@ -82,7 +84,8 @@ unsafe impl Send for TcpPeer {}
 
 impl TcpPeer {
     /// Connects to a peer's progress engine and runs the handshake.
-    pub fn connect(rank: usize, addr: SocketAddr, dial: &Dial) -> io::Result<TcpPeer> {
+    /// `rank` is this rank, `peer` the one at `addr`.
+    pub fn connect(rank: usize, peer: usize, addr: SocketAddr, dial: &Dial) -> io::Result<TcpPeer> {
         let mut stream = TcpStream::connect_timeout(&addr, dial.timeout)?;
         stream.set_nodelay(true)?;
         stream.set_read_timeout(Some(dial.timeout))?;
@@ -103,6 +106,7 @@ impl TcpPeer {
         stream.set_read_timeout(None)?;
         Ok(TcpPeer {
             stream,
+            peer,
             driver: dial.driver.clone(),
             nudge: dial.nudge.clone(),
             batch: Vec::with_capacity(BATCH_LIMIT),
@@ -335,7 +339,7 @@ impl TcpPeer {
     fn read_answer(&self, dst: *mut u8, len: usize) -> io::Result<()> {
         // SAFETY: every caller passes a destination valid for `len` bytes
         // of writes: its own buffer, or a non-blocking get's (`get_nbi`).
-        unsafe { read_answer(&self.stream, dst, len, self.driver.as_ref()) }
+        unsafe { read_answer(&self.stream, self.peer, dst, len, self.driver.as_ref()) }
     }
 
     /// Passes a result through; on an error, marks the link broken and

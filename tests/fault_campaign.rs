@@ -1,0 +1,314 @@
+//! The fault campaign: faults injected at random moments into jobs of
+//! `examples/fault_target`, each running one family of operations (put,
+//! get, nbi, atomics, signals, waits, locks, barrier, broadcast, reduce,
+//! alltoall, collect, init, finalize) over each transport, and the job's
+//! end measured against what rlaunch promises. A fault is SIGKILL (a rank
+//! that dies) or SIGSTOP (a rank that goes silent) of one rank, a random
+//! 0-150 ms after it says it is ready (or starting, for init; or about to
+//! finalize, for finalize).
+//!
+//! Every injected fault must end the job within [`BOUND`] of it, with a
+//! non-zero status, the faulty rank named, no rank process left and
+//! nothing of the job's left in `/dev/shm`. The campaign prints a table:
+//! faults injected, ended as promised, missed (with why), and faults that
+//! came after the job had already finished (not counted as injected).
+//!
+//! `ONESIDE_FAULTS` (default 56: each family, both signals, both
+//! transports) sets how many; `ONESIDE_FAULT_SEED` replays a campaign
+//! (each run prints its seed); `ONESIDE_TEST_TRANSPORTS` picks the
+//! transports as for the other suites. CI runs 520.
+
+mod common;
+use common::*;
+
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+/// How long after the fault the job must have ended.
+const BOUND: Duration = Duration::from_secs(5);
+
+const FAMILIES: [&str; 14] = [
+    "put",
+    "get",
+    "nbi",
+    "atomics",
+    "signals",
+    "waits",
+    "locks",
+    "barrier",
+    "broadcast",
+    "reduce",
+    "alltoall",
+    "collect",
+    "init",
+    "finalize",
+];
+
+/// One fault to inject.
+#[derive(Debug, Clone)]
+struct Fault {
+    transport: &'static str,
+    family: &'static str,
+    signal: i32,
+    ranks: usize,
+    victim: usize,
+    delay: Duration,
+}
+
+/// How a fault's job ended.
+#[derive(Debug)]
+enum Verdict {
+    /// Ended as promised.
+    Kept,
+    /// It did not: why.
+    Missed(String),
+    /// The job was over before the fault could land.
+    TooLate,
+}
+
+/// xorshift64*: enough randomness for choosing faults, and replayable.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGKILL => "SIGKILL",
+        _ => "SIGSTOP",
+    }
+}
+
+/// Which line of the victim's says it is time, by family.
+fn trigger(family: &str) -> &'static str {
+    match family {
+        "init" => "starting",
+        "finalize" => "finalizing",
+        _ => "ready",
+    }
+}
+
+fn inject(fault: &Fault) -> Verdict {
+    let ranks = fault.ranks.to_string();
+    let program = example("fault_target");
+    let mut child = spawn_rlaunch(&[
+        "-n",
+        &ranks,
+        "--transport",
+        fault.transport,
+        &program,
+        fault.family,
+        "20",
+    ]);
+    let (seen, lines) = read_until_victim(&mut child, fault);
+    let pid = seen.iter().find_map(|l| pid_of(l, "starting", fault.victim));
+    let (Some(pid), true) = (pid, seen.iter().any(|l| is_trigger(l, fault))) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Verdict::Missed(format!("the victim never said '{}': {seen:?}", trigger(fault.family)));
+    };
+    std::thread::sleep(fault.delay);
+    if child.try_wait().ok().flatten().is_some() {
+        return Verdict::TooLate;
+    }
+    // SAFETY: kill(2) has no memory-safety preconditions; the pid is a
+    // rank of this job, still running (rlaunch has not exited).
+    unsafe { libc::kill(pid as i32, fault.signal) };
+    let struck = Instant::now();
+    let stderr = child.stderr.take();
+    let err_reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        if let Some(mut pipe) = stderr {
+            let _ = std::io::Read::read_to_string(&mut pipe, &mut text);
+        }
+        text
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break Some(status);
+        }
+        if struck.elapsed() > BOUND + Duration::from_secs(10) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let took = struck.elapsed();
+    let stderr = err_reader.join().unwrap_or_default();
+    let mut stdout: Vec<String> = seen;
+    stdout.extend(lines.rest().lines().map(str::to_string));
+    judge(fault, status.and_then(|s| s.code()), took, &stdout, &stderr, pid)
+}
+
+/// Reads the job's stdout until the victim's trigger line (or the job ends).
+fn read_until_victim(child: &mut Child, fault: &Fault) -> (Vec<String>, Lines) {
+    let (mut seen, lines) = wait_for_lines(child, "", 0);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !seen.iter().any(|l| is_trigger(l, fault)) {
+        match lines.next_line(deadline.saturating_duration_since(Instant::now())) {
+            Some(line) => seen.push(line),
+            None => break,
+        }
+    }
+    (seen, lines)
+}
+
+/// Whether `line` is the victim's word that it is time to strike.
+fn is_trigger(line: &str, fault: &Fault) -> bool {
+    line.starts_with(trigger(fault.family)) && line.split_whitespace().any(|w| w == format!("rank={}", fault.victim))
+}
+
+/// The pid in rank `rank`'s line that starts with `word`.
+fn pid_of(line: &str, word: &str, rank: usize) -> Option<u32> {
+    let rank = format!("rank={rank}");
+    if !line.starts_with(word) || !line.split_whitespace().any(|w| w == rank) {
+        return None;
+    }
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix("pid="))
+        .and_then(|p| p.parse().ok())
+}
+
+fn judge(fault: &Fault, code: Option<i32>, took: Duration, stdout: &[String], stderr: &str, pid: u32) -> Verdict {
+    let Some(code) = code else {
+        return Verdict::Missed(format!("still running {took:?} after the fault"));
+    };
+    if code == 0 {
+        return match stderr.contains("deadlock") || stderr.contains("stopped") {
+            true => Verdict::Missed(format!("exit status 0: {stderr}")),
+            false => Verdict::TooLate,
+        };
+    }
+    if took > BOUND {
+        return Verdict::Missed(format!("ended {took:?} after the fault"));
+    }
+    if !stderr.contains(&format!("rank {} ", fault.victim)) {
+        return Verdict::Missed(format!("rank {} is not named: {stderr}", fault.victim));
+    }
+    let pids: Vec<u32> = stdout
+        .iter()
+        .filter(|l| l.starts_with("starting"))
+        .filter_map(|l| l.split_whitespace().find_map(|w| w.strip_prefix("pid=")))
+        .filter_map(|p| p.parse().ok())
+        .chain([pid])
+        .collect();
+    if let Some(left) = pids.iter().find(|&&p| !process_gone(p, Duration::from_secs(2))) {
+        return Verdict::Missed(format!("rank process {left} is still there"));
+    }
+    let jobs: Vec<&str> = stdout
+        .iter()
+        .filter(|l| l.starts_with("ready"))
+        .filter_map(|l| l.split_whitespace().find_map(|w| w.strip_prefix("job=")))
+        .collect();
+    if let Some(job) = jobs.first().filter(|job| !shm_files(job).is_empty()) {
+        return Verdict::Missed(format!("left in /dev/shm: {:?}", shm_files(job)));
+    }
+    Verdict::Kept
+}
+
+/// The faults of a campaign of `count`, from `seed`: families, signals
+/// and transports in turn (so a small campaign still covers each), ranks,
+/// victim and delay at random.
+fn plan(count: usize, seed: u64) -> Vec<Fault> {
+    let mut rng = Rng(seed | 1);
+    let transports: Vec<&'static str> = transports()
+        .into_iter()
+        .map(|(t, _)| if t == "auto" { "shm" } else { t })
+        .collect();
+    (0..count)
+        .map(|i| {
+            let ranks = 2 + rng.below(3) as usize;
+            Fault {
+                transport: transports[(i / (2 * FAMILIES.len())) % transports.len()],
+                family: FAMILIES[i % FAMILIES.len()],
+                signal: [libc::SIGKILL, libc::SIGSTOP][(i / FAMILIES.len()) % 2],
+                ranks,
+                victim: rng.below(ranks as u64) as usize,
+                delay: Duration::from_millis(rng.below(150)),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn every_injected_fault_ends_the_job_as_promised() {
+    let count: usize = std::env::var("ONESIDE_FAULTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(56);
+    let seed: u64 = std::env::var("ONESIDE_FAULT_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    eprintln!("fault campaign: {count} faults, ONESIDE_FAULT_SEED={seed}");
+    let started = Instant::now();
+    // (transport, signal) -> (injected, kept, too late); and the misses.
+    let mut rows: Vec<((&str, i32), [usize; 3])> = Vec::new();
+    let mut missed: Vec<String> = Vec::new();
+    for fault in plan(count, seed) {
+        let verdict = inject(&fault);
+        let key = (fault.transport, fault.signal);
+        let at = match rows.iter().position(|(k, _)| *k == key) {
+            Some(at) => at,
+            None => {
+                rows.push((key, [0; 3]));
+                rows.len() - 1
+            }
+        };
+        let row = &mut rows[at].1;
+        match verdict {
+            Verdict::Kept => {
+                row[0] += 1;
+                row[1] += 1;
+            }
+            Verdict::TooLate => row[2] += 1,
+            Verdict::Missed(why) => {
+                row[0] += 1;
+                missed.push(format!("{fault:?}: {why}"));
+            }
+        }
+    }
+    let mut table = String::from(
+        "\n| transport | fault | injected | ended as promised | missed | after the job's end |\n| --- | --- | --- | --- | --- | --- |\n",
+    );
+    let mut total = [0usize; 3];
+    for ((transport, signal), [injected, kept, late]) in &rows {
+        table += &format!(
+            "| {transport} | {} | {injected} | {kept} | {} | {late} |\n",
+            signal_name(*signal),
+            injected - kept
+        );
+        total[0] += injected;
+        total[1] += kept;
+        total[2] += late;
+    }
+    table += &format!(
+        "| all | | {} | {} | {} | {} |\n",
+        total[0],
+        total[1],
+        total[0] - total[1],
+        total[2]
+    );
+    eprintln!("{table}\nfault campaign took {:.0} s", started.elapsed().as_secs_f64());
+    assert!(missed.is_empty(), "{} missed:\n{}", missed.len(), missed.join("\n"));
+    assert!(
+        total[0] >= count * 9 / 10,
+        "too few faults landed before the job ended: {table}"
+    );
+}
