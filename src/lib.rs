@@ -280,6 +280,9 @@ mod wait;
 pub mod watch;
 mod world;
 
+#[cfg(test)]
+mod fuzz;
+
 pub use atomic::{AtomicElem, AtomicInt, Atomics};
 pub use coll::ops::{And, Integer, Max, Min, Number, Or, Prod, ReduceOp, Sum, Xor};
 pub use ctx::{AnyEndpoint, Ctx, Endpoint};

@@ -9,7 +9,7 @@
 //! end of the job and lets the launcher see a rank vanish.
 
 pub(crate) mod pmi2;
-mod process_mapping;
+pub(crate) mod process_mapping;
 pub(crate) mod table;
 pub(crate) mod under_pmi;
 

@@ -18,11 +18,11 @@
 //! chunks. [`Pmi2::allgather`] has every rank read every other's; the card
 //! exchange has only one rank per node do so (`under_pmi`).
 
-mod message;
+pub(crate) mod message;
 
 use crate::error::{Error, Result};
 use crate::protocol::env::{hex_decode, hex_encode, BOOTSTRAP_TIMEOUT, DEFAULT_BOOTSTRAP_TIMEOUT_SECS};
-use message::{check_key, check_value, parse_reply, rc_name, Reply, MAX_VALUE};
+use message::{check_key, check_value, rc_name, Reply, MAX_VALUE};
 use std::io::{self, Read, Write};
 use std::os::fd::{FromRawFd, RawFd};
 use std::os::unix::net::UnixStream;
@@ -345,20 +345,10 @@ impl Pmi2 {
     }
 
     fn recv(&mut self, step: &'static str) -> Result<Reply> {
-        let mut header = [0u8; 6];
-        self.stream.read_exact(&mut header).map_err(|e| self.io_fail(step, e))?;
-        let len = std::str::from_utf8(&header)
-            .ok()
-            .and_then(|h| h.trim_matches(' ').parse::<usize>().ok())
-            .ok_or_else(|| {
-                self.fail(
-                    step,
-                    format!("bad length header {:?}", String::from_utf8_lossy(&header)),
-                )
-            })?;
-        let mut body = vec![0u8; len];
-        self.stream.read_exact(&mut body).map_err(|e| self.io_fail(step, e))?;
-        parse_reply(&String::from_utf8_lossy(&body)).map_err(|d| self.fail(step, d))
+        match message::read_reply(&mut self.stream) {
+            Ok(reply) => reply.map_err(|d| self.fail(step, d)),
+            Err(e) => Err(self.io_fail(step, e)),
+        }
     }
 
     fn fail(&self, step: &'static str, detail: impl Into<String>) -> Error {

@@ -8,7 +8,7 @@ pub(super) const MAX_KEY: usize = 64;
 
 /// One PMI-2 reply: its `cmd` and the other `key=value` pairs in order.
 #[derive(Debug)]
-pub(super) struct Reply {
+pub(crate) struct Reply {
     pub(super) cmd: String,
     pub(super) fields: Vec<(String, String)>,
 }
@@ -20,9 +20,26 @@ impl Reply {
     }
 }
 
+/// Reads one reply frame (a 6-character decimal length, then the text)
+/// from the server and parses it; the outer error is the link's, the inner
+/// one a malformed reply. A frame is at most 999999 bytes by its form.
+pub(crate) fn read_reply(src: &mut impl std::io::Read) -> std::io::Result<Result<Reply, String>> {
+    let mut header = [0u8; 6];
+    src.read_exact(&mut header)?;
+    let len = std::str::from_utf8(&header)
+        .ok()
+        .and_then(|h| h.trim_matches(' ').parse::<usize>().ok());
+    let Some(len) = len else {
+        return Ok(Err(format!("bad length header {:?}", String::from_utf8_lossy(&header))));
+    };
+    let mut body = vec![0u8; len];
+    src.read_exact(&mut body)?;
+    Ok(parse_reply(&String::from_utf8_lossy(&body)))
+}
+
 /// Parses `cmd=<name>;key=value;...;` by Slurm's rules: a key runs to the
 /// first `=`, a value to the next `;`, and every value must end in `;`.
-pub(super) fn parse_reply(text: &str) -> Result<Reply, String> {
+pub(crate) fn parse_reply(text: &str) -> Result<Reply, String> {
     let mut fields = Vec::new();
     let mut rest = text;
     while !rest.is_empty() {

@@ -22,7 +22,7 @@ pub mod flusher;
 mod input;
 pub mod path;
 mod ready;
-mod request;
+pub(crate) mod request;
 mod serve;
 
 use crate::protocol::auth::{self, HandshakeError};
