@@ -138,6 +138,10 @@ fn inject(fault: &Fault) -> Verdict {
             break Some(status);
         }
         if struck.elapsed() > BOUND + Duration::from_secs(10) {
+            // Ask for rlaunch's report of where every rank is, for the miss.
+            // SAFETY: kill(2) has no memory-safety preconditions.
+            unsafe { libc::kill(child.id() as i32, libc::SIGQUIT) };
+            std::thread::sleep(Duration::from_millis(300));
             let _ = child.kill();
             let _ = child.wait();
             break None;
@@ -182,7 +186,7 @@ fn pid_of(line: &str, word: &str, rank: usize) -> Option<u32> {
 
 fn judge(fault: &Fault, code: Option<i32>, took: Duration, stdout: &[String], stderr: &str, pid: u32) -> Verdict {
     let Some(code) = code else {
-        return Verdict::Missed(format!("still running {took:?} after the fault"));
+        return Verdict::Missed(format!("still running {took:?} after the fault: {stderr}"));
     };
     if code == 0 {
         return match stderr.contains("deadlock") || stderr.contains("stopped") {

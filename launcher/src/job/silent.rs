@@ -1,7 +1,8 @@
 //! Silent ranks: a rank stopped by a signal (SIGSTOP, SIGTSTP) sends
 //! nothing and ends nothing, so its peers wait for it forever without
 //! any rank having failed. While some rank is blocked or in finalize
-//! (where it waits for every rank's farewell), rlaunch looks at
+//! (where it waits for every rank's farewell) or registered in init while
+//! another has not, rlaunch looks at
 //! the state of the other ranks it started on this host
 //! (`/proc/<pid>/stat`); one that has stayed stopped for [`STOPPED_FOR`]
 //! ends the job, named. A rank stopped by a debugger (tracing stop, `t`)
@@ -21,14 +22,14 @@ pub struct Watch {
 }
 
 impl Watch {
-    /// Looks at the local ranks' states when some rank waits (blocked or in
-    /// finalize); returns the
-    /// exit status when a stopped rank must end the job now.
+    /// Looks at the local ranks' states when some rank waits for others;
+    /// returns the exit status when a stopped rank must end the job now.
     pub fn check(&mut self, procs: &[RankProcess], pids: &[i32], states: &[RankState], hosts: &[&str]) -> Option<u8> {
-        if !states
-            .iter()
-            .any(|s| s.ending.is_none() && (s.stall.is_some() || s.finalized))
-        {
+        // Ranks wait for a silent one when blocked, in finalize, or in
+        // init while some rank has not registered yet.
+        let registering = states.iter().any(|s| s.ending.is_none() && !s.registered);
+        let waiting = |s: &RankState| s.stall.is_some() || s.finalized || (registering && s.registered);
+        if !states.iter().any(|s| s.ending.is_none() && waiting(s)) {
             self.since.clear();
             return None;
         }

@@ -66,6 +66,9 @@ const BOUNCE_BYTES: usize = 1 << 20;
 
 /// How long a wait may see no completion before it names the peer.
 pub const STALL_LIMIT: Duration = Duration::from_secs(8);
+/// How long a post the provider refuses (`-FI_EAGAIN`) retries before the
+/// wait is shown to the watchdog (as a local wait's naps are).
+const SHOW_AFTER: Duration = Duration::from_millis(20);
 /// The same while the job wires up ([`wireup`]): rxm dials through the
 /// provider's connection manager, and under an emulated guest (rxe in QEMU
 /// TCG, in CI) a first connection took more than 8 s when the host was busy.
@@ -200,12 +203,20 @@ impl Ofi {
             self.wait_for(self.depth - 1, peer, op)?;
         }
         let started = Instant::now();
+        let mut blocked = None;
         loop {
             match post(self) {
                 0 => break,
                 rc if rc == -FI_EAGAIN => {
                     self.progress(peer, op)?;
-                    if started.elapsed() > self.stall_limit {
+                    // A refusal that lasts is shown to the watchdog, naming
+                    // the peer whose queue is full (it may have gone silent).
+                    blocked.get_or_insert_with(|| crate::watch::blocked(crate::watch::Waiting::Answer { rank: peer }));
+                    let waited = started.elapsed();
+                    if waited > SHOW_AFTER {
+                        crate::watch::idle();
+                    }
+                    if waited > self.stall_limit {
                         let secs = self.stall_limit.as_secs();
                         return Err(self.failure(
                             peer,
@@ -318,7 +329,11 @@ impl Ofi {
         let mut last = self.completed;
         let mut since = Instant::now();
         let mut backoff = crate::backoff::Backoff::new(self.spin);
+        let mut blocked = None;
         while self.posted - self.completed > in_flight {
+            // A wait that lasts is shown to the watchdog, naming the peer,
+            // so rlaunch can tell a silent peer from a slow one.
+            blocked.get_or_insert_with(|| crate::watch::blocked(crate::watch::Waiting::Answer { rank: peer }));
             self.progress(peer, op)?;
             let now = self.completed;
             if now != last {

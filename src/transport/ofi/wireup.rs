@@ -75,6 +75,8 @@ impl Ofi {
             if arrived >= me {
                 return Ok(());
             }
+            // Shown to the watchdog once it lasts: rank `arrived` is next.
+            let _blocked = crate::watch::blocked(crate::watch::Waiting::Answer { rank: arrived });
             self.progress(arrived, "connect")?;
             if started.elapsed() > self.stall_limit {
                 return Err(self.failure(
