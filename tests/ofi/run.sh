@@ -33,6 +33,12 @@ ONESIDE_TEST_TRANSPORTS=ofi ONESIDE_OFI_PROVIDER=shm ONESIDE_TEST_SIZES=2,3,4 \
   cargo test -p rlaunch --test examples --test model --test threads --test course --test coll \
   -- --test-threads=1
 
+echo "== the fault campaign over tcp;ofi_rxm and shm: 56 faults each (tests/fault_campaign.rs)"
+for provider in 'tcp;ofi_rxm' shm; do
+  ONESIDE_TEST_TRANSPORTS=ofi ONESIDE_OFI_PROVIDER=$provider ONESIDE_FAULTS=56 \
+    cargo test -p rlaunch --test fault_campaign -- --nocapture 2>&1 | grep -E '^\||^fault campaign|missed|Fault [{]|^rlaunch|^test result'
+done
+
 echo "== over udp;ofi_rxd, 2 and 4 ranks: examples and collectives"
 # Its fetching atomics crash libfabric (ofiwg/libfabric#11814): they are a
 # clear error (tests/ofi.rs), so the suites that use them are not run here.

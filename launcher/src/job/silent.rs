@@ -5,7 +5,12 @@
 //! another has not, or once any rank has ended, rlaunch looks at
 //! the state of the other ranks it started on this host
 //! (`/proc/<pid>/stat`); one that has stayed stopped for [`STOPPED_FOR`]
-//! ends the job, named. A rank stopped by a debugger (tracing stop, `t`)
+//! ends the job, named. When no rank is seen waiting, rlaunch still looks
+//! once a second, and a rank stopped for [`STOPPED_ALONE`] ends the job
+//! too: a peer may be spinning inside a fabric library for a lock the
+//! stopped rank holds (libfabric's shm provider keeps its locks in shared
+//! memory; `fi_cq_read` then never returns, and the peer cannot say that
+//! it waits). A rank stopped by a debugger (tracing stop, `t`)
 //! is left alone: someone is looking at it. Ranks on other hosts are their
 //! proxies' to watch, which they do not yet.
 
@@ -14,11 +19,17 @@ use std::time::{Duration, Instant};
 
 /// How long a rank must stay stopped while others wait before the job ends.
 pub const STOPPED_FOR: Duration = Duration::from_millis(500);
+/// How long a rank must stay stopped, with no rank seen waiting, before
+/// the job ends.
+pub const STOPPED_ALONE: Duration = Duration::from_secs(3);
+/// How often the ranks' states are read while no rank is seen waiting.
+const LOOK_ALONE: Duration = Duration::from_secs(1);
 
-/// Since when each rank has been seen stopped.
+/// Since when each rank has been seen stopped, and when rlaunch last looked.
 #[derive(Default)]
 pub struct Watch {
     since: Vec<Option<Instant>>,
+    looked: Option<Instant>,
 }
 
 impl Watch {
@@ -33,10 +44,12 @@ impl Watch {
             Some(_) => true,
             None => s.stall.is_some() || s.finalized || (registering && s.registered),
         };
-        if !states.iter().any(waiting) {
-            self.since.clear();
+        let someone_waits = states.iter().any(waiting);
+        if !someone_waits && self.looked.is_some_and(|at| at.elapsed() < LOOK_ALONE) {
             return None;
         }
+        self.looked = Some(Instant::now());
+        let limit = if someone_waits { STOPPED_FOR } else { STOPPED_ALONE };
         self.since.resize(states.len(), None);
         for p in procs {
             let state = &states[p.rank];
@@ -49,11 +62,15 @@ impl Watch {
                 *since = None;
                 continue;
             }
-            if since.get_or_insert_with(Instant::now).elapsed() >= STOPPED_FOR {
+            let stopped_for = since.get_or_insert_with(Instant::now).elapsed();
+            if stopped_for >= limit {
                 let title = format!(
-                    "rank {} on host {} (pid {}) is stopped by a signal (SIGSTOP or SIGTSTP) and sends nothing, \
-                     while other ranks wait; ending the job (SIGCONT it to go on, if that was meant)",
-                    p.rank, p.host, pids[p.rank]
+                    "rank {} on host {} (pid {}) is stopped by a signal (SIGSTOP or SIGTSTP) and has sent nothing \
+                     for {:.1} s, while other ranks wait or may; ending the job (SIGCONT it to go on, if that was meant)",
+                    p.rank,
+                    p.host,
+                    pids[p.rank],
+                    stopped_for.as_secs_f64()
                 );
                 super::print_report(&title, states, hosts);
                 // A stopped process acts on SIGTERM only once continued.
