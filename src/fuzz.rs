@@ -174,12 +174,7 @@ fn streamed_frames_are_refused_past_their_limit_and_never_panic() {
         let peak = peak_of(|| {
             for chunk in stream.chunks(piece) {
                 let _ = frames.fill_from(&mut PieceThenBlock(Some(chunk)));
-                loop {
-                    match frames.next_msg(limit) {
-                        Ok(Some(_)) => continue,
-                        Ok(None) | Err(_) => break,
-                    }
-                }
+                while let Ok(Some(_)) = frames.next_msg(limit) {}
             }
             let _ = wire::recv_blocking(&mut &stream[..], limit);
         });
