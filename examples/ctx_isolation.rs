@@ -18,7 +18,8 @@ use oneside::Ctx;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-const STALL: Duration = Duration::from_millis(1500);
+/// Under rlaunch's limit for a stopped rank that others wait for (2 s).
+const STALL: Duration = Duration::from_millis(1000);
 
 fn main() -> ExitCode {
     match run() {

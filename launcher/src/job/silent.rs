@@ -17,11 +17,29 @@
 use super::{Control, RankProcess, RankState};
 use std::time::{Duration, Instant};
 
-/// How long a rank must stay stopped while others wait before the job ends.
-pub const STOPPED_FOR: Duration = Duration::from_millis(500);
+/// How long a rank must stay stopped while others wait before the job
+/// ends: long enough for a program that stops a rank on purpose for a
+/// moment (`examples/ctx_isolation.rs` stops one for 1 s).
+pub const STOPPED_FOR: Duration = Duration::from_secs(2);
 /// How long a rank must stay stopped, with no rank seen waiting, before
 /// the job ends.
 pub const STOPPED_ALONE: Duration = Duration::from_secs(3);
+
+/// The two limits, unless `RLAUNCH_STOPPED_LIMIT` sets both (seconds; 0:
+/// stopped ranks never end the job, for stopping ranks on purpose).
+fn limits() -> Option<(Duration, Duration)> {
+    match std::env::var("RLAUNCH_STOPPED_LIMIT")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+    {
+        Some(secs) if secs.is_finite() && secs > 0.0 => {
+            let limit = Duration::from_secs_f64(secs);
+            Some((limit, limit))
+        }
+        Some(_) => None,
+        None => Some((STOPPED_FOR, STOPPED_ALONE)),
+    }
+}
 /// How often the ranks' states are read while no rank is seen waiting.
 const LOOK_ALONE: Duration = Duration::from_secs(1);
 
@@ -30,6 +48,8 @@ const LOOK_ALONE: Duration = Duration::from_secs(1);
 pub struct Watch {
     since: Vec<Option<Instant>>,
     looked: Option<Instant>,
+    /// Read once from the environment ([`limits`]).
+    limits: Option<Option<(Duration, Duration)>>,
 }
 
 impl Watch {
@@ -49,7 +69,8 @@ impl Watch {
             return None;
         }
         self.looked = Some(Instant::now());
-        let limit = if someone_waits { STOPPED_FOR } else { STOPPED_ALONE };
+        let (with_waiters, alone) = self.limits.get_or_insert_with(limits).as_ref().copied()?;
+        let limit = if someone_waits { with_waiters } else { alone };
         self.since.resize(states.len(), None);
         for p in procs {
             let state = &states[p.rank];
