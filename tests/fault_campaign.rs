@@ -19,7 +19,9 @@
 //! jobs run side by side; `ONESIDE_FAULT_SEED` replays a campaign's choices
 //! (each run prints its seed); `ONESIDE_TEST_TRANSPORTS` picks the
 //! transports as for the other suites. CI runs 520 over shm and tcp, and
-//! 56 over each of libfabric's tcp;ofi_rxm and shm (tests/ofi/run.sh).
+//! 56 over each of libfabric's tcp;ofi_rxm and shm (tests/ofi/run.sh), and
+//! prints each table, which the test also writes to
+//! `target/<profile>/fault-campaign-<transports>.md`.
 
 mod common;
 use common::*;
@@ -341,7 +343,20 @@ fn every_injected_fault_ends_the_job_as_promised() {
         total[0] - total[1],
         total[2]
     );
-    eprintln!("{table}\nfault campaign took {:.0} s", started.elapsed().as_secs_f64());
+    let summary = format!(
+        "fault campaign: {count} faults, ONESIDE_FAULT_SEED={seed}, {:.0} s\n{table}",
+        started.elapsed().as_secs_f64()
+    );
+    eprintln!("{summary}");
+    // Kept for CI's log (cargo test shows a passing test's output only
+    // with --nocapture): target/<profile>/fault-campaign-<transports>.md.
+    let mut transports: Vec<&str> = rows.iter().map(|((t, _), _)| *t).collect();
+    transports.dedup();
+    let mut name = transports.join("-");
+    if let Ok(provider) = std::env::var("ONESIDE_OFI_PROVIDER") {
+        name = format!("{name}-{}", provider.replace(';', "-"));
+    }
+    let _ = std::fs::write(target_dir().join(format!("fault-campaign-{name}.md")), &summary);
     assert!(missed.is_empty(), "{} missed:\n{}", missed.len(), missed.join("\n"));
     assert!(
         total[0] >= count * 8 / 10,
