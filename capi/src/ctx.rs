@@ -109,7 +109,8 @@ pub fn world_pe(ctx: ShmemCtx, pe: c_int) -> c_int {
 
 /// Makes a context on `team`; 0, or -1 with `SHMEM_CTX_INVALID` written
 /// when the Rust context cannot be made (a TCP peer refused a connection).
-unsafe fn create(api: &'static str, team: ShmemTeam, _options: c_long, ctx: *mut ShmemCtx) -> c_int {
+/// The options (`SHMEM_CTX_PRIVATE`, ...) need nothing: see the module docs.
+unsafe fn create(api: &'static str, team: ShmemTeam, ctx: *mut ShmemCtx) -> c_int {
     let made = match world(api).ctx_create() {
         Ok(inner) => Box::into_raw(Box::new(Ctx {
             team,
@@ -132,14 +133,14 @@ unsafe fn create(api: &'static str, team: ShmemTeam, _options: c_long, ctx: *mut
 }
 
 export! {
-    pub unsafe extern "C" fn shmem_ctx_create(options: c_long, ctx: *mut ShmemCtx) -> c_int {
+    pub unsafe extern "C" fn shmem_ctx_create(_options: c_long, ctx: *mut ShmemCtx) -> c_int {
         // SAFETY: forwarded from the caller.
-        unsafe { create("shmem_ctx_create", crate::teams::world_handle(), options, ctx) }
+        unsafe { create("shmem_ctx_create", crate::teams::world_handle(), ctx) }
     }
 }
 
 export! {
-    pub unsafe extern "C" fn shmem_team_create_ctx(team: ShmemTeam, options: c_long, ctx: *mut ShmemCtx) -> c_int {
+    pub unsafe extern "C" fn shmem_team_create_ctx(team: ShmemTeam, _options: c_long, ctx: *mut ShmemCtx) -> c_int {
         if team.is_null() {
             // SAFETY: the caller passes a writable `shmem_ctx_t`.
             unsafe { ctx.write(std::ptr::null_mut()) };
@@ -147,7 +148,7 @@ export! {
         }
         team_handle("shmem_team_create_ctx", team);
         // SAFETY: forwarded from the caller.
-        unsafe { create("shmem_team_create_ctx", team, options, ctx) }
+        unsafe { create("shmem_team_create_ctx", team, ctx) }
     }
 }
 

@@ -21,6 +21,7 @@
 //! is woken by the store; so a deadlock is acted on only once it has held
 //! for [`CONFIRM`] with no such news.
 
+use super::hang::place;
 use super::RankState;
 use std::time::{Duration, Instant};
 
@@ -149,13 +150,6 @@ impl Watch {
         }
         self.giving_up_until = Some(Instant::now() + GIVE_UP_GRACE);
         None
-    }
-}
-
-fn place(at: &str) -> String {
-    match at {
-        "" => String::new(),
-        at => format!(" at {at}"),
     }
 }
 

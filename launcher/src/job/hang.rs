@@ -66,10 +66,7 @@ pub fn report(states: &[RankState], hosts: &[&str]) -> Vec<String> {
             continue;
         };
         for thread in &seen.stall.threads {
-            let place = match thread.at.as_str() {
-                "" => String::new(),
-                at => format!(" at {at}"),
-            };
+            let place = place(&thread.at);
             let mut line = format!(
                 "{at}{}{place}, blocked {:.1} s: waits for {}",
                 thread.call,
@@ -240,6 +237,14 @@ fn could_write(state: &RankState) -> bool {
 /// are blocked in finalize's own waits.
 fn in_finalize(state: &RankState) -> bool {
     state.ending.is_none() && (state.finalized || blocked(state).is_some_and(Stall::finalizing))
+}
+
+/// ` at file:line` for a call's location, or nothing when it is unknown.
+pub(crate) fn place(at: &str) -> String {
+    match at {
+        "" => String::new(),
+        at => format!(" at {at}"),
+    }
 }
 
 /// `ranks 1-3, 5`.

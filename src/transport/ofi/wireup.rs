@@ -70,13 +70,15 @@ impl Ofi {
         let word = unsafe { &*self.own_segment.add(WIREUP_WORD).cast::<AtomicU64>() };
         let started = Instant::now();
         let mut backoff = crate::backoff::Backoff::new(self.spin);
+        // Shown to the watchdog once it lasts, naming the first rank that
+        // had not arrived; kept for the whole wait, as the local waits do.
+        let mut blocked = None;
         loop {
             let arrived = word.load(Ordering::Acquire) as usize;
             if arrived >= me {
                 return Ok(());
             }
-            // Shown to the watchdog once it lasts: rank `arrived` is next.
-            let _blocked = crate::watch::blocked(crate::watch::Waiting::Answer { rank: arrived });
+            blocked.get_or_insert_with(|| crate::watch::blocked(crate::watch::Waiting::Answer { rank: arrived }));
             self.progress(arrived, "connect")?;
             if started.elapsed() > self.stall_limit {
                 return Err(self.failure(
