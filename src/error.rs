@@ -56,18 +56,31 @@ pub enum Error {
     #[error("rank {rank}: bootstrap protocol error from {peer}: {detail}")]
     BootstrapProtocol { rank: usize, peer: String, detail: String },
 
-    /// Talking to the PMI-2 server (Slurm's `srun --mpi=pmi2`) failed.
-    #[error("{}: PMI-2 {step} failed: {detail} (is this job running under `srun --mpi=pmi2`? Slurm logs its side as 'mpi/pmi2' errors in srun's output)", .rank.map_or_else(|| "this rank".to_string(), |r| format!("rank {r}")))]
+    /// Talking to the launcher's PMI server (PMI-1, PMI-2 or PMIx) failed.
+    #[error("{}: {step} with {server} failed: {detail} (the launcher logs its side: srun as 'mpi/pmi2' or 'mpi/pmix' errors, mpiexec.hydra with -verbose, mpirun with --mca pmix_base_verbose 10)", .rank.map_or_else(|| "this rank".to_string(), |r| format!("rank {r}")))]
     Pmi {
         rank: Option<usize>,
+        /// What the server is: `the PMI-2 server on PMI_FD=6`.
+        server: String,
         step: &'static str,
         detail: String,
     },
 
-    /// A launcher started this process as one of many tasks but gave it no
-    /// PMI-2 server (a PMIx-only launcher, or srun without `--mpi=pmi2`).
+    /// A launcher started this process as one of many ranks but gave it no
+    /// PMI road oneside can take; running alone would be a silent singleton.
     #[error("cannot wire up: {detail}")]
     MissingPmi { detail: String },
+
+    /// MPI is active in the process and disagrees with OpenSHMEM about
+    /// which rank this is, or how many there are.
+    #[error("PE {rank} of {size} (joined through {how}) is MPI_COMM_WORLD rank {mpi_rank} of {mpi_size}: OpenSHMEM and MPI see different jobs, so any answer mixing them would be wrong; start the program with its own MPI's launcher (`mpirun` for Open MPI, `mpiexec.hydra` for MPICH, `srun --mpi=pmix`), through which oneside wires up too")]
+    MpiMismatch {
+        rank: usize,
+        size: usize,
+        mpi_rank: usize,
+        mpi_size: usize,
+        how: String,
+    },
 
     /// The launcher aborted the job while this rank was bootstrapping.
     #[error("rank {rank}: the launcher aborted the job: {reason}")]

@@ -227,7 +227,7 @@ fn card_tables_and_cards_never_panic() {
 
 #[test]
 fn pmi_replies_and_process_mappings_never_panic() {
-    use crate::bootstrap::pmi2::message::read_reply;
+    use crate::bootstrap::pmi::message::read_reply;
     let valid = vec![
         b"20    cmd=fullinit-response;rc=0;pmi-version=2;rank=1;size=4;".to_vec(),
         b"34    cmd=kvs-get-response;rc=0;found=TRUE;value=abc;".to_vec(),
@@ -237,7 +237,7 @@ fn pmi_replies_and_process_mappings_never_panic() {
         let peak = peak_of(|| {
             let _ = read_reply(&mut &bytes[..]);
             let text = String::from_utf8_lossy(&bytes);
-            let _ = crate::bootstrap::pmi2::message::parse_reply(&text);
+            let _ = crate::bootstrap::pmi::message::parse_reply(&text);
             let _ = crate::bootstrap::process_mapping::nodes_of(&text, 8);
         });
         // A frame's length is at most 999999 by its 6-digit header.

@@ -96,8 +96,10 @@ impl Options {
     }
 }
 
-/// Joins the job `rlaunch` started (or `srun --mpi=pmi2`, through its PMI-2
-/// server), or runs as a singleton when started alone.
+/// Joins the job `rlaunch` started (or another launcher, through its PMI:
+/// `srun`, `mpirun`, `mpiexec.hydra`, Flux), or runs as a singleton when
+/// started alone. When the program's MPI is already initialized, the PE
+/// number is checked to equal the `MPI_COMM_WORLD` rank.
 pub fn init() -> Result<World> {
     init_with(Options::new())
 }
@@ -110,12 +112,15 @@ pub fn init_with(options: Options) -> Result<World> {
         false => None,
     };
     let Some((env, pmi)) = bootstrap::launched()? else {
+        bootstrap::in_mpi::check_world(0, 1, "no launcher, as a singleton")?;
         let own = Segment::anonymous(0, segment_heap_bytes(heap_bytes, 1), data)?;
         let host = crate::protocol::route::hostname();
         let mut world = World::assemble(0, 1, 0, 1, host, own, vec![Path::Local], vec![0], None);
         world.data = data;
         return Ok(world);
     };
+    let how = pmi.as_ref().map_or_else(|| "rlaunch".to_string(), |p| p.server());
+    bootstrap::in_mpi::check_world(env.rank, env.size, &how)?;
     crate::protocol::limits::raise_open_files();
     let choice = Choice::from_env(env.rank)?;
     let remote_peers = env.local_size < env.size;

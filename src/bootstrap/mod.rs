@@ -1,14 +1,18 @@
 //! Rank-side bootstrap: connect to `rlaunch`, authenticate, register this
 //! rank's transport card, and receive every rank's card: inline, or from
 //! the host's card table file that one rank of the host writes for the
-//! others ([`table`]). Started by `srun --mpi=pmi2` instead, a rank wires up
-//! through Slurm's PMI-2 server ([`pmi2`], [`under_pmi`]), which says where
-//! every rank runs ([`process_mapping`]).
+//! others ([`table`]). Started by another launcher instead (`srun`,
+//! `mpirun`, `mpiexec.hydra`, Flux), a rank wires up through that
+//! launcher's PMI ([`pmi`]: PMIx, PMI-2 or PMI-1, chosen at run time;
+//! [`under_pmi`]), which says where every rank runs ([`process_mapping`]).
+//! With none, the rank is a singleton, unless some launcher's variables say
+//! it is one of many ([`pmi::hint`]): then it stops with a message.
 //!
 //! The launcher link stays open after bootstrap; it carries `Finalized` at the
 //! end of the job and lets the launcher see a rank vanish.
 
-pub(crate) mod pmi2;
+pub(crate) mod in_mpi;
+pub(crate) mod pmi;
 pub(crate) mod process_mapping;
 pub(crate) mod table;
 pub(crate) mod under_pmi;
@@ -29,11 +33,11 @@ use table::TableBytes;
 const LAUNCHER_VERDICT_GRACE: Duration = Duration::from_secs(2);
 
 /// The open connection to whoever launched the job, kept for the life of
-/// the world: rlaunch, or Slurm's PMI-2 server (taken by `finalize` or
+/// the world: rlaunch, or the launcher's PMI (taken by `finalize` or
 /// `abort`, hence the `Option`).
 pub struct LauncherLink {
     stream: Option<TcpStream>,
-    pmi: Option<pmi2::Pmi2>,
+    pmi: Option<pmi::Pmi>,
     rank: usize,
     /// The card table file this rank published for its host, until
     /// [`LauncherLink::remove_card_table`].
@@ -69,9 +73,9 @@ impl Reporter {
 }
 
 impl LauncherLink {
-    /// The link to a PMI-2 server, after wire-up; `card_table` is the
+    /// The link to a PMI server, after wire-up; `card_table` is the
     /// node's table file, if this rank published it.
-    pub(crate) fn pmi(pmi: pmi2::Pmi2, card_table: Option<PathBuf>) -> LauncherLink {
+    pub(crate) fn pmi(pmi: pmi::Pmi, card_table: Option<PathBuf>) -> LauncherLink {
         let rank = pmi.rank();
         LauncherLink {
             stream: None,
@@ -100,14 +104,13 @@ impl LauncherLink {
 
     /// Tells the launcher this rank finalized cleanly, and waits until it
     /// has recorded that, so the launcher never mistakes our exit for a
-    /// crash, and until every rank has done the same (a PMI-2 fence under
-    /// Slurm), so no rank closes its endpoints while a peer's operations
+    /// crash, and until every rank has done the same (a PMI fence under
+    /// other launchers), so no rank closes its endpoints while a peer's operations
     /// on it still wait for their completions.
     /// `at` says where finalize was called, for rlaunch's reports.
     pub fn send_finalized(&mut self, at: &str) -> Result<()> {
-        if let Some(mut pmi) = self.pmi.take() {
-            pmi.fence()?;
-            return pmi.finalize();
+        if let Some(pmi) = self.pmi.take() {
+            return pmi.farewell();
         }
         self.farewell(Msg::Finalized {
             rank: self.rank as u32,
@@ -116,8 +119,8 @@ impl LauncherLink {
     }
 
     /// Asks the launcher to end the whole job with `status`, and waits
-    /// until it has recorded that (a PMI-2 server is asked to abort the
-    /// step, which it does without an answer).
+    /// until it has recorded that (a PMI server is asked to abort the
+    /// job, which it does without an answer).
     pub fn send_global_exit(&mut self, status: i32) -> Result<()> {
         if let Some(pmi) = self.pmi.take() {
             let rank = self.rank;
@@ -156,18 +159,19 @@ impl LauncherLink {
     }
 }
 
-/// Who started this rank: rlaunch (its variables), `srun --mpi=pmi2` (its
-/// PMI-2 server, connected, after the first all-gather), or nobody (`None`:
-/// a singleton). A PMIx-only launcher is an error that says so.
+/// Who started this rank: rlaunch (its variables), another launcher (its
+/// PMI server, connected, after the first all-gather), or nobody (`None`:
+/// a singleton). A launcher that says this is one of many ranks but left no
+/// PMI road is an error that says so: never a silent singleton.
 pub(crate) fn launched() -> Result<Option<(LaunchEnv, Option<under_pmi::PmiJob>)>> {
     if let Some(env) = LaunchEnv::from_env()? {
         return Ok(Some((env, None)));
     }
-    if let Some(connected) = pmi2::Pmi2::from_env() {
+    if let Some(connected) = pmi::Pmi::from_env() {
         let (env, job) = under_pmi::launch_env(connected?)?;
         return Ok(Some((env, Some(job))));
     }
-    match pmi2::missing_pmi_hint() {
+    match pmi::hint::missing_pmi_hint() {
         Some(detail) => Err(Error::MissingPmi { detail }),
         None => Ok(None),
     }

@@ -1,16 +1,18 @@
-//! Bootstrap without rlaunch, under a PMI-2 server (`srun --mpi=pmi2`):
-//! what rlaunch would have told the rank ([`LaunchEnv`]) comes from the
-//! server, and the cards travel through its key-value space.
+//! Bootstrap without rlaunch, under the launcher's PMI ([`super::pmi`]:
+//! `srun`, `mpirun`, `mpiexec.hydra`, Flux): what rlaunch would have told
+//! the rank ([`LaunchEnv`]) comes from the server, and the cards travel
+//! through its key-value space.
 //!
 //! * Local rank and size: the ranks on this rank's node, in rank order, as
-//!   rlaunch numbers them. The server's `PMI_process_mapping` says where
-//!   every rank runs; a server without it costs an all-gather of each
-//!   rank's host name instead.
+//!   rlaunch numbers them. The server's `PMI_process_mapping` (or PMIx's
+//!   local peers) says where every rank runs; a server without it costs an
+//!   all-gather of each rank's host name instead.
 //! * The job secret, which admits connections to the TCP progress engines:
 //!   rank 0's nonce, the one key every rank reads. Only the step's own
 //!   tasks read its key-value space.
-//! * The job id (it names the shared-memory segments): the PMI job id,
-//!   `<job>.<step>`, as `p<job>x<step>`.
+//! * The job id (it names the shared-memory segments): the server's job id
+//!   (`<job>.<step>` under Slurm, a KVS name, a PMIx namespace), letters and
+//!   digits only: `42.0` becomes `p42x0`.
 //! * The address peers reach this rank's engine at: the one this host
 //!   routes to the srun host with (`SLURM_LAUNCH_NODE_IPADDR`), else the
 //!   address of its host name, else loopback (a one-host job).
@@ -22,11 +24,10 @@
 //! gets per node, not N per rank: at 4 nodes x 256 ranks, N² gets took
 //! 110 s. A rank that cannot read the file gets the cards itself.
 
-use super::pmi2::Pmi2;
-use super::process_mapping;
+use super::pmi::Pmi;
 use super::table::{self, TableBytes};
 use super::LauncherLink;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::protocol::env::LaunchEnv;
 use crate::protocol::wire::{card_table_path, encode_table, table_entries};
 use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
@@ -34,25 +35,19 @@ use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
 const NONCE_BYTES: usize = 16;
 const SECRET_KEY: &str = "oneside-secret";
 
-/// A rank's connection to its PMI-2 server, and the ranks of its node.
+/// A rank's connection to its PMI server, and the ranks of its node.
 pub(crate) struct PmiJob {
-    pmi: Pmi2,
+    pmi: Pmi,
     /// This node's ranks, in rank order (never empty: it holds this rank).
     local: Vec<usize>,
 }
 
 /// Learns this rank's launch environment from the server.
-pub(crate) fn launch_env(mut pmi: Pmi2) -> Result<(LaunchEnv, PmiJob)> {
+pub(crate) fn launch_env(mut pmi: Pmi) -> Result<(LaunchEnv, PmiJob)> {
     let host = crate::protocol::route::hostname();
     let (rank, size) = (pmi.rank(), pmi.size());
-    let mapped = pmi
-        .job_attr("PMI_process_mapping")?
-        .and_then(|m| process_mapping::nodes_of(&m, size));
-    let (local, secret) = match mapped {
-        Some(node_of) => {
-            let local = (0..size).filter(|&p| node_of[p] == node_of[rank]).collect();
-            (local, shared_nonce(&mut pmi)?)
-        }
+    let (local, secret) = match pmi.local_ranks()? {
+        Some(local) => (local, shared_nonce(&mut pmi)?),
         None => hosts_and_nonce(&mut pmi, &host)?,
     };
     let env = LaunchEnv {
@@ -70,26 +65,22 @@ pub(crate) fn launch_env(mut pmi: Pmi2) -> Result<(LaunchEnv, PmiJob)> {
 }
 
 /// Rank 0 puts a nonce; after the fence every rank reads it.
-fn shared_nonce(pmi: &mut Pmi2) -> Result<Vec<u8>> {
+fn shared_nonce(pmi: &mut Pmi) -> Result<Vec<u8>> {
     if pmi.rank() == 0 {
         let nonce: [u8; NONCE_BYTES] = crate::protocol::auth::random_bytes();
         pmi.put(SECRET_KEY, &crate::protocol::env::hex_encode(&nonce))?;
     }
     pmi.fence()?;
-    let text = pmi.get(Some(0), SECRET_KEY)?;
+    let text = pmi.get(0, SECRET_KEY)?;
     text.as_deref()
         .and_then(crate::protocol::env::hex_decode)
         .filter(|nonce| nonce.len() == NONCE_BYTES)
-        .ok_or_else(|| Error::Pmi {
-            rank: Some(pmi.rank()),
-            step: "kvs-get",
-            detail: format!("rank 0's nonce under {SECRET_KEY} is {text:?}"),
-        })
+        .ok_or_else(|| pmi.fail("get", format!("rank 0's nonce under {SECRET_KEY} is {text:?}")))
 }
 
 /// Without a process mapping: an all-gather of every rank's nonce and host
 /// name. Returns this host's ranks and rank 0's nonce.
-fn hosts_and_nonce(pmi: &mut Pmi2, host: &str) -> Result<(Vec<usize>, Vec<u8>)> {
+fn hosts_and_nonce(pmi: &mut Pmi, host: &str) -> Result<(Vec<usize>, Vec<u8>)> {
     let nonce: [u8; NONCE_BYTES] = crate::protocol::auth::random_bytes();
     let mut own = nonce.to_vec();
     own.extend_from_slice(host.as_bytes());
@@ -97,11 +88,8 @@ fn hosts_and_nonce(pmi: &mut Pmi2, host: &str) -> Result<(Vec<usize>, Vec<u8>)> 
     let mut local = Vec::new();
     for (peer, blob) in all.iter().enumerate() {
         if blob.len() < NONCE_BYTES {
-            return Err(Error::Pmi {
-                rank: Some(pmi.rank()),
-                step: "kvs-get",
-                detail: format!("rank {peer} published {} bytes, not a nonce and a host", blob.len()),
-            });
+            let detail = format!("rank {peer} published {} bytes, not a nonce and a host", blob.len());
+            return Err(pmi.fail("get", detail));
         }
         if &blob[NONCE_BYTES..] == host.as_bytes() {
             local.push(peer);
@@ -111,6 +99,11 @@ fn hosts_and_nonce(pmi: &mut Pmi2, host: &str) -> Result<(Vec<usize>, Vec<u8>)> 
 }
 
 impl PmiJob {
+    /// The server this rank joined through, for messages.
+    pub(crate) fn server(&self) -> String {
+        self.pmi.server()
+    }
+
     /// The card table, every rank's card indexed by rank, read once per
     /// node (see the module docs); then the link that finalizes through the
     /// server and removes this node's table file after the wire-up barrier.

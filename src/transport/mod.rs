@@ -15,7 +15,7 @@
 //! pair to every rank, same-host peers and itself included.
 
 pub mod amo;
-mod dynlib;
+pub(crate) mod dynlib;
 pub mod ofi;
 pub mod primitives;
 pub mod rdma;

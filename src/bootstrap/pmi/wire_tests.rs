@@ -1,8 +1,13 @@
 //! The client against a fake PMI-2 server that formats its replies as
-//! Slurm's `mpi/pmi2` plugin does.
+//! Slurm's `mpi/pmi2` plugin does, and a fake PMI-1 server that refuses
+//! version 2 as Flux's does.
 
-use super::message::*;
+use super::super::conn::Link;
+use super::super::message::*;
+use super::super::{Pmi, CHUNK};
 use super::*;
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, IntoRawFd};
 use std::sync::{Arc, Condvar, Mutex};
@@ -34,14 +39,16 @@ struct Quirks {
 /// and a fence barrier across all `size` tasks.
 struct Kvs {
     size: usize,
+    jobid: String,
     state: Mutex<(HashMap<String, String>, usize, u64)>,
     fenced: Condvar,
 }
 
 impl Kvs {
-    fn new(size: usize) -> Arc<Kvs> {
+    fn new(size: usize, jobid: &str) -> Arc<Kvs> {
         Arc::new(Kvs {
             size,
+            jobid: jobid.to_string(),
             state: Mutex::new(Default::default()),
             fenced: Condvar::new(),
         })
@@ -89,7 +96,7 @@ fn serve(mut s: UnixStream, rank: usize, kvs: Arc<Kvs>, q: Quirks) -> Vec<String
     // Slurm does one read of up to 64 bytes and sscanf()s it as the init line.
     let mut buf = [0u8; 64];
     let n = s.read(&mut buf).unwrap();
-    assert_eq!(&buf[..n], INIT_LINE, "the first read must hold exactly the init line");
+    assert_eq!(&buf[..n], INIT_V2, "the first read must hold exactly the init line");
     log.push(String::from_utf8(buf[..n].to_vec()).unwrap());
     if q.silent == Some("init") {
         while s.read(&mut buf).is_ok_and(|n| n > 0) {}
@@ -131,6 +138,7 @@ fn serve(mut s: UnixStream, rank: usize, kvs: Arc<Kvs>, q: Quirks) -> Vec<String
                     kvs.size
                 )
             }
+            (_, "job-getid") => format!("cmd=job-getid-response;rc=0;jobid={};", kvs.jobid),
             (_, "kvs-put") => {
                 pending.push((field("key"), field("value")));
                 "cmd=kvs-put-response;rc=0;".into()
@@ -163,7 +171,11 @@ fn serve(mut s: UnixStream, rank: usize, kvs: Arc<Kvs>, q: Quirks) -> Vec<String
 
 /// A fake step of `size` tasks: the client ends, and the server threads.
 fn fake_step(size: usize, q: Quirks) -> (Vec<UnixStream>, Vec<JoinHandle<Vec<String>>>) {
-    let kvs = Kvs::new(size);
+    fake_job(size, JOBID, q)
+}
+
+fn fake_job(size: usize, jobid: &str, q: Quirks) -> (Vec<UnixStream>, Vec<JoinHandle<Vec<String>>>) {
+    let kvs = Kvs::new(size, jobid);
     (0..size)
         .map(|rank| {
             let (client, server) = UnixStream::pair().unwrap();
@@ -173,10 +185,21 @@ fn fake_step(size: usize, q: Quirks) -> (Vec<UnixStream>, Vec<JoinHandle<Vec<Str
         .unzip()
 }
 
+/// Connects as the task `rank` of `size` that Slurm started.
+fn connect(stream: UnixStream, rank: usize, size: usize, timeout: Duration) -> Result<Wire> {
+    let told = Told {
+        rank: Some(rank),
+        size: Some(size),
+        id: None,
+        jobid: Some(JOBID.into()),
+    };
+    Wire::connect(Link::Fd(stream), told, timeout, false, "PMI_FD=test".into())
+}
+
 /// One task connected to a one-task fake step.
-fn single(q: Quirks, timeout: Duration) -> (Result<Pmi2>, JoinHandle<Vec<String>>) {
+fn single(q: Quirks, timeout: Duration) -> (Result<Wire>, JoinHandle<Vec<String>>) {
     let (mut clients, mut servers) = fake_step(1, q);
-    let pmi = Pmi2::connect(clients.pop().unwrap(), 0, 1, JOBID.into(), timeout);
+    let pmi = connect(clients.pop().unwrap(), 0, 1, timeout);
     (pmi, servers.pop().unwrap())
 }
 
@@ -200,6 +223,7 @@ fn wire_bytes_are_slurms() {
         [
             "cmd=init pmi_version=2 pmi_subversion=0\n",
             "54    cmd=fullinit;pmijobid=1234.0;pmirank=0;threaded=FALSE;",
+            "14    cmd=job-getid;",
             "44    cmd=kvs-put;key=oneside-3-c0;value=4a5f00ff;",
             "51    cmd=kvs-get;jobid=1234.0;srcid=-1;key=oneside-3-c0;",
             "14    cmd=kvs-fence;",
@@ -227,11 +251,11 @@ fn allgather_across_three_ranks_twice_with_chunking() {
         .enumerate()
         .map(|(rank, stream)| {
             thread::spawn(move || {
-                let mut pmi = Pmi2::connect(stream, rank, 3, JOBID.into(), LONG).unwrap();
+                let mut pmi = Pmi::wire(connect(stream, rank, 3, LONG).unwrap());
                 assert_eq!((pmi.rank(), pmi.size()), (rank, 3));
                 let first = pmi.allgather(&cards(0, rank)).unwrap();
                 let second = pmi.allgather(&cards(1, rank)).unwrap();
-                pmi.finalize().unwrap();
+                pmi.farewell().unwrap();
                 (first, second)
             })
         })
@@ -259,8 +283,8 @@ fn allgather_across_three_ranks_twice_with_chunking() {
     for log in &logs {
         assert_eq!(
             log.iter().filter(|l| l.ends_with("cmd=kvs-fence;")).count(),
-            2,
-            "one fence per allgather"
+            3,
+            "one fence per allgather, and the farewell's"
         );
     }
 }
@@ -275,7 +299,7 @@ fn rc_error_names_the_step_and_the_servers_errmsg() {
         ..Quirks::default()
     };
     let (pmi, server) = single(q, LONG);
-    let mut pmi = pmi.unwrap();
+    let mut pmi = Pmi::wire(pmi.unwrap());
     let err = pmi.allgather(b"card").unwrap_err();
     assert!(
         matches!(
@@ -295,7 +319,8 @@ fn rc_error_names_the_step_and_the_servers_errmsg() {
         "rc=14",
         "PMI2_ERR_OTHER",
         "retried 5 times",
-        "srun --mpi=pmi2",
+        "mpi/pmi2",
+        "PMI-2 server on PMI_FD=test",
     ] {
         assert!(text.contains(part), "{part:?} missing from: {text}");
     }
@@ -329,31 +354,16 @@ fn an_unanswered_fence_times_out() {
         },
         SHORT,
     );
-    let err = pmi.unwrap().allgather(b"x").unwrap_err();
+    let err = Pmi::wire(pmi.unwrap()).allgather(b"x").unwrap_err();
     assert!(matches!(err, Error::Pmi { step: "kvs-fence", .. }), "{err:?}");
     assert!(err.to_string().contains("some rank has not reached the fence"), "{err}");
     server.join().unwrap();
 }
 
 #[test]
-fn a_pmi1_only_server_is_reported_at_init() {
-    let q = Quirks {
-        init_reply: Some("cmd=response_to_init rc=-1 pmi_version=1 pmi_subversion=1\n"),
-        ..Quirks::default()
-    };
-    let (pmi, server) = single(q, LONG);
-    let err = pmi.err().unwrap();
-    assert!(matches!(err, Error::Pmi { step: "init", .. }), "{err:?}");
-    assert!(err.to_string().contains("PMI-1"), "{err}");
-    server.join().unwrap();
-}
-
-#[test]
 fn fullinit_must_agree_with_the_environment() {
     let (mut clients, mut servers) = fake_step(1, Quirks::default());
-    let err = Pmi2::connect(clients.pop().unwrap(), 1, 2, JOBID.into(), LONG)
-        .err()
-        .unwrap();
+    let err = connect(clients.pop().unwrap(), 1, 2, LONG).err().unwrap();
     assert!(matches!(err, Error::Pmi { step: "fullinit", .. }), "{err:?}");
     assert!(
         err.to_string().contains("rank 0 of 1, but PMI_RANK=1 and PMI_SIZE=2"),
@@ -371,9 +381,9 @@ fn right_justified_headers_are_read_too() {
         },
         LONG,
     );
-    let mut pmi = pmi.unwrap();
+    let mut pmi = Pmi::wire(pmi.unwrap());
     assert_eq!(pmi.allgather(&[1, 2, 3]).unwrap(), [vec![1, 2, 3]]);
-    pmi.finalize().unwrap();
+    pmi.farewell().unwrap();
     server.join().unwrap();
 }
 
@@ -426,7 +436,7 @@ fn replies_parse_by_slurms_rules() {
 #[test]
 fn environment_hands_over_pmi_fd() {
     let (client, server) = UnixStream::pair().unwrap();
-    let server = thread::spawn(move || serve(server, 0, Kvs::new(1), Quirks::default()));
+    let server = thread::spawn(move || serve(server, 0, Kvs::new(1, "77.0"), Quirks::default()));
     let fd = client.into_raw_fd();
     let vars: HashMap<&str, String> = [
         ("PMI_FD", fd.to_string()),
@@ -437,16 +447,17 @@ fn environment_hands_over_pmi_fd() {
     ]
     .into();
     // SAFETY: `fd` came from into_raw_fd just above; nothing else owns it.
-    let mut pmi = unsafe { Pmi2::from_lookup(|k| vars.get(k).cloned()) }.unwrap().unwrap();
+    let pmi = unsafe { Wire::from_lookup(|k| vars.get(k).cloned(), false) }.unwrap().unwrap();
     assert_eq!(
-        (pmi.rank(), pmi.size(), pmi.jobid.as_str(), pmi.timeout),
+        (pmi.rank(), pmi.size(), pmi.jobid(), pmi.timeout()),
         (0, 1, "77.0", Duration::from_secs(5))
     );
     // SAFETY: fcntl on an fd `pmi` owns.
-    let flags = unsafe { libc::fcntl(pmi.stream.as_raw_fd(), libc::F_GETFD) };
+    let flags = unsafe { libc::fcntl(pmi.raw_fd(), libc::F_GETFD) };
     assert_eq!(flags & libc::FD_CLOEXEC, libc::FD_CLOEXEC);
+    let mut pmi = Pmi::wire(pmi);
     assert_eq!(pmi.allgather(b"hi").unwrap(), [b"hi".to_vec()]);
-    pmi.finalize().unwrap();
+    pmi.farewell().unwrap();
     assert!(server.join().unwrap()[1].contains("pmijobid=77.0;pmirank=0;"));
 }
 
@@ -454,7 +465,7 @@ fn environment_hands_over_pmi_fd() {
 fn environment_problems_are_explained() {
     // SAFETY (all three): no PMI_FD, a non-number, and a regular file's fd,
     // which is refused before anything takes it over.
-    assert!(unsafe { Pmi2::from_lookup(|_| None) }.is_none());
+    assert!(unsafe { Wire::from_lookup(|_| None, false) }.is_none());
     let vars = |fd: String| {
         move |k: &str| {
             if k == "PMI_FD" {
@@ -464,80 +475,19 @@ fn environment_problems_are_explained() {
             }
         }
     };
-    let err = unsafe { Pmi2::from_lookup(vars("abc".into())) }.unwrap().err().unwrap();
+    let err = unsafe { Wire::from_lookup(vars("abc".into()), false) }.unwrap().err().unwrap();
     assert!(
         err.to_string()
             .contains(r#"PMI_FD="abc" is not a non-negative integer"#),
         "{err}"
     );
     let file = std::fs::File::open("/proc/self/status").unwrap();
-    let err = unsafe { Pmi2::from_lookup(vars(file.as_raw_fd().to_string())) }
+    let err = unsafe { Wire::from_lookup(vars(file.as_raw_fd().to_string()), false) }
         .unwrap()
         .err()
         .unwrap();
     assert!(err.to_string().contains("not a socket"), "{err}");
-    assert!(err.to_string().contains("srun --mpi=pmi2"), "{err}");
-}
-
-#[test]
-fn pmix_only_launch_gets_a_hint() {
-    let pmix: HashMap<&str, &str> = [
-        ("PMIX_RANK", "2"),
-        ("PMIX_NAMESPACE", "slurm.pmix.9.0"),
-        ("PMIX_SERVER_URI41", "pmix-server.1;tcp4://x"),
-    ]
-    .into();
-    let hint = missing_pmi_hint_from(|k| pmix.get(k).map(|v| v.to_string())).unwrap();
-    for part in [
-        "PMIx",
-        "PMIX_NAMESPACE=slurm.pmix.9.0",
-        "PMI-2",
-        "srun --mpi=pmi2",
-        "rlaunch",
-    ] {
-        assert!(hint.contains(part), "{part:?} missing from: {hint}");
-    }
-    let with_fd = |k: &str| {
-        if k == "PMI_FD" {
-            Some("3".into())
-        } else {
-            pmix.get(k).map(|v| v.to_string())
-        }
-    };
-    assert_eq!(missing_pmi_hint_from(with_fd), None);
-    assert_eq!(missing_pmi_hint_from(|_| None), None);
-}
-
-#[test]
-fn a_task_of_srun_without_pmi_gets_a_hint_not_a_singleton() {
-    let srun: HashMap<&str, &str> = [
-        ("SLURM_STEP_NUM_TASKS", "4"),
-        ("SLURM_PROCID", "2"),
-        ("SLURM_STEP_ID", "0"),
-        ("SLURM_JOB_ID", "17"),
-    ]
-    .into();
-    let hint = missing_pmi_hint_from(|k| srun.get(k).map(|v| v.to_string())).unwrap();
-    for part in [
-        "task 2 of 4",
-        "step 17.0",
-        "PMI_FD is unset",
-        "srun --mpi=pmi2",
-        "MpiDefault=pmi2",
-    ] {
-        assert!(hint.contains(part), "{part:?} missing from: {hint}");
-    }
-    let one_task = |k: &str| match k {
-        "SLURM_STEP_NUM_TASKS" => Some("1".to_string()),
-        _ => srun.get(k).map(|v| v.to_string()),
-    };
-    assert_eq!(missing_pmi_hint_from(one_task), None, "srun -n 1 runs a singleton");
-    let batch_script: HashMap<&str, &str> = [("SLURM_NTASKS", "4"), ("SLURM_PROCID", "0")].into();
-    assert_eq!(
-        missing_pmi_hint_from(|k| batch_script.get(k).map(|v| v.to_string())),
-        None,
-        "a program run straight from a batch script is a singleton"
-    );
+    assert!(err.to_string().contains("PMI_FD="), "{err}");
 }
 
 /// Four tasks of a step through `under_pmi`, with the server's process
@@ -547,8 +497,9 @@ fn wire_up_under_pmi(mapping: Option<&'static str>) -> (Vec<(usize, usize)>, Vec
     use crate::bootstrap::under_pmi;
     use crate::protocol::wire::table_entries;
     let jobid = format!("{}.{}", std::process::id(), mapping.is_some() as u8);
-    let (clients, servers) = fake_step(
+    let (clients, servers) = fake_job(
         4,
+        &jobid,
         Quirks {
             mapping,
             ..Quirks::default()
@@ -561,9 +512,9 @@ fn wire_up_under_pmi(mapping: Option<&'static str>) -> (Vec<(usize, usize)>, Vec
         .into_iter()
         .enumerate()
         .map(|(rank, stream)| {
-            let (jobid, wired) = (jobid.clone(), wired.clone());
+            let wired = wired.clone();
             thread::spawn(move || {
-                let pmi = Pmi2::connect(stream, rank, 4, jobid, LONG).unwrap();
+                let pmi = Pmi::wire(connect(stream, rank, 4, LONG).unwrap());
                 let (env, job) = under_pmi::launch_env(pmi).unwrap();
                 let (table, mut link) = job.exchange_cards(&env, card(rank)).unwrap();
                 let cards: Vec<Vec<u8>> = table_entries(&table).unwrap().iter().map(|c| c.to_vec()).collect();

@@ -93,3 +93,15 @@ pub(super) fn rc_name(rc: &str) -> &'static str {
         _ => "unknown code",
     }
 }
+
+/// `msg` as a PMI value: no `;`, nothing but printable ASCII and spaces,
+/// at most [`MAX_VALUE`] characters.
+pub(super) fn printable(msg: &str) -> String {
+    msg.chars()
+        .map(|c| match (c.is_ascii_graphic() && c != ';') || c == ' ' {
+            true => c,
+            false => '_',
+        })
+        .take(MAX_VALUE)
+        .collect()
+}

@@ -1,0 +1,421 @@
+//! A PMI client that speaks the wire protocols itself, both versions, so no
+//! libpmi is needed: Slurm's `srun --mpi=pmi2`, MPICH's Hydra (`PMI_FD`, or
+//! `PMI_PORT` + `PMI_ID` with `-pmi-port`) and Flux (PMI-1 only).
+//!
+//! The first line is always PMI-1's `cmd=init pmi_version=2 ...`. A server
+//! that accepts version 2 then gets PMI-2 messages: a 6-byte decimal length
+//! and `cmd=<name>;key=value;...;`, formatted as Slurm 22.05's `mpi/pmi2`
+//! plugin parses them and as its `contribs/pmi2` library sends them. A
+//! server that refuses (Flux answers `rc=-1`) gets `cmd=init pmi_version=1`
+//! on the same connection and PMI-1's newline-ended `cmd=<name> key=value`
+//! lines from then on. Servers drop malformed requests without a reply, so
+//! every read has a timeout.
+//!
+//! The job id comes from the protocol (`job-getid`, or PMI-1's KVS name),
+//! never from `PMI_JOBID`, which Hydra and Flux do not set.
+//!
+//! When the process's own MPI library (MPICH under Hydra) owns `PMI_FD`, the
+//! connection is shared ([`Wire::shared`]): we talk on a duplicate, only
+//! while MPI is not in a PMI call of its own (its PMI client is synchronous
+//! and our calls run before or after MPI's init), and leave the PMI
+//! `finalize` to MPI.
+
+use super::conn::{self, Conn, Link};
+use super::message::{self, check_key, check_value, rc_name, Reply};
+use crate::error::{Error, Result};
+use crate::protocol::env::{BOOTSTRAP_TIMEOUT, DEFAULT_BOOTSTRAP_TIMEOUT_SECS};
+use std::io;
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// The largest payload a 6-digit length header can describe.
+const MAX_MESSAGE: usize = 999_999;
+pub(super) const INIT_V2: &[u8] = b"cmd=init pmi_version=2 pmi_subversion=0\n";
+pub(super) const INIT_V1: &[u8] = b"cmd=init pmi_version=1 pmi_subversion=1\n";
+
+/// Set once [`Wire::from_env`] has taken `PMI_FD` or `PMI_PORT`.
+static PMI_TAKEN: AtomicBool = AtomicBool::new(false);
+
+/// Which protocol the server accepted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Version {
+    One,
+    Two,
+}
+
+/// What the environment says before the server is asked.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Told {
+    /// `PMI_RANK` and `PMI_SIZE` (every `PMI_FD` launcher sets them).
+    pub rank: Option<usize>,
+    pub size: Option<usize>,
+    /// `PMI_ID`, with `PMI_PORT`.
+    pub id: Option<usize>,
+    /// `PMI_JOBID` (Slurm), only echoed in `fullinit` as Slurm's own client does.
+    pub jobid: Option<String>,
+}
+
+/// An initialized connection to a PMI-1 or PMI-2 server.
+pub(crate) struct Wire {
+    conn: Conn,
+    version: Version,
+    rank: usize,
+    size: usize,
+    jobid: String,
+    timeout: Duration,
+    /// The process's MPI library talks on this connection too.
+    shared: bool,
+    /// `PMI_FD=6` or `PMI_PORT=host:port`, for messages.
+    place: String,
+}
+
+impl Wire {
+    /// Connects to the server `PMI_FD` or `PMI_PORT` names; `None` when
+    /// neither is set. `shared`: the process's MPI library uses it too.
+    pub(crate) fn from_env(shared: bool) -> Option<Result<Wire>> {
+        if std::env::var_os("PMI_FD").is_none() && std::env::var_os("PMI_PORT").is_none() {
+            return None;
+        }
+        if PMI_TAKEN.swap(true, Ordering::SeqCst) {
+            return Some(Err(env_err(None, "PMI_FD is already in use by this process".into())));
+        }
+        // SAFETY: the launcher opened PMI_FD for this process; PMI_TAKEN
+        // makes sure we take it once, and a shared one is duplicated.
+        unsafe { Self::from_lookup(|k| std::env::var(k).ok(), shared) }
+    }
+
+    /// [`Wire::from_env`] with the variables read through `var`.
+    ///
+    /// # Safety
+    /// If `PMI_FD` names an open socket and not `shared`, it must be owned
+    /// by nobody else: the returned `Wire` (or an error path) closes it.
+    pub(super) unsafe fn from_lookup(var: impl Fn(&str) -> Option<String>, shared: bool) -> Option<Result<Wire>> {
+        let (fd_text, port) = (var("PMI_FD"), var("PMI_PORT"));
+        if fd_text.is_none() && port.is_none() {
+            return None;
+        }
+        Some((|| {
+            let told = Told {
+                rank: optional(&var, "PMI_RANK")?,
+                size: optional(&var, "PMI_SIZE")?,
+                id: optional(&var, "PMI_ID")?,
+                jobid: var("PMI_JOBID"),
+            };
+            let secs = optional(&var, BOOTSTRAP_TIMEOUT)?.unwrap_or(DEFAULT_BOOTSTRAP_TIMEOUT_SECS as usize);
+            let timeout = Duration::from_secs(secs.max(1) as u64);
+            let (link, place) = match (fd_text, port) {
+                (Some(text), _) => {
+                    let fd = parse(told.rank, "PMI_FD", &text)?;
+                    // SAFETY: the caller's guarantee for PMI_FD.
+                    let link = unsafe { conn::inherited(fd as i32, shared) }
+                        .map_err(|d| env_err(told.rank, format!("PMI_FD={fd}: {d}")))?;
+                    (link, format!("PMI_FD={fd}"))
+                }
+                (None, Some(addr)) => (connect_port(&addr, timeout)?, format!("PMI_PORT={addr}")),
+                (None, None) => unreachable!("checked above"),
+            };
+            Wire::connect(link, told, timeout, shared, place)
+        })())
+    }
+
+    /// Runs the handshake on `link`: version 2 if the server takes it, else 1.
+    pub(crate) fn connect(link: Link, told: Told, timeout: Duration, shared: bool, place: String) -> Result<Wire> {
+        let conn = Conn::new(link, timeout)
+            .map_err(|e| env_err(told.rank, format!("cannot set a timeout on {place}: {e}")))?;
+        let mut wire = Wire {
+            conn,
+            version: Version::Two,
+            rank: told.rank.unwrap_or(0),
+            size: told.size.unwrap_or(0),
+            jobid: String::new(),
+            timeout,
+            shared,
+            place,
+        };
+        let answer = wire.init_line(INIT_V2)?;
+        match field(&answer, "rc") == Some("0") && field(&answer, "pmi_version") == Some("2") {
+            true => wire.fullinit(&told)?,
+            false => {
+                wire.version = Version::One;
+                super::v1::init(&mut wire, &told, &answer)?;
+            }
+        }
+        Ok(wire)
+    }
+
+    pub(crate) fn rank(&self) -> usize {
+        self.rank
+    }
+    pub(crate) fn size(&self) -> usize {
+        self.size
+    }
+    pub(crate) fn jobid(&self) -> &str {
+        &self.jobid
+    }
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+    pub(crate) fn shared(&self) -> bool {
+        self.shared
+    }
+
+    /// What this is, for messages: `the PMI-2 server on PMI_FD=6`.
+    pub(crate) fn server(&self) -> String {
+        let v = match self.version {
+            Version::One => 1,
+            Version::Two => 2,
+        };
+        format!("the PMI-{v} server on {}", self.place)
+    }
+
+    pub(super) fn set_identity(&mut self, rank: usize, size: usize, jobid: String) {
+        (self.rank, self.size, self.jobid) = (rank, size, jobid);
+    }
+
+    /// Stores `key=value` for this rank; other ranks see it after the next fence.
+    pub(crate) fn put(&mut self, key: &str, value: &str) -> Result<()> {
+        check_key(key).map_err(|d| self.fail("kvs-put", d))?;
+        check_value(value).map_err(|d| self.fail("kvs-put", format!("value of {key}: {d}")))?;
+        match self.version {
+            Version::One => super::v1::put(self, key, value),
+            Version::Two => self
+                .request("kvs-put", &format!("cmd=kvs-put;key={key};value={value};"))
+                .map(drop),
+        }
+    }
+
+    /// The global barrier that publishes every rank's puts.
+    pub(crate) fn fence(&mut self) -> Result<()> {
+        match self.version {
+            Version::One => super::v1::barrier(self),
+            Version::Two => self.request("kvs-fence", "cmd=kvs-fence;").map(drop),
+        }
+    }
+
+    /// Reads `key`; `Ok(None)` when nobody has put it (before a fence).
+    /// `None` for `src_rank` sends PMI2_ID_NULL (Slurm ignores it anyway).
+    pub(crate) fn get(&mut self, src_rank: Option<usize>, key: &str) -> Result<Option<String>> {
+        check_key(key).map_err(|d| self.fail("kvs-get", d))?;
+        if self.version == Version::One {
+            return super::v1::get(self, key);
+        }
+        let src = src_rank.map_or_else(|| "-1".to_string(), |r| r.to_string());
+        let cmd = format!("cmd=kvs-get;jobid={};srcid={src};key={key};", self.jobid);
+        let reply = self.request("kvs-get", &cmd)?;
+        self.found("kvs-get", key, reply)
+    }
+
+    /// A job attribute such as `PMI_process_mapping`; `Ok(None)` when the
+    /// server has none. PMI-1 servers keep it in the job's KVS.
+    pub(crate) fn job_attr(&mut self, key: &str) -> Result<Option<String>> {
+        check_key(key).map_err(|d| self.fail("info-getjobattr", d))?;
+        if self.version == Version::One {
+            return super::v1::get(self, key);
+        }
+        let reply = self.request("info-getjobattr", &format!("cmd=info-getjobattr;key={key};"))?;
+        Ok(self.found("info-getjobattr", key, reply).unwrap_or(None))
+    }
+
+    /// Says goodbye to the server, unless MPI shares the connection (then
+    /// MPI's own finalize does); the connection is unusable afterwards.
+    pub(crate) fn finalize(mut self) -> Result<()> {
+        match (self.shared, self.version) {
+            (true, _) => Ok(()),
+            (false, Version::One) => super::v1::finalize(&mut self),
+            (false, Version::Two) => self.request("finalize", "cmd=finalize;").map(drop),
+        }
+    }
+
+    /// Asks the server to kill the whole job (there is no reply). The
+    /// caller should exit afterwards in case the kill is slow.
+    pub(crate) fn abort(mut self, msg: &str) -> Result<()> {
+        if self.version == Version::One {
+            return self.send("abort", "cmd=abort exitcode=1\n");
+        }
+        let msg = message::printable(msg);
+        self.send("abort", &frame(&format!("cmd=abort;isworld=TRUE;msg={msg};")))
+    }
+
+    /// `fullinit` (rank and size), then `job-getid`.
+    fn fullinit(&mut self, told: &Told) -> Result<()> {
+        let who = match (told.id, told.rank) {
+            (Some(id), _) => format!("pmiid={id};"),
+            (None, Some(rank)) => format!("pmirank={rank};"),
+            (None, None) => return Err(env_err(None, "neither PMI_RANK nor PMI_ID is set".into())),
+        };
+        let jobid = told.jobid.as_ref().map(|j| format!("pmijobid={j};")).unwrap_or_default();
+        if let Some(j) = &told.jobid {
+            check_value(j).map_err(|d| self.fail("fullinit", format!("PMI_JOBID={j:?}: {d}")))?;
+        }
+        let reply = self.request("fullinit", &format!("cmd=fullinit;{jobid}{who}threaded=FALSE;"))?;
+        let number = |k: &str| reply.get(k).and_then(|v| v.parse::<usize>().ok());
+        let (Some(rank), Some(size)) = (number("rank"), number("size")) else {
+            return Err(self.fail("fullinit", "the reply has no rank and size"));
+        };
+        if told.rank.is_some_and(|r| r != rank) || told.size.is_some_and(|s| s != size) {
+            return Err(self.fail(
+                "fullinit",
+                format!(
+                    "the server says rank {rank} of {size}, but PMI_RANK={} and PMI_SIZE={}",
+                    show(told.rank),
+                    show(told.size)
+                ),
+            ));
+        }
+        (self.rank, self.size) = (rank, size);
+        let reply = self.request("job-getid", "cmd=job-getid;")?;
+        let jobid = reply.get("jobid").unwrap_or_default().to_string();
+        check_value(&jobid)
+            .ok()
+            .filter(|_| !jobid.is_empty())
+            .ok_or_else(|| self.fail("job-getid", format!("the job id {jobid:?} is not usable")))?;
+        self.jobid = jobid;
+        Ok(())
+    }
+
+    /// Sends an init line and reads the server's answer line.
+    pub(super) fn init_line(&mut self, line: &[u8]) -> Result<String> {
+        self.conn.send(line).map_err(|e| self.io_fail("init", e))?;
+        let answer = self.conn.read_line().map_err(|e| self.io_fail("init", e))?;
+        if field(&answer, "cmd") != Some("response_to_init") {
+            return Err(self.fail("init", format!("expected response_to_init, got {answer:?}")));
+        }
+        Ok(answer)
+    }
+
+    /// One PMI-1 exchange: `line` out, a reply line back.
+    pub(super) fn line_request(&mut self, step: &'static str, line: &str) -> Result<String> {
+        self.send(step, line)?;
+        self.conn.read_line().map_err(|e| self.io_fail(step, e))
+    }
+
+    /// One more line of an answer that spans several.
+    pub(super) fn read_line(&mut self, step: &'static str) -> Result<String> {
+        self.conn.read_line().map_err(|e| self.io_fail(step, e))
+    }
+
+    /// Sends `payload` and checks the reply: `<cmd>-response` with `rc=0`.
+    fn request(&mut self, step: &'static str, payload: &str) -> Result<Reply> {
+        if payload.len() > MAX_MESSAGE {
+            return Err(self.fail(step, format!("a {}-byte message is too long for PMI-2", payload.len())));
+        }
+        self.send(step, &frame(payload))?;
+        let reply = match message::read_reply(&mut self.conn) {
+            Ok(reply) => reply.map_err(|d| self.fail(step, d))?,
+            Err(e) => return Err(self.io_fail(step, e)),
+        };
+        let expected = format!("{step}-response");
+        if reply.cmd != expected {
+            return Err(self.fail(step, format!("expected {expected}, got {}", reply.cmd)));
+        }
+        match reply.get("rc") {
+            Some("0") => Ok(reply),
+            Some(rc) => {
+                let errmsg = reply.get("errmsg").map(|m| format!(": {m}")).unwrap_or_default();
+                Err(self.fail(step, format!("the server answered rc={rc} ({}){errmsg}", rc_name(rc))))
+            }
+            None => Err(self.fail(step, format!("{} has no rc", reply.cmd))),
+        }
+    }
+
+    /// The value of a `found=TRUE` reply.
+    fn found(&self, step: &'static str, key: &str, mut reply: Reply) -> Result<Option<String>> {
+        match reply.get("found") {
+            Some(f) if f.eq_ignore_ascii_case("TRUE") => match reply.fields.iter().position(|(k, _)| k == "value") {
+                Some(i) => Ok(Some(reply.fields.swap_remove(i).1)),
+                None => Err(self.fail(step, format!("reply for {key} says found=TRUE but has no value"))),
+            },
+            Some(f) if f.eq_ignore_ascii_case("FALSE") => Ok(None),
+            other => Err(self.fail(step, format!("reply for {key} has found={other:?}"))),
+        }
+    }
+
+    fn send(&mut self, step: &'static str, bytes: &str) -> Result<()> {
+        self.conn.send(bytes.as_bytes()).map_err(|e| self.io_fail(step, e))
+    }
+
+    pub(super) fn fail(&self, step: &'static str, detail: impl Into<String>) -> Error {
+        Error::Pmi {
+            rank: Some(self.rank),
+            server: self.server(),
+            step,
+            detail: detail.into(),
+        }
+    }
+
+    pub(super) fn io_fail(&self, step: &'static str, e: io::Error) -> Error {
+        let detail = match e.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+                let why = match step {
+                    "kvs-fence" | "barrier" => "some rank has not reached the fence",
+                    _ => "the server ignored the request",
+                };
+                format!(
+                    "no reply within {:?} ({why}; raise {BOOTSTRAP_TIMEOUT} if ranks start slowly)",
+                    self.timeout
+                )
+            }
+            io::ErrorKind::UnexpectedEof | io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset => {
+                format!("the PMI server closed the connection ({e})")
+            }
+            _ => e.to_string(),
+        };
+        self.fail(step, detail)
+    }
+
+    #[cfg(test)]
+    pub(super) fn raw_fd(&self) -> std::os::fd::RawFd {
+        self.conn.raw_fd()
+    }
+}
+
+/// A PMI-2 frame: the payload's length, left-justified in 6 characters.
+fn frame(payload: &str) -> String {
+    format!("{:<6}{payload}", payload.len())
+}
+
+/// The value of `name` in a PMI-1 line (`cmd=x a=1 b=2`).
+pub(super) fn field<'a>(line: &'a str, name: &str) -> Option<&'a str> {
+    line.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
+}
+
+fn connect_port(addr: &str, timeout: Duration) -> Result<Link> {
+    let fail = |d: String| env_err(None, format!("PMI_PORT={addr}: {d}"));
+    let target = addr
+        .to_socket_addrs()
+        .map_err(|e| fail(e.to_string()))?
+        .next()
+        .ok_or_else(|| fail("resolves to no address".into()))?;
+    let stream = TcpStream::connect_timeout(&target, timeout).map_err(|e| fail(format!("cannot connect: {e}")))?;
+    Ok(Link::Port(stream))
+}
+
+fn show(v: Option<usize>) -> String {
+    v.map_or_else(|| "(unset)".into(), |v| v.to_string())
+}
+
+fn optional(var: &impl Fn(&str) -> Option<String>, name: &str) -> Result<Option<usize>> {
+    var(name).map(|v| parse(None, name, &v)).transpose()
+}
+
+fn parse(rank: Option<usize>, name: &str, value: &str) -> Result<usize> {
+    value
+        .trim()
+        .parse()
+        .map_err(|_| env_err(rank, format!("{name}={value:?} is not a non-negative integer")))
+}
+
+pub(super) fn env_err(rank: Option<usize>, detail: String) -> Error {
+    Error::Pmi {
+        rank,
+        server: "the PMI server the launcher named (PMI_FD or PMI_PORT)".into(),
+        step: "init",
+        detail,
+    }
+}
+
+#[cfg(test)]
+#[path = "wire_tests.rs"]
+mod tests;
