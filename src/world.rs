@@ -508,6 +508,14 @@ impl World {
         // and endpoints may close. A peer left waiting for this rank in a
         // collective is a deadlock the launcher sees and ends.
         crate::rma::Rma::quiet(&*self)?;
+        // An MPI initialized after this world (shmem_init before MPI_Init)
+        // could not be checked at init: a launcher that gave MPI nothing
+        // makes it a singleton, and whatever it computed was wrong.
+        let how = match &self.launcher {
+            Some(_) => "its launcher",
+            None => "no launcher, as a singleton",
+        };
+        crate::bootstrap::in_mpi::check_world(self.rank, self.size, how)?;
         match &mut self.launcher {
             Some(link) => link.send_finalized(at),
             None => Ok(()),

@@ -52,6 +52,14 @@ impl Pmi {
                 Err(_) => {}
             }
         }
+        if var("PMI_FD").is_none() && var("PMI_PORT").is_some() && in_mpi::active() {
+            return Some(Err(Error::MissingPmi {
+                detail: "MPI was initialized first under `mpiexec -pmi-port`, and its PMI connection to \
+                         Hydra is this rank's only one (a second would take the rank's place); start without \
+                         -pmi-port (MPI and oneside then share PMI_FD), or call shmem_init before MPI_Init"
+                    .into(),
+            }));
+        }
         let wire = wire::Wire::from_env(in_mpi::linked())?;
         Some(wire.map(|w| Pmi::from(Road::Wire(w))))
     }

@@ -239,10 +239,10 @@ impl Wire {
 
     /// `fullinit` (rank and size), then `job-getid`.
     fn fullinit(&mut self, told: &Told) -> Result<()> {
-        let who = match (told.id, told.rank) {
-            (Some(id), _) => format!("pmiid={id};"),
-            (None, Some(rank)) => format!("pmirank={rank};"),
-            (None, None) => return Err(env_err(None, "neither PMI_RANK nor PMI_ID is set".into())),
+        // Hydra wants `pmirank` even on PMI_PORT, where PMI_ID is the rank.
+        let who = match told.rank.or(told.id) {
+            Some(rank) => format!("pmirank={rank};"),
+            None => return Err(env_err(None, "neither PMI_RANK nor PMI_ID is set".into())),
         };
         let jobid = told.jobid.as_ref().map(|j| format!("pmijobid={j};")).unwrap_or_default();
         if let Some(j) = &told.jobid {
