@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The launcher suite: oneside under other people's launchers, and inside
+# MPI programs. On one host, every run bounded:
+#  - Open MPI 4.1's mpirun (PMIx, libpmix opened at run time), MPICH 4.0's
+#    mpiexec.hydra on PMI_FD (PMI-2) and with -pmi-port (PMI-2 on a TCP
+#    port), each at 1, 2 and 4 ranks:
+#    - a hybrid C program (tests/c/hybrid.c), both init orders and both
+#      finalize orders: PE number = MPI_COMM_WORLD rank, a ring of puts, an
+#      MPI_Allreduce and a shmem reduction that must agree;
+#    - a plain OpenSHMEM C program (tests/c/ring.c) and a Rust one
+#      (examples/hello_put.rs);
+#  - what must stop with a message, never run as silent singletons: an MPI
+#    program under rlaunch (MPI sees 1 rank, OpenSHMEM 2), MPI initialized
+#    first under -pmi-port, and a rank that carries a launcher's size but
+#    no PMI (OMPI_COMM_WORLD_SIZE=4, PALS_RANKID).
+# srun --mpi=pmix and --mpi=pmi2 run in tests/slurm/run.sh; PMI-1 as Flux
+# speaks it, in the unit tests (src/bootstrap/pmi/wire_tests.rs).
+# Needs openmpi-bin, libopenmpi-dev, mpich, libmpich-dev, libpmix2.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+for tool in mpicc.openmpi mpirun.openmpi mpicc.mpich mpiexec.hydra; do
+  command -v $tool >/dev/null || { echo "mpi suite: $tool is missing (openmpi-bin, libopenmpi-dev, mpich, libmpich-dev)"; exit 1; }
+done
+
+echo "== building"
+cargo build --workspace --bins --examples --quiet || exit 1
+cargo build -p oneside-shmem --quiet || exit 1
+bin=$root/target/debug
+ex=$bin/examples
+dir=$(mktemp -d /tmp/oneside-mpi.XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+for mpi in openmpi mpich; do
+  ONESIDE_CC=mpicc.$mpi "$bin/oshcc" -o "$dir/hybrid-$mpi" tests/c/hybrid.c || exit 1
+done
+"$bin/oshcc" -o "$dir/ring" tests/c/ring.c || exit 1
+
+passed=0
+failed=0
+check() { # status, description
+  if [ "$1" = 0 ]; then
+    passed=$((passed + 1)); echo "PASS  $2"
+  else
+    failed=$((failed + 1)); echo "FAIL  $2"; sed 's/^/      /' "$dir/out" | tail -15
+  fi
+}
+# Runs a launcher line, bounded; its output lands in $dir/out.
+run() { timeout 60 "$@" >"$dir/out" 2>&1; }
+
+declare -A launch=(
+  [mpirun]="mpirun.openmpi --allow-run-as-root --oversubscribe -np"
+  [hydra]="mpiexec.hydra -n"
+  [hydra-pmi-port]="mpiexec.hydra -pmi-port -n"
+)
+declare -A flavour=([mpirun]=openmpi [hydra]=mpich [hydra-pmi-port]=mpich)
+
+for l in mpirun hydra hydra-pmi-port; do
+  for n in 1 2 4; do
+    for init in mpi-first shmem-first; do
+      for fin in mpi-last shmem-last; do
+        if [ $l = hydra-pmi-port ] && [ $init = mpi-first ]; then continue; fi
+        run ${launch[$l]} $n "$dir/hybrid-${flavour[$l]}" $init $fin
+        [ $? = 0 ] && [ "$(cat "$dir/out")" = "hybrid ok" ]
+        check $? "$l -n $n hybrid C, $init, $fin: PE = MPI rank, puts, MPI and shmem reductions agree"
+      done
+    done
+    run ${launch[$l]} $n "$dir/ring"
+    [ $? = 0 ] && [ "$(cat "$dir/out")" = "ring ok" ]
+    check $? "$l -n $n plain OpenSHMEM C (ring.c)"
+    run ${launch[$l]} $n "$ex/hello_put"
+    [ $? = 0 ] && [ "$(grep -c "^rank [0-9]*/$n received" "$dir/out")" = $n ]
+    check $? "$l -n $n plain Rust (hello_put)"
+  done
+done
+
+echo "== what must stop with a message"
+run "$bin/rlaunch" -n 2 "$dir/hybrid-mpich" mpi-first mpi-last
+[ $? != 0 ] && grep -q "is MPI_COMM_WORLD rank 0 of 1" "$dir/out" && ! grep -q "hybrid ok" "$dir/out"
+check $? "rlaunch -n 2 of an MPICH program, MPI first: stops at shmem_init (MPI sees 1 rank, OpenSHMEM 2)"
+run "$bin/rlaunch" -n 2 "$dir/hybrid-mpich" shmem-first mpi-last
+[ $? != 0 ] && grep -q "is MPI_COMM_WORLD rank 0 of 1" "$dir/out" && ! grep -q "hybrid ok" "$dir/out"
+check $? "rlaunch -n 2 of an MPICH program, shmem first: stops at shmem_finalize, never reports success"
+run mpiexec.hydra -pmi-port -n 2 "$dir/hybrid-mpich" mpi-first mpi-last
+[ $? != 0 ] && grep -q "start without -pmi-port" "$dir/out"
+check $? "mpiexec.hydra -pmi-port, MPI first: stops with what to do"
+run env OMPI_COMM_WORLD_SIZE=4 OMPI_COMM_WORLD_RANK=1 "$ex/hello_put"
+[ $? != 0 ] && grep -q "OMPI_COMM_WORLD_SIZE=4 says this process is one of 4 ranks" "$dir/out"
+check $? "a rank with Open MPI's size but no PMIx server: stops, no singleton"
+run env PALS_RANKID=3 PALS_NODEID=0 "$dir/ring"
+[ $? != 0 ] && grep -q "HPE PALS" "$dir/out" && ! grep -q "ring ok" "$dir/out"
+check $? "a PALS rank without PMIx: stops, no singleton"
+run env PMIX_RANK=0 PMIX_NAMESPACE=x PMIX_SERVER_URI41="x.0;tcp4://127.0.0.1:9" ONESIDE_PMIX_LIBRARY=libpmix-missing.so "$ex/hello_put"
+[ $? != 0 ] && grep -q "ONESIDE_PMIX_LIBRARY" "$dir/out"
+check $? "a PMIx launch where libpmix cannot be opened: names the library and the variable"
+
+echo "mpi suite: $passed passed, $failed failed"
+[ $failed = 0 ]
