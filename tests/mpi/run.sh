@@ -73,6 +73,12 @@ for l in mpirun hydra hydra-pmi-port; do
   done
 done
 
+echo "== the guide's hybrid C example (docs/src/mpi.md), built with mpicc under oshcc"
+awk '/^```c,mpi$/{on=1; next} /^```$/{on=0} on' docs/src/mpi.md >"$dir/guide.c"
+ONESIDE_CC=mpicc.mpich "$bin/oshcc" -o "$dir/guide" "$dir/guide.c" >"$dir/out" 2>&1 &&
+  run mpiexec.hydra -n 4 "$dir/guide" && [ "$(cat "$dir/out")" = "sum 6 of 4 ranks" ]
+check $? "docs/src/mpi.md's example compiles and prints what the guide says under mpiexec.hydra -n 4"
+
 echo "== what must stop with a message"
 run "$bin/rlaunch" -n 2 "$dir/hybrid-mpich" mpi-first mpi-last
 [ $? != 0 ] && grep -q "is MPI_COMM_WORLD rank 0 of 1" "$dir/out" && ! grep -q "hybrid ok" "$dir/out"

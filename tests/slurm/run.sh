@@ -46,6 +46,23 @@ timeout 120 srun "${jobs[@]}" --mpi=pmi2 "$dir/ring" >"$dir/out" 2>&1
 [ $? = 0 ] && [ "$(cat "$dir/out")" = "ring ok" ]
 check $? "srun --mpi=pmi2 of a C program built with oshcc: the C API wires up over PMI-2 as well"
 
+timeout 120 srun "${jobs[@]}" --mpi=pmix "$ex/hello_put" >"$dir/out" 2>&1
+[ $? = 0 ] && [ "$(grep -c '^rank [0-3]/4 received' "$dir/out")" = 4 ]
+check $? "srun -N2 -n4 --mpi=pmix hello_put: 4 ranks wire up over PMIx (libpmix opened at run time)"
+
+timeout 120 srun "${jobs[@]}" --mpi=pmix "$dir/ring" >"$dir/out" 2>&1
+[ $? = 0 ] && [ "$(cat "$dir/out")" = "ring ok" ]
+check $? "srun --mpi=pmix of a C program built with oshcc"
+
+if command -v mpicc.openmpi >/dev/null; then
+  ONESIDE_CC=mpicc.openmpi "$bin/oshcc" -o "$dir/hybrid" tests/c/hybrid.c
+  for order in "mpi-first shmem-last" "shmem-first mpi-last"; do
+    timeout 120 srun "${jobs[@]}" --mpi=pmix "$dir/hybrid" $order >"$dir/out" 2>&1
+    [ $? = 0 ] && [ "$(cat "$dir/out")" = "hybrid ok" ]
+    check $? "srun --mpi=pmix of a hybrid Open MPI + OpenSHMEM program ($order): PE = MPI rank, PMIx shared"
+  done
+fi
+
 timeout 120 srun "${jobs[@]}" --mpi=none "$ex/hello_put" >"$dir/out" 2>&1
 [ $? != 0 ] && [ "$(grep -c 'task [0-3] of 4 in Slurm step .*srun --mpi=pmi2' "$dir/out")" = 4 ] && ! grep -q received "$dir/out"
 check $? "srun without PMI (--mpi=none): every task says what is missing instead of running alone"
