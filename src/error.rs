@@ -73,13 +73,14 @@ pub enum Error {
 
     /// MPI is active in the process and disagrees with OpenSHMEM about
     /// which rank this is, or how many there are.
-    #[error("PE {rank} of {size} (joined through {how}) is MPI_COMM_WORLD rank {mpi_rank} of {mpi_size}: OpenSHMEM and MPI see different jobs, so any answer mixing them would be wrong; start the program with its own MPI's launcher (`mpirun` for Open MPI, `mpiexec.hydra` for MPICH, `srun --mpi=pmix`), through which oneside wires up too")]
+    #[error("PE {rank} of {size} (joined through {how}) is MPI_COMM_WORLD rank {mpi_rank} of {mpi_size}: OpenSHMEM and MPI see different jobs, so any answer mixing them would be wrong; {what_to_do}")]
     MpiMismatch {
         rank: usize,
         size: usize,
         mpi_rank: usize,
         mpi_size: usize,
         how: String,
+        what_to_do: String,
     },
 
     /// The launcher aborted the job while this rank was bootstrapping.

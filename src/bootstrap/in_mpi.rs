@@ -58,7 +58,7 @@ pub(crate) fn world() -> Option<(usize, usize)> {
     if !active() {
         return None;
     }
-    let ompi = symbol(c"ompi_mpi_comm_world");
+    let ompi = open_mpi_world();
     let comm = match ompi.is_null() {
         true => MPICH_COMM_WORLD,
         false => ompi as usize,
@@ -76,6 +76,11 @@ pub(crate) fn world() -> Option<(usize, usize)> {
     (ok && rank >= 0 && size > 0).then_some((rank as usize, size as usize))
 }
 
+/// Open MPI's `MPI_COMM_WORLD`, or null in any other MPI.
+fn open_mpi_world() -> *mut c_void {
+    symbol(c"ompi_mpi_comm_world")
+}
+
 /// Holds a PE number to the promise: equal to the `MPI_COMM_WORLD` rank,
 /// in a world of the same size, whenever MPI is active in the process.
 /// `how` says how this rank joined its job, for the message.
@@ -87,6 +92,15 @@ pub(crate) fn check_world(rank: usize, size: usize, how: &str) -> Result<()> {
             mpi_rank,
             mpi_size,
             how: how.to_string(),
+            what_to_do: match open_mpi_world().is_null() {
+                true => "start the program with its own MPI's launcher (`mpiexec.hydra` for MPICH, `srun`, \
+                         `mpirun`), through which oneside wires up too"
+                    .into(),
+                false => "Open MPI wires up only through a PMIx server, which rlaunch does not serve: start \
+                          the program with Open MPI's `mpirun` (or `srun --mpi=pmix`), through which oneside \
+                          wires up too"
+                    .into(),
+            },
         }),
         _ => Ok(()),
     }

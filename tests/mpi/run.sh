@@ -9,8 +9,11 @@
 #      MPI_Allreduce and a shmem reduction that must agree;
 #    - a plain OpenSHMEM C program (tests/c/ring.c) and a Rust one
 #      (examples/hello_put.rs);
-#  - what must stop with a message, never run as silent singletons: an MPI
-#    program under rlaunch (MPI sees 1 rank, OpenSHMEM 2), MPI initialized
+#  - rlaunch at 1, 2 and 4 ranks of the hybrid MPICH program: MPICH wires
+#    up through rlaunch's PMI-1 port (launcher/src/job/simple_pmi.rs);
+#  - what must stop with a message, never run as silent singletons: an Open
+#    MPI program under rlaunch (no PMIx server there: MPI sees 1 rank,
+#    OpenSHMEM 2; the message says mpirun), MPI initialized
 #    first under -pmi-port, and a rank that carries a launcher's size but
 #    no PMI (OMPI_COMM_WORLD_SIZE=4, PALS_RANKID).
 # srun --mpi=pmix and --mpi=pmi2 run in tests/slurm/run.sh; PMI-1 as Flux
@@ -73,6 +76,16 @@ for l in mpirun hydra hydra-pmi-port; do
   done
 done
 
+for n in 1 2 4; do
+  for init in mpi-first shmem-first; do
+    for fin in mpi-last shmem-last; do
+      run "$bin/rlaunch" -n $n "$dir/hybrid-mpich" $init $fin
+      [ $? = 0 ] && [ "$(cat "$dir/out")" = "hybrid ok" ]
+      check $? "rlaunch -n $n hybrid MPICH program, $init, $fin: MPI wires up through rlaunch's PMI-1 port"
+    done
+  done
+done
+
 echo "== the guide's hybrid C example (docs/src/mpi.md), built with mpicc under oshcc"
 awk '/^```c,mpi$/{on=1; next} /^```$/{on=0} on' docs/src/mpi.md >"$dir/guide.c"
 ONESIDE_CC=mpicc.mpich "$bin/oshcc" -o "$dir/guide" "$dir/guide.c" >"$dir/out" 2>&1 &&
@@ -80,12 +93,12 @@ ONESIDE_CC=mpicc.mpich "$bin/oshcc" -o "$dir/guide" "$dir/guide.c" >"$dir/out" 2
 check $? "docs/src/mpi.md's example compiles and prints what the guide says under mpiexec.hydra -n 4"
 
 echo "== what must stop with a message"
-run "$bin/rlaunch" -n 2 "$dir/hybrid-mpich" mpi-first mpi-last
+run "$bin/rlaunch" -n 2 "$dir/hybrid-openmpi" mpi-first mpi-last
+[ $? != 0 ] && grep -q "is MPI_COMM_WORLD rank 0 of 1.*Open MPI's .mpirun." "$dir/out" && ! grep -q "hybrid ok" "$dir/out"
+check $? "rlaunch -n 2 of an Open MPI program, MPI first: stops at shmem_init, says to use mpirun (no PMIx server)"
+run "$bin/rlaunch" -n 2 "$dir/hybrid-openmpi" shmem-first mpi-last
 [ $? != 0 ] && grep -q "is MPI_COMM_WORLD rank 0 of 1" "$dir/out" && ! grep -q "hybrid ok" "$dir/out"
-check $? "rlaunch -n 2 of an MPICH program, MPI first: stops at shmem_init (MPI sees 1 rank, OpenSHMEM 2)"
-run "$bin/rlaunch" -n 2 "$dir/hybrid-mpich" shmem-first mpi-last
-[ $? != 0 ] && grep -q "is MPI_COMM_WORLD rank 0 of 1" "$dir/out" && ! grep -q "hybrid ok" "$dir/out"
-check $? "rlaunch -n 2 of an MPICH program, shmem first: stops at shmem_finalize, never reports success"
+check $? "rlaunch -n 2 of an Open MPI program, shmem first: stops at shmem_finalize, never reports success"
 run mpiexec.hydra -pmi-port -n 2 "$dir/hybrid-mpich" mpi-first mpi-last
 [ $? != 0 ] && grep -q "start without -pmi-port" "$dir/out"
 check $? "mpiexec.hydra -pmi-port, MPI first: stops with what to do"

@@ -21,6 +21,7 @@ mod pmi;
 pub mod remote;
 pub mod report;
 mod silent;
+mod simple_pmi;
 pub mod spawn;
 mod srun_step;
 mod table;
@@ -136,10 +137,15 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
     let secret = auth::random_bytes::<32>();
     let bind_ip = address::bootstrap_ip(plan)?;
     let server = pmi::BootstrapServer::bind(bind_ip).map_err(|source| LaunchError::BootstrapListen { source })?;
+    let job_id = hex_encode(&auth::random_bytes::<8>());
+    // The program's own MPI (MPICH's family) wires up through this, so it
+    // sees the job's ranks rather than one singleton per process.
+    let mpi_pmi_addr = simple_pmi::start(bind_ip, plan, &job_id).map_err(|source| LaunchError::BootstrapListen { source })?;
     let job = JobContext {
         bootstrap_addr: server.addr().to_string(),
         secret_hex: hex_encode(&secret),
-        job_id: hex_encode(&auth::random_bytes::<8>()),
+        job_id,
+        mpi_pmi_addr,
     };
     let (events_tx, events) = channel::unbounded();
     let server_events = events_tx.clone();

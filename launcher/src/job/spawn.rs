@@ -46,6 +46,8 @@ pub struct JobContext {
     pub bootstrap_addr: String,
     pub secret_hex: String,
     pub job_id: String,
+    /// rlaunch's PMI-1 server for the program's own MPI (`simple_pmi`).
+    pub mpi_pmi_addr: String,
 }
 
 /// The complete environment rlaunch sets for one rank.
@@ -62,6 +64,10 @@ pub fn rank_env(plan: &LaunchPlan, placement: &Placement, job: &JobContext) -> V
         (vars::JOB_ID, job.job_id.clone()),
         (vars::BOOTSTRAP_TIMEOUT, plan.bootstrap_timeout.as_secs().to_string()),
         (vars::TRANSPORT, plan.transport.name().to_string()),
+        // For the program's MPI, as Hydra's -pmi-port sets them; oneside
+        // itself uses the variables above.
+        ("PMI_PORT", job.mpi_pmi_addr.clone()),
+        ("PMI_ID", placement.rank.to_string()),
     ];
     if let Some(size) = &plan.heap_size {
         env.push((vars::HEAP_SIZE, size.clone()));

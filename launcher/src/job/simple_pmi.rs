@@ -1,0 +1,224 @@
+//! rlaunch's PMI-1 server, as Hydra serves MPICH with `-pmi-port`: every
+//! rank gets `PMI_PORT` (this server) and `PMI_ID` (its rank), so the
+//! program's own MPI (MPICH, Intel MPI, MVAPICH: any simple-PMI client)
+//! wires up through rlaunch and sees the same ranks as OpenSHMEM, instead of
+//! running as a singleton in every process. oneside itself never uses it
+//! (it has rlaunch's own service). One TCP port serves ranks on every host,
+//! so proxies relay nothing.
+//!
+//! The protocol is MPICH's `simple_pmi` (PMI-1): `initack pmiid=<id>`
+//! (answered by `initack`, `set size`, `set rank`, `set debug`), `init`,
+//! `get_maxes`, `get_appnum`, `get_my_kvsname`, `get_universe_size`,
+//! `put`, `get` (`PMI_process_mapping` from the plan), `barrier_in` (across
+//! every rank), `finalize` and `abort`. A version-2 `init` is refused, as
+//! Flux refuses it, so a client falls back to PMI-1.
+//!
+//! The port is unauthenticated, like Hydra's: it listens on the bootstrap
+//! address only, and every line, key, value and connection count is bounded.
+
+use crate::plan::LaunchPlan;
+use std::collections::HashMap;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::sync::{Arc, Condvar, Mutex};
+
+const MAX_LINE: u64 = 4096;
+const MAX_KEY: usize = 64;
+const MAX_VALUE: usize = 1024;
+
+/// The job's key-value space and barrier, shared by every connection.
+struct Space {
+    size: usize,
+    kvsname: String,
+    state: Mutex<State>,
+    barrier_out: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    kvs: HashMap<String, String>,
+    /// Ranks in the current barrier, and how many barriers have completed.
+    waiting: usize,
+    generation: u64,
+    connections: usize,
+}
+
+/// Starts the server on `ip` for `plan`'s ranks; returns its `host:port`.
+pub fn start(ip: IpAddr, plan: &LaunchPlan, job_id: &str) -> io::Result<String> {
+    let listener = TcpListener::bind(SocketAddr::new(ip, 0))?;
+    let addr = listener.local_addr()?.to_string();
+    let size = plan.ranks.len();
+    let mut kvs = HashMap::new();
+    let nodes: Vec<usize> = plan.ranks.iter().map(|p| p.host).collect();
+    kvs.insert("PMI_process_mapping".to_string(), process_mapping(&nodes));
+    let space = Arc::new(Space {
+        size,
+        kvsname: format!("rlaunch_{job_id}"),
+        state: Mutex::new(State { kvs, ..State::default() }),
+        barrier_out: Condvar::new(),
+    });
+    std::thread::Builder::new()
+        .name("rlaunch-pmi".into())
+        .spawn(move || accept(listener, space))?;
+    Ok(addr)
+}
+
+fn accept(listener: TcpListener, space: Arc<Space>) {
+    for stream in listener.incoming().flatten() {
+        {
+            let mut st = space.state.lock().unwrap_or_else(|e| e.into_inner());
+            if st.connections >= 2 * space.size + 16 {
+                continue; // dropped: more clients than ranks can be
+            }
+            st.connections += 1;
+        }
+        let space = space.clone();
+        let _ = std::thread::Builder::new()
+            .name("rlaunch-pmi-client".into())
+            .spawn(move || {
+                let _ = serve(stream, &space);
+            });
+    }
+}
+
+/// Answers one client until it finalizes or hangs up.
+fn serve(stream: TcpStream, space: &Space) -> io::Result<()> {
+    stream.set_nodelay(true)?;
+    let mut out = stream.try_clone()?;
+    let mut lines = BufReader::new(stream).take(MAX_LINE);
+    let mut rank: Option<usize> = None;
+    loop {
+        lines.set_limit(MAX_LINE);
+        let mut line = String::new();
+        if lines.read_line(&mut line)? == 0 || !line.ends_with('\n') {
+            return Ok(());
+        }
+        let reply = answer(line.trim_end(), space, &mut rank);
+        let Some(reply) = reply else {
+            return Ok(()); // abort, or a line we do not serve: hang up
+        };
+        out.write_all(reply.as_bytes())?;
+        if line.starts_with("cmd=finalize") {
+            return Ok(());
+        }
+    }
+}
+
+/// The value of `name` in `cmd=x a=1 b=2`.
+fn field<'a>(line: &'a str, name: &str) -> Option<&'a str> {
+    line.split(' ').find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
+}
+
+/// The reply to one request line; `None` to hang up.
+fn answer(line: &str, space: &Space, rank: &mut Option<usize>) -> Option<String> {
+    let number = |k: &str| field(line, k).and_then(|v| v.parse::<usize>().ok());
+    Some(match field(line, "cmd")? {
+        "initack" => {
+            let id = number("pmiid").filter(|&id| id < space.size)?;
+            *rank = Some(id);
+            format!("cmd=initack\ncmd=set size={}\ncmd=set rank={id}\ncmd=set debug=0\n", space.size)
+        }
+        "init" if field(line, "pmi_version") == Some("1") => {
+            "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0\n".into()
+        }
+        "init" => "cmd=response_to_init rc=-1\n".into(),
+        "get_maxes" => format!("cmd=maxes kvsname_max=256 keylen_max={MAX_KEY} vallen_max={MAX_VALUE}\n"),
+        "get_appnum" => "cmd=appnum appnum=0\n".into(),
+        "get_my_kvsname" => format!("cmd=my_kvsname kvsname={}\n", space.kvsname),
+        "get_universe_size" => format!("cmd=universe_size size={}\n", space.size),
+        "put" => {
+            let (key, value) = (field(line, "key")?, field(line, "value").unwrap_or(""));
+            if rank.is_none() || key.len() > MAX_KEY || value.len() > MAX_VALUE {
+                return Some("cmd=put_result rc=-1 msg=refused\n".into());
+            }
+            let mut st = space.state.lock().unwrap_or_else(|e| e.into_inner());
+            st.kvs.insert(key.to_string(), value.to_string());
+            "cmd=put_result rc=0 msg=success\n".into()
+        }
+        "get" => {
+            let key = field(line, "key")?;
+            let st = space.state.lock().unwrap_or_else(|e| e.into_inner());
+            match st.kvs.get(key) {
+                Some(v) => format!("cmd=get_result rc=0 msg=success value={v}\n"),
+                None => format!("cmd=get_result rc=-1 msg=key_{key}_not_found\n"),
+            }
+        }
+        "barrier_in" => {
+            rank.as_ref()?;
+            barrier(space);
+            "cmd=barrier_out\n".into()
+        }
+        "finalize" => "cmd=finalize_ack\n".into(),
+        _ => return None,
+    })
+}
+
+/// Waits until every rank has entered this barrier.
+fn barrier(space: &Space) {
+    let mut st = space.state.lock().unwrap_or_else(|e| e.into_inner());
+    let generation = st.generation;
+    st.waiting += 1;
+    if st.waiting == space.size {
+        st.waiting = 0;
+        st.generation += 1;
+        space.barrier_out.notify_all();
+        return;
+    }
+    while st.generation == generation {
+        st = space.barrier_out.wait(st).unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+/// `PMI_process_mapping` for ranks on `nodes` (each rank's node index):
+/// one `(node,1,count)` block per run of consecutive ranks on one node.
+fn process_mapping(nodes: &[usize]) -> String {
+    let mut blocks: Vec<(usize, usize)> = Vec::new();
+    for &node in nodes {
+        match blocks.last_mut() {
+            Some((n, count)) if *n == node => *count += 1,
+            _ => blocks.push((node, 1)),
+        }
+    }
+    let parts: Vec<String> = blocks.iter().map(|(n, c)| format!("({n},1,{c})")).collect();
+    format!("(vector,{})", parts.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn space(size: usize) -> Space {
+        Space {
+            size,
+            kvsname: "rlaunch_x".into(),
+            state: Mutex::default(),
+            barrier_out: Condvar::new(),
+        }
+    }
+
+    #[test]
+    fn mapping_is_one_block_per_run() {
+        assert_eq!(process_mapping(&[0, 0, 1, 1]), "(vector,(0,1,2),(1,1,2))");
+        assert_eq!(process_mapping(&[0, 1, 0]), "(vector,(0,1,1),(1,1,1),(0,1,1))");
+    }
+
+    #[test]
+    fn a_session_as_mpich_runs_it() {
+        let s = space(1);
+        let mut rank = None;
+        let mut ask = |l: &str| answer(l, &s, &mut rank);
+        assert_eq!(ask("cmd=init pmi_version=2 pmi_subversion=0").unwrap(), "cmd=response_to_init rc=-1\n");
+        assert!(ask("cmd=put kvsname=rlaunch_x key=k value=v").unwrap().contains("rc=-1"), "before initack");
+        assert!(ask("cmd=initack pmiid=1").is_none(), "only ranks of the job");
+        assert!(ask("cmd=initack pmiid=0").unwrap().contains("cmd=set size=1\ncmd=set rank=0\n"));
+        assert!(ask("cmd=init pmi_version=1 pmi_subversion=1").unwrap().contains("rc=0"));
+        assert!(ask("cmd=put kvsname=rlaunch_x key=k value=v").unwrap().contains("rc=0"));
+        assert_eq!(ask("cmd=barrier_in").unwrap(), "cmd=barrier_out\n");
+        assert_eq!(ask("cmd=get kvsname=rlaunch_x key=k").unwrap(), "cmd=get_result rc=0 msg=success value=v\n");
+        assert!(ask("cmd=get kvsname=rlaunch_x key=none").unwrap().contains("rc=-1"));
+        assert!(ask(&format!("cmd=put kvsname=rlaunch_x key=k value={}", "v".repeat(2000)))
+            .unwrap()
+            .contains("rc=-1"));
+        assert!(ask("cmd=spawn").is_none());
+    }
+}
