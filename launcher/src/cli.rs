@@ -197,7 +197,7 @@ impl Transport {
 /// transports built in. The parser, `--help` and the man pages all use it.
 pub fn command() -> clap::Command {
     let version = format!(
-        "{} (transports: {})",
+        "{} (oneside; transports: {})",
         env!("CARGO_PKG_VERSION"),
         oneside::transports_built_in()
     );

@@ -5,6 +5,7 @@ mod alloc;
 mod check;
 mod cli;
 mod error;
+mod foreign;
 mod hostfile;
 mod job;
 mod manpage;
@@ -76,6 +77,9 @@ fn run_job(plan: &plan::LaunchPlan) -> Result<u8, error::LaunchError> {
     };
     for dir in plan.profile.iter().chain(&plan.trace) {
         profile::prepare(dir).map_err(unwritable(dir))?;
+    }
+    if let Some(warning) = foreign::warning(&plan.program) {
+        eprintln!("rlaunch: {warning}");
     }
     let code = job::run(plan)?;
     let size = plan.ranks.len();

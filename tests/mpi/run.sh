@@ -15,7 +15,9 @@
 #    MPI program under rlaunch (no PMIx server there: MPI sees 1 rank,
 #    OpenSHMEM 2; the message says mpirun), MPI initialized
 #    first under -pmi-port, and a rank that carries a launcher's size but
-#    no PMI (OMPI_COMM_WORLD_SIZE=4, PALS_RANKID).
+#    no PMI (OMPI_COMM_WORLD_SIZE=4, PALS_RANKID);
+#  - beside Open MPI's OpenSHMEM: oshrun warns about a program linked
+#    against liboshmem, and both wrappers' --version say oneside.
 # srun --mpi=pmix and --mpi=pmi2 run in tests/slurm/run.sh; PMI-1 as Flux
 # speaks it, in the unit tests (src/bootstrap/pmi/wire_tests.rs).
 # Needs openmpi-bin, libopenmpi-dev, mpich, libmpich-dev, libpmix2.
@@ -111,6 +113,17 @@ check $? "a PALS rank without PMIx: stops, no singleton"
 run env PMIX_RANK=0 PMIX_NAMESPACE=x PMIX_SERVER_URI41="x.0;tcp4://127.0.0.1:9" ONESIDE_PMIX_LIBRARY=libpmix-missing.so "$ex/hello_put"
 [ $? != 0 ] && grep -q "ONESIDE_PMIX_LIBRARY" "$dir/out"
 check $? "a PMIx launch where libpmix cannot be opened: names the library and the variable"
+
+echo "== living beside Open MPI's OpenSHMEM"
+mpicc.openmpi -o "$dir/ompi-ring" tests/c/ring.c -loshmem >"$dir/out" 2>&1 &&
+  run "$bin/oshrun" -np 1 "$dir/ompi-ring"
+grep -q "linked against Open MPI's OpenSHMEM (liboshmem.so)" "$dir/out"
+check $? "oshrun of a program built by Open MPI's wrappers: warns, naming the library and the launcher it needs"
+run "$bin/oshrun" -np 2 "$dir/ring"
+[ $? = 0 ] && ! grep -q warning "$dir/out"
+check $? "oshrun of a program built by oneside's oshcc: no warning"
+"$bin/oshrun" --version | grep "(oneside; " >/dev/null && "$bin/oshcc" --version | grep "^oshcc (oneside)" >/dev/null
+check $? "oshrun --version and oshcc --version say oneside"
 
 echo "mpi suite: $passed passed, $failed failed"
 [ $failed = 0 ]

@@ -86,6 +86,7 @@ SlurmUser=root
 SlurmdUser=root
 StateSaveLocation=$DIR/ctld
 SlurmdSpoolDir=$DIR/spool/%n
+TmpFS=/var/tmp
 SlurmctldPidFile=$DIR/slurmctld.pid
 SlurmdPidFile=$DIR/slurmd.%n.pid
 SlurmctldDebug=info
@@ -130,8 +131,12 @@ CONF
 
   # One slurmd per host, in that host's namespaces (its sshd's).
   for i in $(seq "$K"); do
-    mkdir -p "$DIR/spool/os-h$i"
+    mkdir -p "$DIR/spool/os-h$i" "$DIR/tmp/os-h$i"
     in_host "$i" mount --bind "$DIR/etc-hosts" /etc/hosts
+    # The hosts share one /tmp, but each slurmstepd's PMIx plugin makes its
+    # step's directory under TmpFS by job and step alone: a /var/tmp of its
+    # own per host, as real nodes have.
+    in_host "$i" mount --bind "$DIR/tmp/os-h$i" /var/tmp
     in_host "$i" timeout "$TTL" slurmd -D -N "os-h$i" -f "$DIR/slurm.conf" \
       >> "$DIR/slurmd.os-h$i.log" 2>&1 &
   done
