@@ -7,9 +7,10 @@
 #    - a hybrid C program (tests/c/hybrid.c), both init orders and both
 #      finalize orders: PE number = MPI_COMM_WORLD rank, a ring of puts, an
 #      MPI_Allreduce and a shmem reduction that must agree;
+#    - the same in Rust (examples/hybrid_mpi.rs, its MPI opened at run time);
 #    - a plain OpenSHMEM C program (tests/c/ring.c) and a Rust one
 #      (examples/hello_put.rs);
-#  - rlaunch at 1, 2 and 4 ranks of the hybrid MPICH program: MPICH wires
+#  - rlaunch at 1, 2 and 4 ranks of the hybrid MPICH programs: MPICH wires
 #    up through rlaunch's PMI-1 port (launcher/src/job/simple_pmi.rs);
 #  - what must stop with a message, never run as silent singletons: an Open
 #    MPI program under rlaunch (no PMIx server there: MPI sees 1 rank,
@@ -58,6 +59,7 @@ declare -A launch=(
   [hydra-pmi-port]="mpiexec.hydra -pmi-port -n"
 )
 declare -A flavour=([mpirun]=openmpi [hydra]=mpich [hydra-pmi-port]=mpich)
+declare -A libmpi=([openmpi]=libmpi.so.40 [mpich]=libmpich.so.12)
 
 for l in mpirun hydra hydra-pmi-port; do
   for n in 1 2 4; do
@@ -67,6 +69,9 @@ for l in mpirun hydra hydra-pmi-port; do
         run ${launch[$l]} $n "$dir/hybrid-${flavour[$l]}" $init $fin
         [ $? = 0 ] && [ "$(cat "$dir/out")" = "hybrid ok" ]
         check $? "$l -n $n hybrid C, $init, $fin: PE = MPI rank, puts, MPI and shmem reductions agree"
+        run env ONESIDE_TEST_LIBMPI=${libmpi[${flavour[$l]}]} ${launch[$l]} $n "$ex/hybrid_mpi" $init $fin
+        [ $? = 0 ] && [ "$(cat "$dir/out")" = "hybrid ok" ]
+        check $? "$l -n $n hybrid Rust (examples/hybrid_mpi.rs), $init, $fin"
       done
     done
     run ${launch[$l]} $n "$dir/ring"
@@ -84,6 +89,9 @@ for n in 1 2 4; do
       run "$bin/rlaunch" -n $n "$dir/hybrid-mpich" $init $fin
       [ $? = 0 ] && [ "$(cat "$dir/out")" = "hybrid ok" ]
       check $? "rlaunch -n $n hybrid MPICH program, $init, $fin: MPI wires up through rlaunch's PMI-1 port"
+      run env ONESIDE_TEST_LIBMPI=libmpich.so.12 "$bin/rlaunch" -n $n "$ex/hybrid_mpi" $init $fin
+      [ $? = 0 ] && [ "$(cat "$dir/out")" = "hybrid ok" ]
+      check $? "rlaunch -n $n hybrid Rust program on MPICH, $init, $fin"
     done
   done
 done
