@@ -17,6 +17,8 @@
 #    OpenSHMEM 2; the message says mpirun), MPI initialized
 #    first under -pmi-port, and a rank that carries a launcher's size but
 #    no PMI (OMPI_COMM_WORLD_SIZE=4, PALS_RANKID);
+#  - the tests-sos subset of tests/sos/verbs-subset.txt under mpirun and
+#    mpiexec.hydra at 2 ranks;
 #  - beside Open MPI's OpenSHMEM: oshrun warns about a program linked
 #    against liboshmem, and both wrappers' --version say oneside.
 # srun --mpi=pmix and --mpi=pmi2 run in tests/slurm/run.sh; PMI-1 as Flux
@@ -121,6 +123,26 @@ check $? "a PALS rank without PMIx: stops, no singleton"
 run env PMIX_RANK=0 PMIX_NAMESPACE=x PMIX_SERVER_URI41="x.0;tcp4://127.0.0.1:9" ONESIDE_PMIX_LIBRARY=libpmix-missing.so "$ex/hello_put"
 [ $? != 0 ] && grep -q "ONESIDE_PMIX_LIBRARY" "$dir/out"
 check $? "a PMIx launch where libpmix cannot be opened: names the library and the variable"
+
+echo "== a subset of Sandia OpenSHMEM's tests (tests/sos/verbs-subset.txt) under mpirun and mpiexec.hydra, 2 ranks"
+# CI's tests/sos/run.sh has built them against the debug C API; alone,
+# this builds them once (a few minutes).
+sos=$root/target/sos/build/test
+if [ ! -x "$sos/unit/hello" ]; then
+  BUILD_ONLY=1 DIRS="test/unit test/apps test/spec-example" tests/sos/run.sh >/dev/null 2>&1 || true
+fi
+for l in mpirun hydra; do
+  sos_passed=0 sos_failed=0
+  for t in $(grep -v '^#' tests/sos/verbs-subset.txt); do
+    if (cd "$sos/${t%/*}" && run ${launch[$l]} 2 "./${t#*/}"); then
+      sos_passed=$((sos_passed + 1))
+    else
+      sos_failed=$((sos_failed + 1)); echo "      $t under $l:"; tail -5 "$dir/out" | sed 's/^/        /'
+    fi
+  done
+  [ $sos_failed = 0 ] && [ $sos_passed -gt 40 ]
+  check $? "tests-sos subset under $l -n 2: $sos_passed passed, $sos_failed failed"
+done
 
 echo "== living beside Open MPI's OpenSHMEM"
 mpicc.openmpi -o "$dir/ompi-ring" tests/c/ring.c -loshmem >"$dir/out" 2>&1 &&
