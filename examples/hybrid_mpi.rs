@@ -36,7 +36,8 @@ struct Mpi {
 
 impl Mpi {
     fn open() -> Result<Mpi, String> {
-        let name = std::env::var("ONESIDE_TEST_LIBMPI").map_err(|_| "set ONESIDE_TEST_LIBMPI to the MPI library".to_string())?;
+        let name = std::env::var("ONESIDE_TEST_LIBMPI")
+            .map_err(|_| "set ONESIDE_TEST_LIBMPI to the MPI library".to_string())?;
         let file = CString::new(name.clone()).map_err(|e| e.to_string())?;
         // SAFETY: dlopen with a C string; the library stays open for good.
         let lib = unsafe { libc::dlopen(file.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
@@ -51,7 +52,11 @@ impl Mpi {
         };
         // Open MPI's handles are addresses of its objects; MPICH's are integers.
         let (world, long, sum) = match sym("ompi_mpi_comm_world") {
-            Ok(w) => (w as usize, sym("ompi_mpi_long")? as usize, sym("ompi_mpi_op_sum")? as usize),
+            Ok(w) => (
+                w as usize,
+                sym("ompi_mpi_long")? as usize,
+                sym("ompi_mpi_op_sum")? as usize,
+            ),
             Err(_) => (0x4400_0000, 0x4c00_0807, 0x5800_0003),
         };
         // SAFETY: each pointer is the named MPI function, whose C signature
@@ -132,7 +137,9 @@ fn run() -> Result<bool, String> {
         eprintln!("rank {rank} of {size} is MPI rank {:?}", mpi.world_rank_size());
     }
     let inbox = world.alloc::<i64>(1).map_err(|e| e.to_string())?;
-    world.put(&inbox, (rank + 1) % size, 0, &[100 + rank as i64]).map_err(|e| e.to_string())?;
+    world
+        .put(&inbox, (rank + 1) % size, 0, &[100 + rank as i64])
+        .map_err(|e| e.to_string())?;
     world.barrier().map_err(|e| e.to_string())?;
     let got = world.local_to_vec(&inbox).map_err(|e| e.to_string())?[0];
     let want: i64 = (0..size as i64).map(|p| 100 + p).sum();

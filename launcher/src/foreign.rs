@@ -12,8 +12,14 @@ const SCAN_BYTES: u64 = 4 << 20;
 
 /// Other OpenSHMEM libraries, and what each belongs to.
 const OTHERS: [(&[u8], &str); 3] = [
-    (b"\0liboshmem.so", "Open MPI's OpenSHMEM (liboshmem.so); run it with Open MPI's oshrun"),
-    (b"\0libsma.so", "Sandia OpenSHMEM or Cray SHMEM (libsma.so); run it with that library's oshrun"),
+    (
+        b"\0liboshmem.so",
+        "Open MPI's OpenSHMEM (liboshmem.so); run it with Open MPI's oshrun",
+    ),
+    (
+        b"\0libsma.so",
+        "Sandia OpenSHMEM or Cray SHMEM (libsma.so); run it with that library's oshrun",
+    ),
     (b"\0liboshmpi.so", "OSHMPI (liboshmpi.so); run it with its MPI's mpirun"),
 ];
 
@@ -21,7 +27,11 @@ const OTHERS: [(&[u8], &str); 3] = [
 /// not oneside's.
 pub fn warning(program: &Path) -> Option<String> {
     let mut head = Vec::new();
-    std::fs::File::open(program).ok()?.take(SCAN_BYTES).read_to_end(&mut head).ok()?;
+    std::fs::File::open(program)
+        .ok()?
+        .take(SCAN_BYTES)
+        .read_to_end(&mut head)
+        .ok()?;
     warning_for(&head).map(|what| {
         format!(
             "warning: {} is linked against {what}, or rebuild it with oneside's oshcc \
@@ -35,7 +45,10 @@ fn warning_for(bytes: &[u8]) -> Option<&'static str> {
     if !bytes.starts_with(b"\x7fELF") || contains(bytes, b"liboneside_shmem") {
         return None;
     }
-    OTHERS.iter().find(|(name, _)| contains(bytes, name)).map(|(_, what)| *what)
+    OTHERS
+        .iter()
+        .find(|(name, _)| contains(bytes, name))
+        .map(|(_, what)| *what)
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {

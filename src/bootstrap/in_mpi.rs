@@ -69,7 +69,12 @@ pub(crate) fn world() -> Option<(usize, usize)> {
     }
     // SAFETY: `int MPI_Comm_rank(MPI_Comm, int *)` and `MPI_Comm_size`,
     // with the MPI's own world handle (see the module docs).
-    let (rank_fn, size_fn): (CommQuery, CommQuery) = unsafe { (std::mem::transmute(rank_fn), std::mem::transmute(size_fn)) };
+    let (rank_fn, size_fn) = unsafe {
+        (
+            std::mem::transmute::<*mut c_void, CommQuery>(rank_fn),
+            std::mem::transmute::<*mut c_void, CommQuery>(size_fn),
+        )
+    };
     let (mut rank, mut size): (c_int, c_int) = (0, 0);
     // SAFETY: as above, valid out-pointers.
     let ok = unsafe { rank_fn(comm, &mut rank) == 0 && size_fn(comm, &mut size) == 0 };

@@ -120,8 +120,9 @@ impl PmiJob {
             }
             fetched = Some(TableBytes::Inline(table));
         }
-        // Every rank fences, so the count matches; after it the tables are in place.
-        self.pmi.fence()?;
+        // Every rank fences, so the count matches; after it the tables are
+        // in place. Nothing new was put: a barrier is enough.
+        self.pmi.barrier()?;
         let table = match fetched {
             Some(table) => table,
             None => match read_table(&path, env.size, env.rank, &card) {

@@ -60,6 +60,20 @@ if command -v mpicc.openmpi >/dev/null; then
     timeout 120 srun "${jobs[@]}" --mpi=pmix "$dir/hybrid" $order >"$dir/out" 2>&1
     [ $? = 0 ] && [ "$(cat "$dir/out")" = "hybrid ok" ]
     check $? "srun --mpi=pmix of a hybrid Open MPI + OpenSHMEM program ($order): PE = MPI rank, PMIx shared"
+    timeout 120 srun "${jobs[@]}" --mpi=pmix --export=ALL,ONESIDE_TEST_LIBMPI=libmpi.so.40 "$ex/hybrid_mpi" $order >"$dir/out" 2>&1
+    [ $? = 0 ] && [ "$(cat "$dir/out")" = "hybrid ok" ]
+    check $? "srun --mpi=pmix of the hybrid Rust program on Open MPI ($order)"
+  done
+fi
+if command -v mpicc.mpich >/dev/null; then
+  ONESIDE_CC=mpicc.mpich "$bin/oshcc" -o "$dir/hybrid-mpich" tests/c/hybrid.c
+  for order in "mpi-first shmem-last" "shmem-first mpi-last"; do
+    timeout 120 srun "${jobs[@]}" --mpi=pmi2 "$dir/hybrid-mpich" $order >"$dir/out" 2>&1
+    [ $? = 0 ] && [ "$(cat "$dir/out")" = "hybrid ok" ]
+    check $? "srun --mpi=pmi2 of a hybrid MPICH + OpenSHMEM program ($order): PE = MPI rank, PMI_FD shared"
+    timeout 120 srun "${jobs[@]}" --mpi=pmi2 --export=ALL,ONESIDE_TEST_LIBMPI=libmpich.so.12 "$ex/hybrid_mpi" $order >"$dir/out" 2>&1
+    [ $? = 0 ] && [ "$(cat "$dir/out")" = "hybrid ok" ]
+    check $? "srun --mpi=pmi2 of the hybrid Rust program on MPICH ($order)"
   done
 fi
 

@@ -54,7 +54,10 @@ pub fn start(ip: IpAddr, plan: &LaunchPlan, job_id: &str) -> io::Result<String> 
     let space = Arc::new(Space {
         size,
         kvsname: format!("rlaunch_{job_id}"),
-        state: Mutex::new(State { kvs, ..State::default() }),
+        state: Mutex::new(State {
+            kvs,
+            ..State::default()
+        }),
         barrier_out: Condvar::new(),
     });
     std::thread::Builder::new()
@@ -116,7 +119,10 @@ fn answer(line: &str, space: &Space, rank: &mut Option<usize>) -> Option<String>
         "initack" => {
             let id = number("pmiid").filter(|&id| id < space.size)?;
             *rank = Some(id);
-            format!("cmd=initack\ncmd=set size={}\ncmd=set rank={id}\ncmd=set debug=0\n", space.size)
+            format!(
+                "cmd=initack\ncmd=set size={}\ncmd=set rank={id}\ncmd=set debug=0\n",
+                space.size
+            )
         }
         "init" if field(line, "pmi_version") == Some("1") => {
             "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0\n".into()
@@ -207,18 +213,33 @@ mod tests {
         let s = space(1);
         let mut rank = None;
         let mut ask = |l: &str| answer(l, &s, &mut rank);
-        assert_eq!(ask("cmd=init pmi_version=2 pmi_subversion=0").unwrap(), "cmd=response_to_init rc=-1\n");
-        assert!(ask("cmd=put kvsname=rlaunch_x key=k value=v").unwrap().contains("rc=-1"), "before initack");
+        assert_eq!(
+            ask("cmd=init pmi_version=2 pmi_subversion=0").unwrap(),
+            "cmd=response_to_init rc=-1\n"
+        );
+        assert!(
+            ask("cmd=put kvsname=rlaunch_x key=k value=v")
+                .unwrap()
+                .contains("rc=-1"),
+            "before initack"
+        );
         assert!(ask("cmd=initack pmiid=1").is_none(), "only ranks of the job");
-        assert!(ask("cmd=initack pmiid=0").unwrap().contains("cmd=set size=1\ncmd=set rank=0\n"));
+        assert!(ask("cmd=initack pmiid=0")
+            .unwrap()
+            .contains("cmd=set size=1\ncmd=set rank=0\n"));
         assert!(ask("cmd=init pmi_version=1 pmi_subversion=1").unwrap().contains("rc=0"));
         assert!(ask("cmd=put kvsname=rlaunch_x key=k value=v").unwrap().contains("rc=0"));
         assert_eq!(ask("cmd=barrier_in").unwrap(), "cmd=barrier_out\n");
-        assert_eq!(ask("cmd=get kvsname=rlaunch_x key=k").unwrap(), "cmd=get_result rc=0 msg=success value=v\n");
+        assert_eq!(
+            ask("cmd=get kvsname=rlaunch_x key=k").unwrap(),
+            "cmd=get_result rc=0 msg=success value=v\n"
+        );
         assert!(ask("cmd=get kvsname=rlaunch_x key=none").unwrap().contains("rc=-1"));
-        assert!(ask(&format!("cmd=put kvsname=rlaunch_x key=k value={}", "v".repeat(2000)))
-            .unwrap()
-            .contains("rc=-1"));
+        assert!(
+            ask(&format!("cmd=put kvsname=rlaunch_x key=k value={}", "v".repeat(2000)))
+                .unwrap()
+                .contains("rc=-1")
+        );
         assert!(ask("cmd=spawn").is_none());
     }
 }

@@ -5,7 +5,10 @@
 
 /// The variables launchers set, and the launcher each names.
 const SIZES: [(&str, &str); 6] = [
-    ("PMI_SIZE", "a PMI launcher (PMI_SIZE is set but neither PMI_FD nor PMI_PORT)"),
+    (
+        "PMI_SIZE",
+        "a PMI launcher (PMI_SIZE is set but neither PMI_FD nor PMI_PORT)",
+    ),
     ("OMPI_COMM_WORLD_SIZE", "Open MPI's mpirun"),
     ("FLUX_JOB_SIZE", "Flux"),
     ("MPI_LOCALNRANKS", "MPICH's Hydra (mpiexec)"),
@@ -88,11 +91,21 @@ mod tests {
             ("SLURM_JOB_ID", "17"),
         ];
         let hint = missing_pmi_hint_from(lookup(&srun)).unwrap();
-        for part in ["task 2 of 4", "step 17.0", "PMI_FD is unset", "srun --mpi=pmix", "MpiDefault"] {
+        for part in [
+            "task 2 of 4",
+            "step 17.0",
+            "PMI_FD is unset",
+            "srun --mpi=pmix",
+            "MpiDefault",
+        ] {
             assert!(hint.contains(part), "{part:?} missing from: {hint}");
         }
         let one_task = [("SLURM_STEP_NUM_TASKS", "1"), ("SLURM_PROCID", "0")];
-        assert_eq!(missing_pmi_hint_from(lookup(&one_task)), None, "srun -n 1 runs a singleton");
+        assert_eq!(
+            missing_pmi_hint_from(lookup(&one_task)),
+            None,
+            "srun -n 1 runs a singleton"
+        );
         let batch_script = [("SLURM_NTASKS", "4"), ("SLURM_PROCID", "0")];
         assert_eq!(
             missing_pmi_hint_from(lookup(&batch_script)),
@@ -113,8 +126,15 @@ mod tests {
     fn every_launchers_size_variable_is_heard() {
         for (name, launcher) in SIZES {
             let hint = missing_pmi_hint_from(lookup(&[(name, "4")])).unwrap_or_default();
-            assert!(hint.contains(&format!("{name}=4")) && hint.contains(launcher), "{name}: {hint}");
-            assert_eq!(missing_pmi_hint_from(lookup(&[(name, "1")])), None, "{name}=1 is a singleton");
+            assert!(
+                hint.contains(&format!("{name}=4")) && hint.contains(launcher),
+                "{name}: {hint}"
+            );
+            assert_eq!(
+                missing_pmi_hint_from(lookup(&[(name, "1")])),
+                None,
+                "{name}=1 is a singleton"
+            );
         }
         let with_fd = lookup(&[("OMPI_COMM_WORLD_SIZE", "4"), ("PMI_FD", "3")]);
         assert_eq!(missing_pmi_hint_from(with_fd), None, "a PMI road exists");

@@ -128,6 +128,15 @@ impl Pmi {
         }
     }
 
+    /// A barrier that publishes nothing new: PMIx then skips gathering
+    /// every rank's data to every node (a wire server has one fence).
+    pub(crate) fn barrier(&mut self) -> Result<()> {
+        match &mut self.road {
+            Road::Wire(w) => w.fence(),
+            Road::Pmix(p) => p.barrier(),
+        }
+    }
+
     /// `key` as `rank` put it; `Ok(None)` when nobody did.
     pub(crate) fn get(&mut self, rank: usize, key: &str) -> Result<Option<String>> {
         match &mut self.road {
@@ -163,7 +172,7 @@ impl Pmi {
                 return Ok(());
             }
         }
-        self.fence()?;
+        self.barrier()?;
         match self.road {
             Road::Wire(w) => w.finalize(),
             Road::Pmix(p) => p.finalize(),
@@ -217,7 +226,9 @@ impl Pmi {
             format!("{k} is not in the KVS after the fence (did every rank call allgather the same number of times?)")
         };
         let n_key = gather_key(epoch, rank, "n");
-        let n_text = self.get(rank, &n_key)?.ok_or_else(|| self.fail("get", missing(&n_key)))?;
+        let n_text = self
+            .get(rank, &n_key)?
+            .ok_or_else(|| self.fail("get", missing(&n_key)))?;
         let n: usize = n_text
             .parse()
             .map_err(|_| self.fail("get", format!("{n_key}={n_text:?} is not a count")))?;

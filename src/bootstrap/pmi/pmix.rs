@@ -134,7 +134,9 @@ impl Pmix {
         };
         pmix.check("PMIx_Init", rc)?;
         // SAFETY: the library wrote a NUL-terminated namespace.
-        pmix.jobid = unsafe { CStr::from_ptr(me.nspace.as_ptr()) }.to_string_lossy().into_owned();
+        pmix.jobid = unsafe { CStr::from_ptr(me.nspace.as_ptr()) }
+            .to_string_lossy()
+            .into_owned();
         let job = pmix.wildcard();
         pmix.size = match pmix.fetch(&job, c"pmix.job.size", "PMIx_Get(pmix.job.size)")? {
             Some(Fetched::Number(n)) => n as usize,
@@ -207,6 +209,13 @@ impl Pmix {
         self.check("PMIx_Fence", rc)
     }
 
+    /// Waits for every rank, collecting no data.
+    pub(crate) fn barrier(&mut self) -> Result<()> {
+        // SAFETY: no procs (all of our namespace), no infos.
+        let rc = unsafe { (self.api.fence)(std::ptr::null(), 0, std::ptr::null(), 0) };
+        self.check("PMIx_Fence", rc)
+    }
+
     /// `key` as `rank` put it; `Ok(None)` when it did not.
     pub(crate) fn get(&mut self, rank: usize, key: &str) -> Result<Option<String>> {
         let proc_ = Proc {
@@ -217,7 +226,10 @@ impl Pmix {
         match self.fetch(&proc_, &k, "PMIx_Get")? {
             Some(Fetched::Text(t)) => Ok(Some(t)),
             None => Ok(None),
-            Some(other) => Err(self.fail("PMIx_Get", format!("{key} of rank {rank} is {}, not a string", other.describe()))),
+            Some(other) => Err(self.fail(
+                "PMIx_Get",
+                format!("{key} of rank {rank} is {}, not a string", other.describe()),
+            )),
         }
     }
 
@@ -310,7 +322,11 @@ impl Fetched {
         match v.kind {
             PMIX_STRING if word != 0 => {
                 // SAFETY: a string value holds a NUL-terminated C string pointer.
-                Fetched::Text(unsafe { CStr::from_ptr(word as *const c_char) }.to_string_lossy().into_owned())
+                Fetched::Text(
+                    unsafe { CStr::from_ptr(word as *const c_char) }
+                        .to_string_lossy()
+                        .into_owned(),
+                )
             }
             // size_t, int, int32, int64, uint, uint32, uint64, uint16, proc rank
             4 | 10 | 15 => Fetched::Number(word),

@@ -16,7 +16,10 @@ use crate::error::Result;
 /// Values may not hold spaces in PMI-1's line format.
 fn check_v1_value(wire: &Wire, key: &str, value: &str) -> Result<()> {
     match value.contains([' ', '=']) {
-        true => Err(wire.fail("put", format!("value of {key} holds a space or '=', which PMI-1 cannot carry"))),
+        true => Err(wire.fail(
+            "put",
+            format!("value of {key} holds a space or '=', which PMI-1 cannot carry"),
+        )),
         false => Ok(()),
     }
 }
@@ -48,14 +51,21 @@ pub(super) fn init(wire: &mut Wire, told: &Told, refusal: &str) -> Result<()> {
         ));
     }
     let (Some(rank), Some(size)) = (rank, size) else {
-        return Err(env_err(None, "PMI_RANK and PMI_SIZE must be set for PMI-1 on PMI_FD".into()));
+        return Err(env_err(
+            None,
+            "PMI_RANK and PMI_SIZE must be set for PMI-1 on PMI_FD".into(),
+        ));
     };
     let maxes = wire.line_request("get_maxes", "cmd=get_maxes\n")?;
     let vallen = field(&maxes, "vallen_max").and_then(|v| v.parse::<usize>().ok());
     if vallen.is_some_and(|v| v < super::CHUNK) {
         return Err(wire.fail(
             "get_maxes",
-            format!("the server takes values of at most {} characters; oneside needs {}", vallen.unwrap_or(0), super::CHUNK),
+            format!(
+                "the server takes values of at most {} characters; oneside needs {}",
+                vallen.unwrap_or(0),
+                super::CHUNK
+            ),
         ));
     }
     let answer = wire.line_request("get_my_kvsname", "cmd=get_my_kvsname\n")?;

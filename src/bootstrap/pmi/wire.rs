@@ -244,7 +244,11 @@ impl Wire {
             Some(rank) => format!("pmirank={rank};"),
             None => return Err(env_err(None, "neither PMI_RANK nor PMI_ID is set".into())),
         };
-        let jobid = told.jobid.as_ref().map(|j| format!("pmijobid={j};")).unwrap_or_default();
+        let jobid = told
+            .jobid
+            .as_ref()
+            .map(|j| format!("pmijobid={j};"))
+            .unwrap_or_default();
         if let Some(j) = &told.jobid {
             check_value(j).map_err(|d| self.fail("fullinit", format!("PMI_JOBID={j:?}: {d}")))?;
         }

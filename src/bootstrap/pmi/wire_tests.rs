@@ -6,10 +6,10 @@ use super::super::conn::Link;
 use super::super::message::*;
 use super::super::{Pmi, CHUNK};
 use super::*;
-use std::io::{Read, Write};
-use std::os::unix::net::UnixStream;
 use std::collections::HashMap;
+use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, IntoRawFd};
+use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::Instant;
@@ -447,7 +447,9 @@ fn environment_hands_over_pmi_fd() {
     ]
     .into();
     // SAFETY: `fd` came from into_raw_fd just above; nothing else owns it.
-    let pmi = unsafe { Wire::from_lookup(|k| vars.get(k).cloned(), false) }.unwrap().unwrap();
+    let pmi = unsafe { Wire::from_lookup(|k| vars.get(k).cloned(), false) }
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (pmi.rank(), pmi.size(), pmi.jobid(), pmi.timeout()),
         (0, 1, "77.0", Duration::from_secs(5))
@@ -475,7 +477,10 @@ fn environment_problems_are_explained() {
             }
         }
     };
-    let err = unsafe { Wire::from_lookup(vars("abc".into()), false) }.unwrap().err().unwrap();
+    let err = unsafe { Wire::from_lookup(vars("abc".into()), false) }
+        .unwrap()
+        .err()
+        .unwrap();
     assert!(
         err.to_string()
             .contains(r#"PMI_FD="abc" is not a non-negative integer"#),
@@ -589,7 +594,10 @@ fn serve_v1(s: UnixStream, rank: usize, kvs: Arc<Kvs>, port: bool) -> Vec<String
             Some("initack") => {
                 assert!(port, "initack only with PMI_PORT");
                 assert_eq!(f("pmiid"), Some(rank.to_string()));
-                format!("cmd=initack\ncmd=set size={}\ncmd=set rank={rank}\ncmd=set debug=0\n", kvs.size)
+                format!(
+                    "cmd=initack\ncmd=set size={}\ncmd=set rank={rank}\ncmd=set debug=0\n",
+                    kvs.size
+                )
             }
             Some("get_maxes") => "cmd=maxes kvsname_max=64 keylen_max=64 vallen_max=1024\n".into(),
             Some("get_my_kvsname") => format!("cmd=my_kvsname kvsname={}\n", kvs.jobid),
