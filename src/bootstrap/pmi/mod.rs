@@ -60,7 +60,12 @@ impl Pmi {
                     .into(),
             }));
         }
-        let wire = wire::Wire::from_env(in_mpi::linked())?;
+        let mpi = match (in_mpi::linked(), in_mpi::active()) {
+            (false, _) => wire::MpiHere::Absent,
+            (true, false) => wire::MpiHere::Later,
+            (true, true) => wire::MpiHere::Active,
+        };
+        let wire = wire::Wire::from_env(mpi)?;
         Some(wire.map(|w| Pmi::from(Road::Wire(w))))
     }
 

@@ -77,6 +77,22 @@ pub(super) fn init(wire: &mut Wire, told: &Told, refusal: &str) -> Result<()> {
     Ok(())
 }
 
+/// Joins the PMI-1 session the process's MPI began on this connection: no
+/// second `init` (Slurm's agent refuses one), rank and size from
+/// `PMI_RANK` and `PMI_SIZE`, the KVS name asked again.
+pub(super) fn join(wire: &mut Wire, told: &Told) -> Result<()> {
+    let (Some(rank), Some(size)) = (told.rank, told.size) else {
+        return Err(env_err(None, "PMI_RANK and PMI_SIZE must be set to share MPI's PMI_FD".into()));
+    };
+    let answer = wire.line_request("get_my_kvsname", "cmd=get_my_kvsname\n")?;
+    let Some(kvs) = field(&answer, "kvsname").filter(|k| !k.is_empty()) else {
+        return Err(wire.fail("get_my_kvsname", format!("no kvsname in {answer:?}")));
+    };
+    let kvs = kvs.to_string();
+    wire.set_identity(rank, size, kvs);
+    Ok(())
+}
+
 /// Checks a reply's command and `rc`.
 fn expect(wire: &Wire, step: &'static str, answer: &str, cmd: &str) -> Result<()> {
     if field(answer, "cmd") != Some(cmd) {

@@ -14,11 +14,12 @@
 //! The job id comes from the protocol (`job-getid`, or PMI-1's KVS name),
 //! never from `PMI_JOBID`, which Hydra and Flux do not set.
 //!
-//! When the process's own MPI library (MPICH under Hydra) owns `PMI_FD`, the
-//! connection is shared ([`Wire::shared`]): we talk on a duplicate, only
-//! while MPI is not in a PMI call of its own (its PMI client is synchronous
-//! and our calls run before or after MPI's init), and leave the PMI
-//! `finalize` to MPI.
+//! When the process's own MPI library (MPICH under Hydra or srun) owns
+//! `PMI_FD`, the connection is shared ([`MpiHere`]): we talk on a duplicate,
+//! only while MPI is not in a PMI call of its own (its PMI client is
+//! synchronous and our calls run before or after MPI's init), join MPI's
+//! PMI-1 session rather than `init` a second time once MPI has initialized,
+//! and leave the PMI `finalize` to MPI.
 
 use super::conn::{self, Conn, Link};
 use super::message::{self, check_key, check_value, rc_name, Reply};
@@ -44,6 +45,20 @@ pub(crate) enum Version {
     Two,
 }
 
+/// The process's own MPI, as far as the PMI connection goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MpiHere {
+    /// No MPI in the process: the connection is ours alone.
+    Absent,
+    /// MPI is linked but not initialized: it will say `init` on this
+    /// connection after us.
+    Later,
+    /// MPI has initialized on this connection already (in PMI-1, MPICH's
+    /// default): we join its session without a second `init`, which
+    /// Slurm's agent refuses.
+    Active,
+}
+
 /// What the environment says before the server is asked.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Told {
@@ -65,15 +80,15 @@ pub(crate) struct Wire {
     jobid: String,
     timeout: Duration,
     /// The process's MPI library talks on this connection too.
-    shared: bool,
+    mpi: MpiHere,
     /// `PMI_FD=6` or `PMI_PORT=host:port`, for messages.
     place: String,
 }
 
 impl Wire {
     /// Connects to the server `PMI_FD` or `PMI_PORT` names; `None` when
-    /// neither is set. `shared`: the process's MPI library uses it too.
-    pub(crate) fn from_env(shared: bool) -> Option<Result<Wire>> {
+    /// neither is set. `mpi`: whether the process's MPI uses it too.
+    pub(crate) fn from_env(mpi: MpiHere) -> Option<Result<Wire>> {
         if std::env::var_os("PMI_FD").is_none() && std::env::var_os("PMI_PORT").is_none() {
             return None;
         }
@@ -82,15 +97,15 @@ impl Wire {
         }
         // SAFETY: the launcher opened PMI_FD for this process; PMI_TAKEN
         // makes sure we take it once, and a shared one is duplicated.
-        unsafe { Self::from_lookup(|k| std::env::var(k).ok(), shared) }
+        unsafe { Self::from_lookup(|k| std::env::var(k).ok(), mpi) }
     }
 
     /// [`Wire::from_env`] with the variables read through `var`.
     ///
     /// # Safety
-    /// If `PMI_FD` names an open socket and not `shared`, it must be owned
-    /// by nobody else: the returned `Wire` (or an error path) closes it.
-    pub(super) unsafe fn from_lookup(var: impl Fn(&str) -> Option<String>, shared: bool) -> Option<Result<Wire>> {
+    /// If `PMI_FD` names an open socket and `mpi` is `Absent`, it must be
+    /// owned by nobody else: the returned `Wire` (or an error path) closes it.
+    pub(super) unsafe fn from_lookup(var: impl Fn(&str) -> Option<String>, mpi: MpiHere) -> Option<Result<Wire>> {
         let (fd_text, port) = (var("PMI_FD"), var("PMI_PORT"));
         if fd_text.is_none() && port.is_none() {
             return None;
@@ -108,19 +123,20 @@ impl Wire {
                 (Some(text), _) => {
                     let fd = parse(told.rank, "PMI_FD", &text)?;
                     // SAFETY: the caller's guarantee for PMI_FD.
-                    let link = unsafe { conn::inherited(fd as i32, shared) }
+                    let link = unsafe { conn::inherited(fd as i32, mpi != MpiHere::Absent) }
                         .map_err(|d| env_err(told.rank, format!("PMI_FD={fd}: {d}")))?;
                     (link, format!("PMI_FD={fd}"))
                 }
                 (None, Some(addr)) => (connect_port(&addr, timeout)?, format!("PMI_PORT={addr}")),
                 (None, None) => unreachable!("checked above"),
             };
-            Wire::connect(link, told, timeout, shared, place)
+            Wire::connect(link, told, timeout, mpi, place)
         })())
     }
 
-    /// Runs the handshake on `link`: version 2 if the server takes it, else 1.
-    pub(crate) fn connect(link: Link, told: Told, timeout: Duration, shared: bool, place: String) -> Result<Wire> {
+    /// Runs the handshake on `link`: version 2 if the server takes it, else
+    /// 1; or joins the PMI-1 session the process's MPI already began.
+    pub(crate) fn connect(link: Link, told: Told, timeout: Duration, mpi: MpiHere, place: String) -> Result<Wire> {
         let conn = Conn::new(link, timeout)
             .map_err(|e| env_err(told.rank, format!("cannot set a timeout on {place}: {e}")))?;
         let mut wire = Wire {
@@ -130,9 +146,26 @@ impl Wire {
             size: told.size.unwrap_or(0),
             jobid: String::new(),
             timeout,
-            shared,
+            mpi,
             place,
         };
+        match mpi {
+            MpiHere::Active => {
+                wire.version = Version::One;
+                super::v1::join(&mut wire, &told)?;
+                return Ok(wire);
+            }
+            // Only Slurm sets PMI_JOBID, and its agent takes one init a task.
+            MpiHere::Later if told.jobid.is_some() => {
+                return Err(wire.fail(
+                    "init",
+                    "srun's PMI server takes one init per task, and the program's MPI (linked, not yet \
+                     initialized) needs it for MPI_Init: call MPI_Init before shmem_init, or run with \
+                     `srun --mpi=pmix`, where both share one PMIx connection",
+                ))
+            }
+            _ => {}
+        }
         let answer = wire.init_line(INIT_V2)?;
         match field(&answer, "rc") == Some("0") && field(&answer, "pmi_version") == Some("2") {
             true => wire.fullinit(&told)?,
@@ -157,7 +190,7 @@ impl Wire {
         self.timeout
     }
     pub(crate) fn shared(&self) -> bool {
-        self.shared
+        self.mpi != MpiHere::Absent
     }
 
     /// What this is, for messages: `the PMI-2 server on PMI_FD=6`.
@@ -220,7 +253,7 @@ impl Wire {
     /// Says goodbye to the server, unless MPI shares the connection (then
     /// MPI's own finalize does); the connection is unusable afterwards.
     pub(crate) fn finalize(mut self) -> Result<()> {
-        match (self.shared, self.version) {
+        match (self.shared(), self.version) {
             (true, _) => Ok(()),
             (false, Version::One) => super::v1::finalize(&mut self),
             (false, Version::Two) => self.request("finalize", "cmd=finalize;").map(drop),

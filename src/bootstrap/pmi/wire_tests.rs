@@ -193,7 +193,7 @@ fn connect(stream: UnixStream, rank: usize, size: usize, timeout: Duration) -> R
         id: None,
         jobid: Some(JOBID.into()),
     };
-    Wire::connect(Link::Fd(stream), told, timeout, false, "PMI_FD=test".into())
+    Wire::connect(Link::Fd(stream), told, timeout, MpiHere::Absent, "PMI_FD=test".into())
 }
 
 /// One task connected to a one-task fake step.
@@ -447,7 +447,7 @@ fn environment_hands_over_pmi_fd() {
     ]
     .into();
     // SAFETY: `fd` came from into_raw_fd just above; nothing else owns it.
-    let pmi = unsafe { Wire::from_lookup(|k| vars.get(k).cloned(), false) }
+    let pmi = unsafe { Wire::from_lookup(|k| vars.get(k).cloned(), MpiHere::Absent) }
         .unwrap()
         .unwrap();
     assert_eq!(
@@ -467,7 +467,7 @@ fn environment_hands_over_pmi_fd() {
 fn environment_problems_are_explained() {
     // SAFETY (all three): no PMI_FD, a non-number, and a regular file's fd,
     // which is refused before anything takes it over.
-    assert!(unsafe { Wire::from_lookup(|_| None, false) }.is_none());
+    assert!(unsafe { Wire::from_lookup(|_| None, MpiHere::Absent) }.is_none());
     let vars = |fd: String| {
         move |k: &str| {
             if k == "PMI_FD" {
@@ -477,7 +477,7 @@ fn environment_problems_are_explained() {
             }
         }
     };
-    let err = unsafe { Wire::from_lookup(vars("abc".into()), false) }
+    let err = unsafe { Wire::from_lookup(vars("abc".into()), MpiHere::Absent) }
         .unwrap()
         .err()
         .unwrap();
@@ -487,7 +487,7 @@ fn environment_problems_are_explained() {
         "{err}"
     );
     let file = std::fs::File::open("/proc/self/status").unwrap();
-    let err = unsafe { Wire::from_lookup(vars(file.as_raw_fd().to_string()), false) }
+    let err = unsafe { Wire::from_lookup(vars(file.as_raw_fd().to_string()), MpiHere::Absent) }
         .unwrap()
         .err()
         .unwrap();
@@ -652,7 +652,7 @@ fn wire_up_over_pmi1(size: usize, port: bool) -> Vec<Vec<String>> {
                         ..Told::default()
                     },
                 };
-                let wire = Wire::connect(Link::Fd(client), told, LONG, false, "PMI_FD=flux".into()).unwrap();
+                let wire = Wire::connect(Link::Fd(client), told, LONG, MpiHere::Absent, "PMI_FD=flux".into()).unwrap();
                 assert_eq!((wire.rank(), wire.size()), (rank, size));
                 let (env, job) = under_pmi::launch_env(Pmi::wire(wire)).unwrap();
                 let (table, mut link) = job.exchange_cards(&env, card(rank)).unwrap();
@@ -687,4 +687,39 @@ fn on_a_port_pmi1_learns_rank_and_size_from_initack() {
     let logs = wire_up_over_pmi1(2, true);
     assert_eq!(logs[1][1], "cmd=initack pmiid=1\n");
     assert_eq!(logs[1][2], "cmd=init pmi_version=1 pmi_subversion=1\n");
+}
+
+#[test]
+fn beside_an_initialized_mpi_the_pmi1_session_is_joined_without_a_second_init() {
+    let (client, server) = UnixStream::pair().unwrap();
+    let kvs = Kvs::new(1, "kvs_mpich_0");
+    let server = thread::spawn(move || serve_v1(server, 0, kvs, false));
+    let told = Told {
+        rank: Some(0),
+        size: Some(1),
+        ..Told::default()
+    };
+    let wire = Wire::connect(Link::Fd(client), told, LONG, MpiHere::Active, "PMI_FD=mpich".into()).unwrap();
+    assert_eq!((wire.rank(), wire.size(), wire.jobid()), (0, 1, "kvs_mpich_0"));
+    let mut pmi = Pmi::wire(wire);
+    assert_eq!(pmi.allgather(b"card").unwrap(), [b"card".to_vec()]);
+    pmi.farewell().unwrap();
+    let log = server.join().unwrap();
+    assert_eq!(log[0], "cmd=get_my_kvsname\n");
+    assert!(!log.iter().any(|l| l.starts_with("cmd=init") || l.starts_with("cmd=finalize")), "{log:?}");
+}
+
+#[test]
+fn under_srun_an_mpi_not_yet_initialized_keeps_the_one_init() {
+    let (client, _server) = UnixStream::pair().unwrap();
+    let told = Told {
+        rank: Some(0),
+        size: Some(2),
+        id: None,
+        jobid: Some("7.0".into()),
+    };
+    let err = Wire::connect(Link::Fd(client), told, SHORT, MpiHere::Later, "PMI_FD=9".into())
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("call MPI_Init before shmem_init"), "{err}");
 }
