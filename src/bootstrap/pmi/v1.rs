@@ -68,11 +68,7 @@ pub(super) fn init(wire: &mut Wire, told: &Told, refusal: &str) -> Result<()> {
             ),
         ));
     }
-    let answer = wire.line_request("get_my_kvsname", "cmd=get_my_kvsname\n")?;
-    let Some(kvs) = field(&answer, "kvsname").filter(|k| !k.is_empty()) else {
-        return Err(wire.fail("get_my_kvsname", format!("no kvsname in {answer:?}")));
-    };
-    let kvs = kvs.to_string();
+    let kvs = kvsname(wire)?;
     wire.set_identity(rank, size, kvs);
     Ok(())
 }
@@ -82,15 +78,23 @@ pub(super) fn init(wire: &mut Wire, told: &Told, refusal: &str) -> Result<()> {
 /// `PMI_RANK` and `PMI_SIZE`, the KVS name asked again.
 pub(super) fn join(wire: &mut Wire, told: &Told) -> Result<()> {
     let (Some(rank), Some(size)) = (told.rank, told.size) else {
-        return Err(env_err(None, "PMI_RANK and PMI_SIZE must be set to share MPI's PMI_FD".into()));
+        return Err(env_err(
+            None,
+            "PMI_RANK and PMI_SIZE must be set to share MPI's PMI_FD".into(),
+        ));
     };
-    let answer = wire.line_request("get_my_kvsname", "cmd=get_my_kvsname\n")?;
-    let Some(kvs) = field(&answer, "kvsname").filter(|k| !k.is_empty()) else {
-        return Err(wire.fail("get_my_kvsname", format!("no kvsname in {answer:?}")));
-    };
-    let kvs = kvs.to_string();
+    let kvs = kvsname(wire)?;
     wire.set_identity(rank, size, kvs);
     Ok(())
+}
+
+/// The job's KVS name, which is also its id.
+fn kvsname(wire: &mut Wire) -> Result<String> {
+    let answer = wire.line_request("get_my_kvsname", "cmd=get_my_kvsname\n")?;
+    match field(&answer, "kvsname").filter(|k| !k.is_empty()) {
+        Some(kvs) => Ok(kvs.to_string()),
+        None => Err(wire.fail("get_my_kvsname", format!("no kvsname in {answer:?}"))),
+    }
 }
 
 /// Checks a reply's command and `rc`.

@@ -706,7 +706,11 @@ fn beside_an_initialized_mpi_the_pmi1_session_is_joined_without_a_second_init() 
     pmi.farewell().unwrap();
     let log = server.join().unwrap();
     assert_eq!(log[0], "cmd=get_my_kvsname\n");
-    assert!(!log.iter().any(|l| l.starts_with("cmd=init") || l.starts_with("cmd=finalize")), "{log:?}");
+    assert!(
+        !log.iter()
+            .any(|l| l.starts_with("cmd=init") || l.starts_with("cmd=finalize")),
+        "{log:?}"
+    );
 }
 
 #[test]
