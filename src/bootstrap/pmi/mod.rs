@@ -1,6 +1,6 @@
 //! The launchers' process-management interfaces, as one closed set chosen at
 //! run time: PMIx through the launcher's `libpmix` ([`pmix`]), or PMI-2 and
-//! PMI-1 on the wire ([`wire`], [`v1`]). [`Pmi`] is their one surface: rank
+//! PMI-1 on the wire ([`wire`], with [`v2`] and [`v1`]). [`Pmi`] is their one surface: rank
 //! and size, a key-value space with a fence, the job's local ranks, the
 //! farewell and the abort; over it an all-gather ([`Pmi::publish`],
 //! [`Pmi::fetch`]) carries bytes of any length.
@@ -14,6 +14,7 @@ pub(crate) mod hint;
 pub(crate) mod message;
 pub(crate) mod pmix;
 mod v1;
+mod v2;
 pub(crate) mod wire;
 
 use super::in_mpi;

@@ -22,7 +22,7 @@
 //! and leave the PMI `finalize` to MPI.
 
 use super::conn::{self, Conn, Link};
-use super::message::{self, check_key, check_value, rc_name, Reply};
+use super::message::{self, check_key, check_value};
 use crate::error::{Error, Result};
 use crate::protocol::env::{BOOTSTRAP_TIMEOUT, DEFAULT_BOOTSTRAP_TIMEOUT_SECS};
 use std::io;
@@ -30,8 +30,6 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-/// The largest payload a 6-digit length header can describe.
-const MAX_MESSAGE: usize = 999_999;
 pub(super) const INIT_V2: &[u8] = b"cmd=init pmi_version=2 pmi_subversion=0\n";
 pub(super) const INIT_V1: &[u8] = b"cmd=init pmi_version=1 pmi_subversion=1\n";
 
@@ -168,7 +166,7 @@ impl Wire {
         }
         let answer = wire.init_line(INIT_V2)?;
         match field(&answer, "rc") == Some("0") && field(&answer, "pmi_version") == Some("2") {
-            true => wire.fullinit(&told)?,
+            true => super::v2::fullinit(&mut wire, &told)?,
             false => {
                 wire.version = Version::One;
                 super::v1::init(&mut wire, &told, &answer)?;
@@ -206,15 +204,27 @@ impl Wire {
         (self.rank, self.size, self.jobid) = (rank, size, jobid);
     }
 
+    pub(super) fn set_rank_size(&mut self, rank: usize, size: usize) {
+        (self.rank, self.size) = (rank, size);
+    }
+
+    pub(super) fn set_jobid(&mut self, jobid: String) {
+        self.jobid = jobid;
+    }
+
+    pub(super) fn conn(&mut self) -> &mut Conn {
+        &mut self.conn
+    }
+
     /// Stores `key=value` for this rank; other ranks see it after the next fence.
     pub(crate) fn put(&mut self, key: &str, value: &str) -> Result<()> {
         check_key(key).map_err(|d| self.fail("kvs-put", d))?;
         check_value(value).map_err(|d| self.fail("kvs-put", format!("value of {key}: {d}")))?;
         match self.version {
             Version::One => super::v1::put(self, key, value),
-            Version::Two => self
-                .request("kvs-put", &format!("cmd=kvs-put;key={key};value={value};"))
-                .map(drop),
+            Version::Two => {
+                super::v2::request(self, "kvs-put", &format!("cmd=kvs-put;key={key};value={value};")).map(drop)
+            }
         }
     }
 
@@ -222,7 +232,7 @@ impl Wire {
     pub(crate) fn fence(&mut self) -> Result<()> {
         match self.version {
             Version::One => super::v1::barrier(self),
-            Version::Two => self.request("kvs-fence", "cmd=kvs-fence;").map(drop),
+            Version::Two => super::v2::request(self, "kvs-fence", "cmd=kvs-fence;").map(drop),
         }
     }
 
@@ -235,8 +245,8 @@ impl Wire {
         }
         let src = src_rank.map_or_else(|| "-1".to_string(), |r| r.to_string());
         let cmd = format!("cmd=kvs-get;jobid={};srcid={src};key={key};", self.jobid);
-        let reply = self.request("kvs-get", &cmd)?;
-        self.found("kvs-get", key, reply)
+        let reply = super::v2::request(self, "kvs-get", &cmd)?;
+        super::v2::found(self, "kvs-get", key, reply)
     }
 
     /// A job attribute such as `PMI_process_mapping`; `Ok(None)` when the
@@ -246,8 +256,8 @@ impl Wire {
         if self.version == Version::One {
             return super::v1::get(self, key);
         }
-        let reply = self.request("info-getjobattr", &format!("cmd=info-getjobattr;key={key};"))?;
-        Ok(self.found("info-getjobattr", key, reply).unwrap_or(None))
+        let reply = super::v2::request(self, "info-getjobattr", &format!("cmd=info-getjobattr;key={key};"))?;
+        Ok(super::v2::found(self, "info-getjobattr", key, reply).unwrap_or(None))
     }
 
     /// Says goodbye to the server, unless MPI shares the connection (then
@@ -256,7 +266,7 @@ impl Wire {
         match (self.shared(), self.version) {
             (true, _) => Ok(()),
             (false, Version::One) => super::v1::finalize(&mut self),
-            (false, Version::Two) => self.request("finalize", "cmd=finalize;").map(drop),
+            (false, Version::Two) => super::v2::request(&mut self, "finalize", "cmd=finalize;").map(drop),
         }
     }
 
@@ -267,48 +277,10 @@ impl Wire {
             return self.send("abort", "cmd=abort exitcode=1\n");
         }
         let msg = message::printable(msg);
-        self.send("abort", &frame(&format!("cmd=abort;isworld=TRUE;msg={msg};")))
-    }
-
-    /// `fullinit` (rank and size), then `job-getid`.
-    fn fullinit(&mut self, told: &Told) -> Result<()> {
-        // Hydra wants `pmirank` even on PMI_PORT, where PMI_ID is the rank.
-        let who = match told.rank.or(told.id) {
-            Some(rank) => format!("pmirank={rank};"),
-            None => return Err(env_err(None, "neither PMI_RANK nor PMI_ID is set".into())),
-        };
-        let jobid = told
-            .jobid
-            .as_ref()
-            .map(|j| format!("pmijobid={j};"))
-            .unwrap_or_default();
-        if let Some(j) = &told.jobid {
-            check_value(j).map_err(|d| self.fail("fullinit", format!("PMI_JOBID={j:?}: {d}")))?;
-        }
-        let reply = self.request("fullinit", &format!("cmd=fullinit;{jobid}{who}threaded=FALSE;"))?;
-        let number = |k: &str| reply.get(k).and_then(|v| v.parse::<usize>().ok());
-        let (Some(rank), Some(size)) = (number("rank"), number("size")) else {
-            return Err(self.fail("fullinit", "the reply has no rank and size"));
-        };
-        if told.rank.is_some_and(|r| r != rank) || told.size.is_some_and(|s| s != size) {
-            return Err(self.fail(
-                "fullinit",
-                format!(
-                    "the server says rank {rank} of {size}, but PMI_RANK={} and PMI_SIZE={}",
-                    show(told.rank),
-                    show(told.size)
-                ),
-            ));
-        }
-        (self.rank, self.size) = (rank, size);
-        let reply = self.request("job-getid", "cmd=job-getid;")?;
-        let jobid = reply.get("jobid").unwrap_or_default().to_string();
-        check_value(&jobid)
-            .ok()
-            .filter(|_| !jobid.is_empty())
-            .ok_or_else(|| self.fail("job-getid", format!("the job id {jobid:?} is not usable")))?;
-        self.jobid = jobid;
-        Ok(())
+        self.send(
+            "abort",
+            &super::v2::frame(&format!("cmd=abort;isworld=TRUE;msg={msg};")),
+        )
     }
 
     /// Sends an init line and reads the server's answer line.
@@ -332,43 +304,7 @@ impl Wire {
         self.conn.read_line().map_err(|e| self.io_fail(step, e))
     }
 
-    /// Sends `payload` and checks the reply: `<cmd>-response` with `rc=0`.
-    fn request(&mut self, step: &'static str, payload: &str) -> Result<Reply> {
-        if payload.len() > MAX_MESSAGE {
-            return Err(self.fail(step, format!("a {}-byte message is too long for PMI-2", payload.len())));
-        }
-        self.send(step, &frame(payload))?;
-        let reply = match message::read_reply(&mut self.conn) {
-            Ok(reply) => reply.map_err(|d| self.fail(step, d))?,
-            Err(e) => return Err(self.io_fail(step, e)),
-        };
-        let expected = format!("{step}-response");
-        if reply.cmd != expected {
-            return Err(self.fail(step, format!("expected {expected}, got {}", reply.cmd)));
-        }
-        match reply.get("rc") {
-            Some("0") => Ok(reply),
-            Some(rc) => {
-                let errmsg = reply.get("errmsg").map(|m| format!(": {m}")).unwrap_or_default();
-                Err(self.fail(step, format!("the server answered rc={rc} ({}){errmsg}", rc_name(rc))))
-            }
-            None => Err(self.fail(step, format!("{} has no rc", reply.cmd))),
-        }
-    }
-
-    /// The value of a `found=TRUE` reply.
-    fn found(&self, step: &'static str, key: &str, mut reply: Reply) -> Result<Option<String>> {
-        match reply.get("found") {
-            Some(f) if f.eq_ignore_ascii_case("TRUE") => match reply.fields.iter().position(|(k, _)| k == "value") {
-                Some(i) => Ok(Some(reply.fields.swap_remove(i).1)),
-                None => Err(self.fail(step, format!("reply for {key} says found=TRUE but has no value"))),
-            },
-            Some(f) if f.eq_ignore_ascii_case("FALSE") => Ok(None),
-            other => Err(self.fail(step, format!("reply for {key} has found={other:?}"))),
-        }
-    }
-
-    fn send(&mut self, step: &'static str, bytes: &str) -> Result<()> {
+    pub(super) fn send(&mut self, step: &'static str, bytes: &str) -> Result<()> {
         self.conn.send(bytes.as_bytes()).map_err(|e| self.io_fail(step, e))
     }
 
@@ -407,11 +343,6 @@ impl Wire {
     }
 }
 
-/// A PMI-2 frame: the payload's length, left-justified in 6 characters.
-fn frame(payload: &str) -> String {
-    format!("{:<6}{payload}", payload.len())
-}
-
 /// The value of `name` in a PMI-1 line (`cmd=x a=1 b=2`).
 pub(super) fn field<'a>(line: &'a str, name: &str) -> Option<&'a str> {
     line.split_whitespace()
@@ -427,10 +358,6 @@ fn connect_port(addr: &str, timeout: Duration) -> Result<Link> {
         .ok_or_else(|| fail("resolves to no address".into()))?;
     let stream = TcpStream::connect_timeout(&target, timeout).map_err(|e| fail(format!("cannot connect: {e}")))?;
     Ok(Link::Port(stream))
-}
-
-fn show(v: Option<usize>) -> String {
-    v.map_or_else(|| "(unset)".into(), |v| v.to_string())
 }
 
 fn optional(var: &impl Fn(&str) -> Option<String>, name: &str) -> Result<Option<usize>> {
