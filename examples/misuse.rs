@@ -17,17 +17,30 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let mistake = std::env::args().nth(1).unwrap_or_default();
-    match run(&mistake) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("misuse: {e}");
-            ExitCode::FAILURE
-        }
+    let world = match oneside::init() {
+        Ok(world) => world,
+        Err(e) => return fail(&e),
+    };
+    // The report is written while this rank's world is still open, and in
+    // one write: once it is closed, a peer still reading from it fails
+    // and exits, and rlaunch's SIGTERM could cut a report written in
+    // pieces (seen under CI's load).
+    match run(&world, &mistake) {
+        Ok(()) => match world.finalize() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(&e),
+        },
+        Err(e) => fail(&e),
     }
 }
 
-fn run(mistake: &str) -> oneside::Result<()> {
-    let world = oneside::init()?;
+fn fail(e: &oneside::Error) -> ExitCode {
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(format!("misuse: {e}\n").as_bytes());
+    ExitCode::FAILURE
+}
+
+fn run(world: &oneside::World, mistake: &str) -> oneside::Result<()> {
     let (rank, size) = (world.rank(), world.size());
     let team = world.team_world();
     let src = world.alloc::<u64>(4)?;
@@ -53,5 +66,5 @@ fn run(mistake: &str) -> oneside::Result<()> {
             std::process::exit(2);
         }
     }
-    world.finalize()
+    Ok(())
 }
