@@ -334,6 +334,7 @@ fn supervise(
                 let view = judge::View { procs, pids: &pids };
                 if let Some(code) = judge::judge(event, &view, states, abort.as_mut()) {
                     if abort.is_none() {
+                        settle(events, &mut pids, procs, states);
                         *abort = Some(start_abort(procs, states, code));
                     }
                 }
@@ -355,6 +356,30 @@ fn supervise(
                 }
             },
             Err(RecvTimeoutError::Disconnected) => break,
+        }
+    }
+}
+
+/// How long the first failure waits for news of other ranks' endings
+/// before the job is torn down: a rank that cannot reach a SIGKILLed peer
+/// may exit before rlaunch has read that peer's own death, the cause.
+const SETTLE: Duration = Duration::from_millis(100);
+
+/// Reads what arrives within [`SETTLE`] of the first failure and judges it
+/// as if the job were not yet ending, so the report names every rank that
+/// had already ended, each on its line, before any is sent SIGTERM.
+fn settle(events: &channel::Receiver<JobEvent>, pids: &mut [i32], procs: &[RankProcess], states: &mut [RankState]) {
+    let until = Instant::now() + SETTLE;
+    while states.iter().any(|s| s.ending.is_none()) {
+        let Ok(event) = events.recv_timeout(until.saturating_duration_since(Instant::now())) else {
+            return;
+        };
+        match event {
+            JobEvent::RemoteStarted { rank, pid } => pids[rank] = pid,
+            event => {
+                let view = judge::View { procs, pids };
+                let _ = judge::judge(event, &view, states, None);
+            }
         }
     }
 }
