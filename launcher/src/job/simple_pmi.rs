@@ -17,6 +17,7 @@
 //! address only, and every line, key, value and connection count is bounded.
 
 use crate::plan::LaunchPlan;
+use oneside::protocol::pmi1::field;
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
@@ -105,11 +106,6 @@ fn serve(stream: TcpStream, space: &Space) -> io::Result<()> {
             return Ok(());
         }
     }
-}
-
-/// The value of `name` in `cmd=x a=1 b=2`.
-fn field<'a>(line: &'a str, name: &str) -> Option<&'a str> {
-    line.split(' ').find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
 }
 
 /// The reply to one request line; `None` to hang up.

@@ -19,7 +19,7 @@ pub(crate) mod wire;
 
 use super::in_mpi;
 use crate::error::{Error, Result};
-use crate::protocol::env::{hex_decode, hex_encode, BOOTSTRAP_TIMEOUT, DEFAULT_BOOTSTRAP_TIMEOUT_SECS};
+use crate::protocol::env::{hex_decode, hex_encode};
 use std::time::Duration;
 
 /// Hex characters per KVS value; PMI's conventional value limit is 1024.
@@ -44,22 +44,15 @@ impl Pmi {
     pub(crate) fn from_env() -> Option<Result<Pmi>> {
         let var = |k: &str| std::env::var(k).ok();
         if hint::pmix_named(&var) {
-            let secs = var(BOOTSTRAP_TIMEOUT)
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(DEFAULT_BOOTSTRAP_TIMEOUT_SECS);
-            match pmix::Pmix::init(Duration::from_secs(secs.max(1))) {
+            let timeout = match wire::timeout(&var) {
+                Ok(timeout) => timeout,
+                Err(e) => return Some(Err(e)),
+            };
+            match pmix::Pmix::init(timeout) {
                 Ok(p) => return Some(Ok(Pmi::from(Road::Pmix(p)))),
                 Err(e) if var("PMI_FD").is_none() => return Some(Err(e)),
                 Err(_) => {}
             }
-        }
-        if var("PMI_FD").is_none() && var("PMI_PORT").is_some() && in_mpi::active() {
-            return Some(Err(Error::MissingPmi {
-                detail: "MPI was initialized first under `mpiexec -pmi-port`, and its PMI connection to \
-                         Hydra is this rank's only one (a second would take the rank's place); start without \
-                         -pmi-port (MPI and oneside then share PMI_FD), or call shmem_init before MPI_Init"
-                    .into(),
-            }));
         }
         let mpi = match (in_mpi::linked(), in_mpi::active()) {
             (false, _) => wire::MpiHere::Absent,

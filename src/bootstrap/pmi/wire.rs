@@ -25,6 +25,7 @@ use super::conn::{self, Conn, Link};
 use super::message::{self, check_key, check_value};
 use crate::error::{Error, Result};
 use crate::protocol::env::{BOOTSTRAP_TIMEOUT, DEFAULT_BOOTSTRAP_TIMEOUT_SECS};
+pub(super) use crate::protocol::pmi1::field;
 use std::io;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -115,8 +116,7 @@ impl Wire {
                 id: optional(&var, "PMI_ID")?,
                 jobid: var("PMI_JOBID"),
             };
-            let secs = optional(&var, BOOTSTRAP_TIMEOUT)?.unwrap_or(DEFAULT_BOOTSTRAP_TIMEOUT_SECS as usize);
-            let timeout = Duration::from_secs(secs.max(1) as u64);
+            let timeout = timeout(&var)?;
             let (link, place) = match (fd_text, port) {
                 (Some(text), _) => {
                     let fd = parse(told.rank, "PMI_FD", &text)?;
@@ -124,6 +124,17 @@ impl Wire {
                     let link = unsafe { conn::inherited(fd as i32, mpi != MpiHere::Absent) }
                         .map_err(|d| env_err(told.rank, format!("PMI_FD={fd}: {d}")))?;
                     (link, format!("PMI_FD={fd}"))
+                }
+                // Hydra gives a rank one connection on its port; a second
+                // would take the place of MPI's, so none is made.
+                (None, Some(_)) if mpi == MpiHere::Active => {
+                    return Err(Error::MissingPmi {
+                        detail: "MPI was initialized first under `mpiexec -pmi-port`, and its PMI connection to \
+                                 Hydra is this rank's only one (a second would take the rank's place); start \
+                                 without -pmi-port (MPI and oneside then share PMI_FD), or call shmem_init \
+                                 before MPI_Init"
+                            .into(),
+                    })
                 }
                 (None, Some(addr)) => (connect_port(&addr, timeout)?, format!("PMI_PORT={addr}")),
                 (None, None) => unreachable!("checked above"),
@@ -343,12 +354,6 @@ impl Wire {
     }
 }
 
-/// The value of `name` in a PMI-1 line (`cmd=x a=1 b=2`).
-pub(super) fn field<'a>(line: &'a str, name: &str) -> Option<&'a str> {
-    line.split_whitespace()
-        .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
-}
-
 fn connect_port(addr: &str, timeout: Duration) -> Result<Link> {
     let fail = |d: String| env_err(None, format!("PMI_PORT={addr}: {d}"));
     let target = addr
@@ -358,6 +363,13 @@ fn connect_port(addr: &str, timeout: Duration) -> Result<Link> {
         .ok_or_else(|| fail("resolves to no address".into()))?;
     let stream = TcpStream::connect_timeout(&target, timeout).map_err(|e| fail(format!("cannot connect: {e}")))?;
     Ok(Link::Port(stream))
+}
+
+/// How long each exchange with the server may take: the bootstrap timeout,
+/// for every road (PMIx included).
+pub(super) fn timeout(var: &impl Fn(&str) -> Option<String>) -> Result<Duration> {
+    let secs = optional(var, BOOTSTRAP_TIMEOUT)?.unwrap_or(DEFAULT_BOOTSTRAP_TIMEOUT_SECS as usize);
+    Ok(Duration::from_secs(secs.max(1) as u64))
 }
 
 fn optional(var: &impl Fn(&str) -> Option<String>, name: &str) -> Result<Option<usize>> {
