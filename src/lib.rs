@@ -265,7 +265,6 @@ mod globals;
 mod heap;
 mod lock;
 mod nbi;
-mod pcontrol;
 pub mod profile;
 pub mod protocol;
 mod raw;
@@ -289,15 +288,24 @@ pub use ctx::{AnyEndpoint, Ctx, Endpoint};
 pub use error::{Error, Result};
 pub use lock::{Lock, LockGuard};
 pub use nbi::Nbi;
-pub use pcontrol::{profiling_level, set_profiling_level};
+pub use profile::level::{profiling_level, set_profiling_level};
 pub use raw::DirectMap;
 pub use rma::Rma;
 pub use signal::Signals;
 pub use sym::{Pod, Sym};
 pub use team::{Team, MAX_TEAMS};
-pub use transport::primitives::SignalOp;
+pub use transport::amo::SignalOp;
 pub use transport::{built_in as transports_built_in, probe_libraries};
 pub use wait::Cmp;
+
+/// A `World` and its teams can be shared between threads and moved to
+/// another one; checked at compile time.
+const _: () = {
+    const fn shared<T: Send + Sync>() {}
+    shared::<crate::World>();
+    shared::<crate::Team>();
+};
+
 pub use world::{init, init_with, Options, World};
 
 /// The one-sided traits, for `use oneside::prelude::*;`: the operations

@@ -329,10 +329,10 @@ impl World {
     }
 
     #[cold]
-    pub(crate) fn rdma_failed(&self, failure: crate::transport::rdma::Failure) -> Error {
+    pub(crate) fn rdma_failed(&self, failure: crate::transport::failure::Failure) -> Error {
         self.broken.store(true, std::sync::atomic::Ordering::Relaxed);
         if failure.consequence && self.size > 1 {
-            std::thread::sleep(crate::transport::rdma::CONSEQUENCE_GRACE);
+            std::thread::sleep(crate::transport::failure::CONSEQUENCE_GRACE);
         }
         failure.into_error(self.rank)
     }

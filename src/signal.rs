@@ -13,7 +13,7 @@ use crate::ctx::Endpoint;
 use crate::error::Result;
 use crate::profile::{self, Family};
 use crate::sym::{Pod, Sym};
-use crate::transport::primitives::SignalOp;
+use crate::transport::amo::SignalOp;
 use crate::transport::primitives::Stream;
 use crate::wait::Cmp;
 use crate::world::World;

@@ -17,14 +17,6 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// A `World` and its teams can be shared between threads and moved to
-/// another one; checked at compile time.
-const _: () = {
-    const fn shared<T: Send + Sync>() {}
-    shared::<crate::World>();
-    shared::<crate::Team>();
-};
-
 /// A number for the calling thread, never 0.
 fn thread_number() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);

@@ -27,6 +27,7 @@
 //! rlaunch merges them.
 
 mod file;
+pub(crate) mod level;
 mod record;
 mod trace;
 
@@ -176,7 +177,7 @@ pub(crate) fn start(rank: usize, size: usize, host: &str) {
     }
     let counters = record::Counters::new(outputs, rank, size, host);
     if COUNTERS.set(counters).is_ok() {
-        level_changed(crate::pcontrol::profiling_level());
+        level_changed(level::profiling_level());
     }
 }
 
@@ -278,7 +279,7 @@ impl Drop for Span {
         let (Some(started), Some(block)) = (self.started, block()) else {
             return;
         };
-        let detail = crate::pcontrol::profiling_level() >= 2;
+        let detail = level::profiling_level() >= 2;
         let duration = nanos_since(started);
         block.count_call(self.family);
         block.time(self.family, duration, detail);
@@ -334,7 +335,7 @@ pub(crate) fn timed_leaf<R>(family: Family, call: impl FnOnce() -> R) -> R {
     let Some(block) = LOCAL.with(|local| local.block.get()) else {
         return call();
     };
-    let detail = crate::pcontrol::profiling_level() >= 2;
+    let detail = level::profiling_level() >= 2;
     let traced = block.ring.is_some() && matches!(family, Family::Get | Family::Quiet);
     let started = Instant::now();
     let result = call();

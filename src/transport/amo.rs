@@ -6,6 +6,15 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+/// How a signal word is updated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignalOp {
+    /// Store the value.
+    Set,
+    /// Add the value.
+    Add,
+}
+
 /// The operations a transport implements on a word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AmoOp {

@@ -16,6 +16,7 @@
 
 pub mod amo;
 pub(crate) mod dynlib;
+pub mod failure;
 pub mod ofi;
 pub mod primitives;
 pub mod rdma;

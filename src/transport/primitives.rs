@@ -27,7 +27,7 @@
 
 use crate::error::{Error, Result};
 use crate::sync::lock;
-use crate::transport::amo::{self, Amo, AmoOp, Width};
+use crate::transport::amo::{self, Amo, AmoOp, SignalOp, Width};
 use crate::transport::tcp::TcpPeer;
 use crate::transport::{shm, Path};
 use crate::world::World;
@@ -63,15 +63,6 @@ impl Stream<'_> {
             Stream::Ctx(links) => links.lane,
         }
     }
-}
-
-/// How a signal word is updated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SignalOp {
-    /// Store the value.
-    Set,
-    /// Add the value.
-    Add,
 }
 
 impl World {

@@ -44,7 +44,7 @@ mod wireup;
 
 pub use setup::{prepare, providers, Prepared};
 
-use super::rdma::Failure;
+use super::failure::Failure;
 use fabric::{Info, Object};
 use library::Library;
 use std::ffi::c_void;

@@ -6,9 +6,9 @@
 use super::atomics::{datatype, fi_op, Form};
 use super::{Ofi, BOUNCE_PUT};
 use crate::segment::HEADER_BYTES;
+use crate::transport::amo::SignalOp;
 use crate::transport::amo::{Amo, AmoOp, Width};
-use crate::transport::primitives::SignalOp;
-use crate::transport::rdma::Failure;
+use crate::transport::failure::Failure;
 use std::ffi::c_void;
 
 impl Ofi {

@@ -19,7 +19,7 @@
 
 use super::Ofi;
 use crate::segment::WIREUP_WORD;
-use crate::transport::rdma::Failure;
+use crate::transport::failure::Failure;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 

@@ -19,8 +19,8 @@
 
 use super::work::{Op, Source, Wr};
 use super::{Failure, Verbs};
+use crate::transport::amo::SignalOp;
 use crate::transport::amo::{Amo, AmoOp, Width};
-use crate::transport::primitives::SignalOp;
 
 const LOW_32: u64 = 0xffff_ffff;
 

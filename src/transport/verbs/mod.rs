@@ -52,7 +52,7 @@ mod work;
 
 pub use setup::{prepare, Prepared, Settings};
 
-use super::rdma::Failure;
+use super::failure::Failure;
 use crate::segment::HEADER_BYTES;
 use queue::{CompletionQueue, QueuePair, Ready};
 use std::collections::VecDeque;

@@ -1,4 +1,4 @@
-//! The profiling level, as `shmem_pcontrol` sets it (OpenSHMEM 1.5 section
+//! The profiling level, owned by the profile, as `shmem_pcontrol` sets it (OpenSHMEM 1.5 section
 //! 10.2): 0 stops profiling, 1 is the default level, 2 asks for detail, and
 //! other values mean whatever a profiling tool gives them. The library's
 //! own profiling reads it here; a tool that wraps the C API sees the call.
@@ -13,7 +13,7 @@ static LEVEL: AtomicI32 = AtomicI32::new(DEFAULT_LEVEL);
 /// Sets this process's profiling level (`shmem_pcontrol`).
 pub fn set_profiling_level(level: i32) {
     LEVEL.store(level, Ordering::Relaxed);
-    crate::profile::level_changed(level);
+    super::level_changed(level);
 }
 
 /// This process's profiling level: `DEFAULT_LEVEL` until set.
