@@ -1,5 +1,5 @@
 //! PMI-1's line format, spoken by a rank's wire client
-//! (`bootstrap/pmi/v1.rs`) and served by rlaunch to the program's own MPI
+//! (`bootstrap/pmi/wire/v1.rs`) and served by rlaunch to the program's own MPI
 //! (`launcher/src/job/simple_pmi.rs`): `cmd=<name> key=value ...`, one
 //! request or reply per line, fields separated by spaces.
 

@@ -22,7 +22,7 @@
 #  - beside Open MPI's OpenSHMEM: oshrun warns about a program linked
 #    against liboshmem, and both wrappers' --version say oneside.
 # srun --mpi=pmix and --mpi=pmi2 run in tests/slurm/run.sh; PMI-1 as Flux
-# speaks it, in the unit tests (src/bootstrap/pmi/wire_tests.rs).
+# speaks it, in the unit tests (src/bootstrap/pmi/wire/tests.rs).
 # Needs openmpi-bin, libopenmpi-dev, mpich, libmpich-dev, libpmix2.
 set -uo pipefail
 cd "$(dirname "$0")/../.."

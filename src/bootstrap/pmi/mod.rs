@@ -9,12 +9,9 @@
 //! [`CHUNK`] characters, under `oneside-<epoch>-<rank>-<i>` plus a count key
 //! `oneside-<epoch>-<rank>-n`; one fence; then a rank reads another's chunks.
 
-pub(crate) mod conn;
 pub(crate) mod hint;
 pub(crate) mod message;
 pub(crate) mod pmix;
-mod v1;
-mod v2;
 pub(crate) mod wire;
 
 use super::in_mpi;

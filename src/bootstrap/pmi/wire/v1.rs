@@ -10,7 +10,7 @@
 //! * `put` / `get` in that KVS, `barrier_in` / `barrier_out` as the fence,
 //!   `finalize` / `finalize_ack`, and `abort`, which has no answer.
 
-use super::wire::{env_err, field, Told, Wire, INIT_V1};
+use super::{env_err, field, Told, Wire, INIT_V1};
 use crate::error::Result;
 
 /// Values may not hold spaces in PMI-1's line format.
@@ -58,13 +58,13 @@ pub(super) fn init(wire: &mut Wire, told: &Told, refusal: &str) -> Result<()> {
     };
     let maxes = wire.line_request("get_maxes", "cmd=get_maxes\n")?;
     let vallen = field(&maxes, "vallen_max").and_then(|v| v.parse::<usize>().ok());
-    if vallen.is_some_and(|v| v < super::CHUNK) {
+    if vallen.is_some_and(|v| v < super::super::CHUNK) {
         return Err(wire.fail(
             "get_maxes",
             format!(
                 "the server takes values of at most {} characters; oneside needs {}",
                 vallen.unwrap_or(0),
-                super::CHUNK
+                super::super::CHUNK
             ),
         ));
     }

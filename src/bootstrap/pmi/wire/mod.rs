@@ -21,7 +21,6 @@
 //! PMI-1 session rather than `init` a second time once MPI has initialized,
 //! and leave the PMI `finalize` to MPI.
 
-use super::conn::{self, Conn, Link};
 use super::message::{self, check_key, check_value};
 use crate::error::{Error, Result};
 use crate::protocol::env::{BOOTSTRAP_TIMEOUT, DEFAULT_BOOTSTRAP_TIMEOUT_SECS};
@@ -30,6 +29,12 @@ use std::io;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+mod conn;
+mod v1;
+mod v2;
+
+use conn::{Conn, Link};
 
 pub(super) const INIT_V2: &[u8] = b"cmd=init pmi_version=2 pmi_subversion=0\n";
 pub(super) const INIT_V1: &[u8] = b"cmd=init pmi_version=1 pmi_subversion=1\n";
@@ -161,7 +166,7 @@ impl Wire {
         match mpi {
             MpiHere::Active => {
                 wire.version = Version::One;
-                super::v1::join(&mut wire, &told)?;
+                v1::join(&mut wire, &told)?;
                 return Ok(wire);
             }
             // Only Slurm sets PMI_JOBID, and its agent takes one init a task.
@@ -177,10 +182,10 @@ impl Wire {
         }
         let answer = wire.init_line(INIT_V2)?;
         match field(&answer, "rc") == Some("0") && field(&answer, "pmi_version") == Some("2") {
-            true => super::v2::fullinit(&mut wire, &told)?,
+            true => v2::fullinit(&mut wire, &told)?,
             false => {
                 wire.version = Version::One;
-                super::v1::init(&mut wire, &told, &answer)?;
+                v1::init(&mut wire, &told, &answer)?;
             }
         }
         Ok(wire)
@@ -223,7 +228,7 @@ impl Wire {
         self.jobid = jobid;
     }
 
-    pub(super) fn conn(&mut self) -> &mut Conn {
+    fn conn(&mut self) -> &mut Conn {
         &mut self.conn
     }
 
@@ -232,18 +237,16 @@ impl Wire {
         check_key(key).map_err(|d| self.fail("kvs-put", d))?;
         check_value(value).map_err(|d| self.fail("kvs-put", format!("value of {key}: {d}")))?;
         match self.version {
-            Version::One => super::v1::put(self, key, value),
-            Version::Two => {
-                super::v2::request(self, "kvs-put", &format!("cmd=kvs-put;key={key};value={value};")).map(drop)
-            }
+            Version::One => v1::put(self, key, value),
+            Version::Two => v2::request(self, "kvs-put", &format!("cmd=kvs-put;key={key};value={value};")).map(drop),
         }
     }
 
     /// The global barrier that publishes every rank's puts.
     pub(crate) fn fence(&mut self) -> Result<()> {
         match self.version {
-            Version::One => super::v1::barrier(self),
-            Version::Two => super::v2::request(self, "kvs-fence", "cmd=kvs-fence;").map(drop),
+            Version::One => v1::barrier(self),
+            Version::Two => v2::request(self, "kvs-fence", "cmd=kvs-fence;").map(drop),
         }
     }
 
@@ -252,12 +255,12 @@ impl Wire {
     pub(crate) fn get(&mut self, src_rank: Option<usize>, key: &str) -> Result<Option<String>> {
         check_key(key).map_err(|d| self.fail("kvs-get", d))?;
         if self.version == Version::One {
-            return super::v1::get(self, key);
+            return v1::get(self, key);
         }
         let src = src_rank.map_or_else(|| "-1".to_string(), |r| r.to_string());
         let cmd = format!("cmd=kvs-get;jobid={};srcid={src};key={key};", self.jobid);
-        let reply = super::v2::request(self, "kvs-get", &cmd)?;
-        super::v2::found(self, "kvs-get", key, reply)
+        let reply = v2::request(self, "kvs-get", &cmd)?;
+        v2::found(self, "kvs-get", key, reply)
     }
 
     /// A job attribute such as `PMI_process_mapping`; `Ok(None)` when the
@@ -265,10 +268,10 @@ impl Wire {
     pub(crate) fn job_attr(&mut self, key: &str) -> Result<Option<String>> {
         check_key(key).map_err(|d| self.fail("info-getjobattr", d))?;
         if self.version == Version::One {
-            return super::v1::get(self, key);
+            return v1::get(self, key);
         }
-        let reply = super::v2::request(self, "info-getjobattr", &format!("cmd=info-getjobattr;key={key};"))?;
-        Ok(super::v2::found(self, "info-getjobattr", key, reply).unwrap_or(None))
+        let reply = v2::request(self, "info-getjobattr", &format!("cmd=info-getjobattr;key={key};"))?;
+        Ok(v2::found(self, "info-getjobattr", key, reply).unwrap_or(None))
     }
 
     /// Says goodbye to the server, unless MPI shares the connection (then
@@ -276,8 +279,8 @@ impl Wire {
     pub(crate) fn finalize(mut self) -> Result<()> {
         match (self.shared(), self.version) {
             (true, _) => Ok(()),
-            (false, Version::One) => super::v1::finalize(&mut self),
-            (false, Version::Two) => super::v2::request(&mut self, "finalize", "cmd=finalize;").map(drop),
+            (false, Version::One) => v1::finalize(&mut self),
+            (false, Version::Two) => v2::request(&mut self, "finalize", "cmd=finalize;").map(drop),
         }
     }
 
@@ -288,10 +291,7 @@ impl Wire {
             return self.send("abort", "cmd=abort exitcode=1\n");
         }
         let msg = message::printable(msg);
-        self.send(
-            "abort",
-            &super::v2::frame(&format!("cmd=abort;isworld=TRUE;msg={msg};")),
-        )
+        self.send("abort", &v2::frame(&format!("cmd=abort;isworld=TRUE;msg={msg};")))
     }
 
     /// Sends an init line and reads the server's answer line.
@@ -393,5 +393,4 @@ pub(super) fn env_err(rank: Option<usize>, detail: String) -> Error {
 }
 
 #[cfg(test)]
-#[path = "wire_tests.rs"]
 mod tests;

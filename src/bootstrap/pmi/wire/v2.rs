@@ -4,7 +4,7 @@
 //! and the checked exchange every request goes through.
 
 use super::message::{self, check_value, rc_name, Reply};
-use super::wire::{env_err, Told, Wire};
+use super::{env_err, Told, Wire};
 use crate::error::Result;
 
 /// The largest payload a 6-digit length header can describe.

@@ -2,9 +2,9 @@
 //! Slurm's `mpi/pmi2` plugin does, and a fake PMI-1 server that refuses
 //! version 2 as Flux's does.
 
-use super::super::conn::Link;
 use super::super::message::*;
 use super::super::{Pmi, CHUNK};
+use super::conn::Link;
 use super::*;
 use std::collections::HashMap;
 use std::io::{Read, Write};
