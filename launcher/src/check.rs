@@ -13,7 +13,7 @@
 
 use crate::error::LaunchError;
 use crate::hostfile::HostEntry;
-use crate::job::spawn::Agent;
+use crate::plan::Agent;
 use crate::plan::LaunchPlan;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -44,11 +44,14 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
         }
     });
     let rlaunch = std::env::current_exe().map_err(|source| LaunchError::SelfPath { source })?;
+    let rlaunch = rlaunch.display().to_string();
+    let rlaunch = rlaunch.as_str();
     let rows: Vec<Row> = std::thread::scope(|scope| {
         let probes: Vec<_> = plan
             .hosts
             .iter()
-            .map(|host| scope.spawn(|| probe_host(plan, host, &rlaunch.display().to_string(), back)))
+            .zip(&plan.agents)
+            .map(|(host, &agent)| scope.spawn(move || probe_host(plan, host, agent, rlaunch, back)))
             .collect();
         probes
             .into_iter()
@@ -101,15 +104,18 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
     Ok(if healthy { 0 } else { 1 })
 }
 
-fn probe_host(plan: &LaunchPlan, host: &HostEntry, rlaunch: &str, back: SocketAddr) -> Row {
+fn probe_host(plan: &LaunchPlan, host: &HostEntry, agent: Agent, rlaunch: &str, back: SocketAddr) -> Row {
     let program = plan.program_text.clone().unwrap_or_default();
     let probe_args = vec!["--probe".to_string(), back.to_string(), host.host.clone(), program];
-    let (command, args) = match Agent::for_host(plan, &host.host) {
-        Agent::Local => (rlaunch.to_string(), probe_args),
-        Agent::Ssh | Agent::Srun => {
-            let words: Vec<String> = std::iter::once(rlaunch.to_string()).chain(probe_args).collect();
-            crate::job::remote::ssh_command(plan, host, &words)
-        }
+    let words = || {
+        std::iter::once(rlaunch.to_string())
+            .chain(probe_args.clone())
+            .collect::<Vec<String>>()
+    };
+    let (command, args) = match agent {
+        Agent::Local => (rlaunch.to_string(), probe_args.clone()),
+        Agent::Ssh => crate::job::remote::ssh_command(plan, host, &words()),
+        Agent::Srun => crate::job::srun_step::srun_command(&[host], &words()),
     };
     let output = std::process::Command::new(&command)
         .args(&args)

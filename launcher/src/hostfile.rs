@@ -21,6 +21,23 @@ pub struct HostEntry {
     pub origin: String,
 }
 
+/// Whether `host` names this machine: a loopback name, or our hostname
+/// (see [`same_host`]).
+pub fn is_this_machine(host: &str) -> bool {
+    if matches!(host, "localhost" | "127.0.0.1" | "::1" | "localhost.localdomain") {
+        return true;
+    }
+    same_host(host, &oneside::protocol::route::hostname())
+}
+
+/// The one rule for "the same host" (rlaunch's placement, and a proxy
+/// telling which host it runs on): equal names, or equal short names, so
+/// that `node1` and `node1.cluster` match.
+pub fn same_host(a: &str, b: &str) -> bool {
+    let short = |name: &str| name.split('.').next().unwrap_or(name).to_owned();
+    a == b || short(a) == short(b)
+}
+
 impl HostEntry {
     /// `user@host` or `host`, as ssh would want it.
     pub fn login(&self) -> String {

@@ -20,6 +20,34 @@ pub struct Placement {
     pub local_size: usize,
 }
 
+/// How rlaunch starts a host's ranks: a closed set, decided once per host
+/// when the plan is made ([`LaunchPlan::agents`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Agent {
+    /// This machine: fork and exec directly.
+    Local,
+    /// Another machine: one ssh connection running `rlaunch --proxy`.
+    Ssh,
+    /// Other machines of a Slurm allocation: one `srun` step runs a proxy
+    /// on each of them.
+    Srun,
+}
+
+impl Agent {
+    /// This host's ranks start here; another host's through the launch agent.
+    fn for_host(host: &str, launch_agent: LaunchAgent) -> Agent {
+        match (hostfile::is_this_machine(host), launch_agent) {
+            (true, _) => Agent::Local,
+            (false, LaunchAgent::Ssh) => Agent::Ssh,
+            (false, LaunchAgent::Srun) => Agent::Srun,
+        }
+    }
+
+    pub fn is_local(self) -> bool {
+        self == Agent::Local
+    }
+}
+
 /// Everything needed to start the job.
 #[derive(Debug)]
 pub struct LaunchPlan {
@@ -29,6 +57,8 @@ pub struct LaunchPlan {
     pub program_text: Option<String>,
     pub args: Vec<String>,
     pub hosts: Vec<HostEntry>,
+    /// How each host's ranks start, in the order of `hosts`.
+    pub agents: Vec<Agent>,
     pub ranks: Vec<Placement>,
     /// Variables set for every rank, after the launcher's own.
     pub env: Vec<(String, String)>,
@@ -49,8 +79,6 @@ pub struct LaunchPlan {
     pub ssh: Vec<String>,
     pub bootstrap_addr: Option<std::net::IpAddr>,
     pub iface: Option<String>,
-    /// What starts the proxies on other hosts.
-    pub launch_agent: LaunchAgent,
     /// Where the hosts came from when no hostfile named them: a batch
     /// allocation, described for `--dry-run`.
     pub allocation: Option<String>,
@@ -84,6 +112,7 @@ impl LaunchPlan {
         });
         let hosts = if explicit { hosts } else { vec![local_host(n)] };
         let ranks = place(&hosts, n, args.oversubscribe, &source_name)?;
+        let agents = hosts.iter().map(|h| Agent::for_host(&h.host, launch_agent)).collect();
         let mut env: Vec<(String, String)> = args.env.iter().map(|spec| forward(spec)).collect::<Result<_, _>>()?;
         let rdma = [
             ("ONESIDE_VERBS_DEVICE", args.device.clone()),
@@ -137,6 +166,7 @@ impl LaunchPlan {
             program_text: args.program,
             args: args.args,
             hosts,
+            agents,
             ranks,
             env,
             timeout,
@@ -151,7 +181,6 @@ impl LaunchPlan {
             ssh: split_command(&args.ssh)?,
             bootstrap_addr: args.bootstrap_addr,
             iface: args.iface,
-            launch_agent,
             allocation: batch.map(|b| b.describe()),
         })
     }
@@ -162,11 +191,7 @@ impl LaunchPlan {
         if let Some(allocation) = &self.allocation {
             out += &format!("hosts from the {allocation}\n");
         }
-        let remote = self
-            .ranks
-            .iter()
-            .any(|p| !crate::job::spawn::is_local(&self.hosts[p.host].host));
-        if remote && self.launch_agent == LaunchAgent::Srun {
+        if self.ranks.iter().any(|p| self.agents[p.host] == Agent::Srun) {
             out += "other hosts started with srun\n";
         }
         for p in &self.ranks {

@@ -2,7 +2,6 @@
 //! this host alone; otherwise `--bootstrap-addr`, the address of `--iface`,
 //! or the source address the kernel would use to reach the first remote host.
 
-use super::spawn::Agent;
 use crate::error::LaunchError;
 use crate::plan::LaunchPlan;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
@@ -16,7 +15,8 @@ pub fn bootstrap_ip(plan: &LaunchPlan) -> Result<IpAddr, LaunchError> {
             detail: format!("interface '{name}' has no IPv4 address (see `ip addr`)"),
         });
     }
-    let Some(remote) = plan.hosts.iter().find(|h| !Agent::for_host(plan, &h.host).is_local()) else {
+    let remote = plan.hosts.iter().zip(&plan.agents).find(|(_, agent)| !agent.is_local());
+    let Some((remote, _)) = remote else {
         return Ok(IpAddr::V4(Ipv4Addr::LOCALHOST));
     };
     route_source(&remote.host).map_err(|e| LaunchError::Address {

@@ -23,15 +23,16 @@ pub mod report;
 mod silent;
 mod simple_pmi;
 pub mod spawn;
-mod srun_step;
+pub mod srun_step;
 mod table;
 
 use crate::error::LaunchError;
+use crate::plan::Agent;
 use crate::plan::{LaunchPlan, Placement};
 use crossbeam::channel::{self, RecvTimeoutError};
 use oneside::protocol::{auth, env::hex_encode, shm_files};
 use report::Ending;
-use spawn::{Agent, JobContext};
+use spawn::JobContext;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -259,8 +260,9 @@ fn host_groups(plan: &LaunchPlan) -> Vec<(Agent, Vec<&Placement>)> {
     for p in &plan.ranks {
         by_host[p.host].push(p);
     }
-    let agents = plan.hosts.iter().map(|h| Agent::for_host(plan, &h.host));
-    agents
+    plan.agents
+        .iter()
+        .copied()
         .zip(by_host)
         .filter(|(_, placements)| !placements.is_empty())
         .collect()

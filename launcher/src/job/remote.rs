@@ -243,9 +243,6 @@ pub fn start_host(
 /// BatchMode and a connect timeout, the login, and the words quoted for the
 /// remote shell after `exec`. Returns the program and its arguments.
 pub fn ssh_command(plan: &LaunchPlan, host: &HostEntry, words: &[String]) -> (String, Vec<String>) {
-    if plan.launch_agent == crate::cli::LaunchAgent::Srun {
-        return super::srun_step::srun_command(&[host], words);
-    }
     let (ssh, ssh_options) = plan.ssh.split_first().expect("the ssh command is never empty");
     let mut args = ssh_options.to_vec();
     let connect_timeout = plan.bootstrap_timeout.as_secs().clamp(1, 10);

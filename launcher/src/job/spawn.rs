@@ -6,41 +6,13 @@
 //! rlaunch) and dies with its parent (`PR_SET_PDEATHSIG`), so not even a
 //! SIGKILLed rlaunch or proxy leaves orphans.
 
-use crate::cli::{Bind, LaunchAgent};
+use crate::cli::Bind;
 use crate::plan::{LaunchPlan, Placement};
 use oneside::protocol::env as vars;
 use serde::{Deserialize, Serialize};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-
-/// How rlaunch starts a host's ranks: a closed set, decided once per host.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Agent {
-    /// This machine: fork and exec directly.
-    Local,
-    /// Another machine: one ssh connection running `rlaunch --proxy`.
-    Ssh,
-    /// Other machines of a Slurm allocation: one `srun` step runs a proxy
-    /// on each of them.
-    Srun,
-}
-
-impl Agent {
-    /// This host's ranks start here; another host's through the plan's
-    /// launch agent.
-    pub fn for_host(plan: &LaunchPlan, host: &str) -> Agent {
-        match (is_local(host), plan.launch_agent) {
-            (true, _) => Agent::Local,
-            (false, LaunchAgent::Ssh) => Agent::Ssh,
-            (false, LaunchAgent::Srun) => Agent::Srun,
-        }
-    }
-
-    pub fn is_local(self) -> bool {
-        self == Agent::Local
-    }
-}
 
 pub struct JobContext {
     pub bootstrap_addr: String,
@@ -209,15 +181,6 @@ pub fn signal_group(pid: i32, signal: i32) {
         // names the process group the child created at spawn.
         unsafe { libc::kill(-pid, signal) };
     }
-}
-
-/// Whether `host` names this machine.
-pub fn is_local(host: &str) -> bool {
-    if matches!(host, "localhost" | "127.0.0.1" | "::1" | "localhost.localdomain") {
-        return true;
-    }
-    let own = oneside::protocol::route::hostname();
-    host == own || own.split('.').next() == Some(host)
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use super::remote::{self, ProxyChannel, ProxyLink};
 use super::spawn::{self, JobContext};
 use super::{JobEvent, RankProcess};
 use crate::error::LaunchError;
-use crate::hostfile::HostEntry;
+use crate::hostfile::{self, HostEntry};
 use crate::plan::{LaunchPlan, Placement};
 use crate::proxy::wire::{FromProxy, ToProxy, MAX_FRAME, PROXY_SECRET_ENV};
 use crossbeam::channel::Sender;
@@ -214,8 +214,7 @@ pub fn start_hosts(
 
 /// Whether the proxy that says it runs on `node` (`hostname`) is `host`'s.
 fn names(host: &HostEntry, node: &str, hostname: &str) -> bool {
-    let short = |name: &str| name.split('.').next().unwrap_or(name).to_string();
-    host.host == node || host.host == hostname || short(&host.host) == short(hostname)
+    host.host == node || hostfile::same_host(&host.host, hostname)
 }
 
 /// Authenticates a connecting proxy and reads its hello: (stream, node, hostname).
