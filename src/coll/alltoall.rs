@@ -85,8 +85,8 @@ impl Coll<'_> {
         let mut step = 1;
         while done < block || step == 1 {
             let len = chunk.min(block - done);
-            // SAFETY: every block of `src` holds `block` bytes; done + len <= block.
             let inbox = self.exchange(step, |j| Bytes {
+                // SAFETY: every block of `src` holds `block` bytes; done + len <= block.
                 ptr: unsafe { src.add(j * block + done) },
                 len,
             })?;

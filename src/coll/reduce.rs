@@ -126,10 +126,11 @@ impl Coll<'_> {
                 ptr: mine.cast(),
                 len: len * size_of::<T>(),
             })?;
-            // SAFETY: `dst` holds n elements; `acc` has room for a chunk.
+            // `acc` has room for a chunk.
             let target = if in_place {
                 acc.as_mut_ptr()
             } else {
+                // SAFETY: `dst` holds n elements and done < n.
                 unsafe { dst.add(done) }
             };
             let contributions = (0..members.len()).map(|i| match members.get(i) {
@@ -196,8 +197,8 @@ impl Coll<'_> {
             };
             let inbox = self.exchange(step, |j| {
                 let (lo, hi) = slice(j);
-                // SAFETY: lo <= hi <= n, inside our source.
                 Bytes {
+                    // SAFETY: lo <= hi <= n, inside our source.
                     ptr: unsafe { src.add(lo) }.cast(),
                     len: (hi - lo) * size_of::<T>(),
                 }

@@ -134,10 +134,15 @@ pub unsafe fn apply(ptr: *mut u8, amo: Amo) -> u64 {
         }};
     }
     match amo.width {
-        // SAFETY (both arms): the caller's contract: valid, aligned to the
-        // width, and only ever accessed atomically.
-        Width::W64 => on_word!(unsafe { AtomicU64::from_ptr(ptr.cast()) }, amo.operand, amo.compare),
+        Width::W64 => on_word!(
+            // SAFETY: the caller's contract: valid, aligned to the width,
+            // and only ever accessed atomically.
+            unsafe { AtomicU64::from_ptr(ptr.cast()) },
+            amo.operand,
+            amo.compare
+        ),
         Width::W32 => u64::from(on_word!(
+            // SAFETY: as for the 64-bit word.
             unsafe { AtomicU32::from_ptr(ptr.cast()) },
             amo.operand as u32,
             amo.compare as u32

@@ -130,8 +130,8 @@ pub fn connect(rank: usize, peer: usize, own: &Card, card: &Card, lazy: bool, pr
 /// polling that word (`wait_until`) never sees it half-written.
 #[inline]
 pub unsafe fn copy(src: *const u8, dst: *mut u8, bytes: usize) {
-    // SAFETY (all arms): forwarded from the caller's contract; the word arms
-    // check the destination's alignment and read the source unaligned.
+    // SAFETY: forwarded from the caller's contract, in every arm; the word
+    // arms check the destination's alignment and read the source unaligned.
     unsafe {
         match bytes {
             8 if dst.cast::<u64>().is_aligned() => dst.cast::<u64>().write_volatile(src.cast::<u64>().read_unaligned()),

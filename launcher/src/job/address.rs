@@ -51,9 +51,9 @@ fn interface_ip(name: &str) -> Option<IpAddr> {
         // SAFETY: ifa_name is a NUL-terminated string owned by the list.
         let entry_name = unsafe { std::ffi::CStr::from_ptr(entry.ifa_name) };
         let addr = entry.ifa_addr;
-        // SAFETY: a non-null ifa_addr points at a sockaddr whose family says its real type.
         if entry_name.to_bytes() == name.as_bytes()
             && !addr.is_null()
+            // SAFETY: a non-null ifa_addr points at a sockaddr whose family says its real type.
             && unsafe { (*addr).sa_family } as i32 == libc::AF_INET
         {
             // SAFETY: the family is AF_INET, so this is a sockaddr_in.

@@ -143,14 +143,16 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<
     let mr_mode = unsafe { (*first.domain_attr).mr_mode };
     let virt_addr = mr_mode & FI_MR_VIRT_ADDR != 0;
 
-    // SAFETY (every `open` below): each call is the inline libfabric
-    // function of the same name, made through the parent's ops table with
-    // the arguments its header declares; on success it returns a new object.
+    // SAFETY: here and at every `open` below, the call is the inline
+    // libfabric function of the same name, made through the parent's ops
+    // table with the arguments its header declares; on success it returns a
+    // new object.
     let fabric = unsafe {
         open("fi_fabric", lib, |out| {
             (lib.fabric)(first.fabric_attr, out, no_context())
         })
     }?;
+    // SAFETY: as for `fi_fabric` above.
     let domain = unsafe {
         open("fi_domain", lib, |out| {
             ((*(*fabric.raw).ops).domain)(fabric.raw, info.raw, out, no_context())
@@ -165,6 +167,7 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<
         map_addr: std::ptr::null_mut(),
         flags: 0,
     };
+    // SAFETY: as for `fi_fabric` above.
     let av = unsafe {
         open("fi_av_open", lib, |out| {
             ((*(*domain.raw).ops).av_open)(domain.raw, &mut av_attr, out, no_context())
@@ -180,6 +183,7 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<
             wait_cond: 0,
             wait_set: std::ptr::null_mut(),
         };
+        // SAFETY: as for `fi_fabric` above.
         unsafe {
             open("fi_cq_open", lib, |out| {
                 ((*(*domain.raw).ops).cq_open)(domain.raw, &mut cq_attr, out, no_context())
@@ -193,6 +197,7 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<
         false => open_cq(FI_WAIT_NONE),
     }?;
     let wait_fd = wait_fd_of(&cq);
+    // SAFETY: as for `fi_fabric` above.
     let ep = unsafe {
         open("fi_endpoint", lib, |out| {
             ((*(*domain.raw).ops).endpoint)(domain.raw, info.raw, out, no_context())
@@ -209,6 +214,7 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<
 
     let base = segment.heap_base().wrapping_sub(HEADER_BYTES);
     let len = segment.heap_len() + HEADER_BYTES;
+    // SAFETY: as for `fi_fabric` above.
     let mr = unsafe {
         open("fi_mr_reg", lib, |out| {
             ((*(*domain.raw).mr).reg)(

@@ -25,8 +25,8 @@ impl ReadySet {
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
-        // SAFETY: `fd` is a fresh descriptor that nothing else owns.
         Ok(ReadySet {
+            // SAFETY: `fd` is a fresh descriptor that nothing else owns.
             epoll: unsafe { OwnedFd::from_raw_fd(fd) },
         })
     }

@@ -151,6 +151,7 @@ fn check_socket(fd: RawFd) -> Result<(), String> {
     // SAFETY: `stat` is plain old data, so all-zero is a valid value, and
     // fstat only writes into it; a closed fd just makes it fail.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a valid, writable stat; a closed fd only makes it fail.
     if unsafe { libc::fstat(fd, &mut st) } == -1 {
         return Err(format!("not an open file descriptor ({})", io::Error::last_os_error()));
     }

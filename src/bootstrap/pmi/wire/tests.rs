@@ -465,8 +465,8 @@ fn environment_hands_over_pmi_fd() {
 
 #[test]
 fn environment_problems_are_explained() {
-    // SAFETY (all three): no PMI_FD, a non-number, and a regular file's fd,
-    // which is refused before anything takes it over.
+    // SAFETY: here and below: no PMI_FD, a non-number, and a regular
+    // file's fd, which is refused before anything takes it over.
     assert!(unsafe { Wire::from_lookup(|_| None, MpiHere::Absent) }.is_none());
     let vars = |fd: String| {
         move |k: &str| {
@@ -477,6 +477,7 @@ fn environment_problems_are_explained() {
             }
         }
     };
+    // SAFETY: see above.
     let err = unsafe { Wire::from_lookup(vars("abc".into()), MpiHere::Absent) }
         .unwrap()
         .err()
@@ -487,6 +488,7 @@ fn environment_problems_are_explained() {
         "{err}"
     );
     let file = std::fs::File::open("/proc/self/status").unwrap();
+    // SAFETY: see above.
     let err = unsafe { Wire::from_lookup(vars(file.as_raw_fd().to_string()), MpiHere::Absent) }
         .unwrap()
         .err()
