@@ -13,10 +13,10 @@
 
 use crate::ctx::Endpoint;
 use crate::error::Result;
+use crate::links::Stream;
 use crate::profile::{self, Family};
 use crate::sym::{Pod, Sym};
 use crate::transport::amo::{Amo, AmoOp, Width};
-use crate::transport::primitives::Stream;
 use crate::world::World;
 
 mod sealed {
@@ -156,7 +156,7 @@ impl World {
             compare: compare.to_bits(),
             fetch,
         };
-        self.amo(stream, name, target, offset, amo).map(T::from_bits)
+        self.links.amo(stream, name, target, offset, amo).map(T::from_bits)
     }
 }
 

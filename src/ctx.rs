@@ -24,49 +24,10 @@
 //! that share one context are serialized per link by it
 //! (`SHMEM_CTX_SERIALIZED`).
 
-use crate::error::{Error, Result};
-use crate::transport::primitives::Stream;
-use crate::transport::tcp::{Dial, TcpPeer};
+use crate::error::Result;
+use crate::links::{CtxLinks, Stream};
 use crate::world::World;
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, Weak};
-
-/// Where a context's TCP links connect: each TCP peer's progress engine,
-/// and the job secret that admits them (kept by the world when it has TCP
-/// peers); and the contexts alive, whose batches a local wait pushes out.
-pub(crate) struct CtxConnect {
-    pub addrs: Vec<Option<SocketAddr>>,
-    pub dial: Dial,
-    pub live: Mutex<Vec<Weak<CtxLinks>>>,
-}
-
-impl CtxConnect {
-    /// The contexts still alive (whose batches a local wait pushes out);
-    /// forgets the ones that are gone.
-    pub(crate) fn live(&self) -> Vec<Arc<CtxLinks>> {
-        let mut live = crate::sync::lock(&self.live);
-        live.retain(|links| links.strong_count() > 0);
-        live.iter().filter_map(Weak::upgrade).collect()
-    }
-}
-
-/// A context's TCP links, one per TCP peer (the world's `tcp_peers`),
-/// indexed by rank.
-pub struct CtxLinks {
-    links: Vec<Option<Arc<Mutex<TcpPeer>>>>,
-    /// The verbs lane (0: the default context's, shared).
-    pub(crate) lane: usize,
-}
-
-impl CtxLinks {
-    /// The link to TCP peer `rank`.
-    #[inline]
-    pub(crate) fn link(&self, rank: usize) -> &Mutex<TcpPeer> {
-        self.links[rank]
-            .as_ref()
-            .expect("a context has a link to every TCP peer")
-    }
-}
+use std::sync::Arc;
 
 /// An independent stream of one-sided operations on a [`World`]; see the
 /// module docs. Created by [`World::ctx_create`]; quiets when dropped.
@@ -148,37 +109,17 @@ impl World {
     /// create one. Over TCP it opens a connection to each TCP peer, so a
     /// peer that cannot accept one more is an `Err`.
     pub fn ctx_create(&self) -> Result<Ctx<'_>> {
-        let mut links: Vec<Option<Arc<Mutex<TcpPeer>>>> = (0..self.size).map(|_| None).collect();
-        if let Some(connect) = &self.ctx_connect {
-            for &peer in &self.tcp_peers {
-                let addr = connect.addrs[peer].ok_or_else(|| Error::Unreachable {
-                    rank: self.rank,
-                    peer,
-                    host: String::new(),
-                    detail: "no progress engine address for a context's connection".into(),
-                })?;
-                let link = TcpPeer::connect(self.rank, peer, addr, &connect.dial)
-                    .map_err(|source| self.lost(peer, "ctx_create", source))?;
-                let link = Arc::new(Mutex::new(link));
-                if let Some(nudge) = &connect.dial.nudge {
-                    nudge.register(&link);
-                }
-                links[peer] = Some(link);
-            }
-        }
-        let lane = self.rdma.as_ref().map_or(0, |rdma| rdma.take_lane());
-        let links = Arc::new(CtxLinks { links, lane });
-        if let Some(connect) = &self.ctx_connect {
-            crate::sync::lock(&connect.live).push(Arc::downgrade(&links));
-        }
-        Ok(Ctx { world: self, links })
+        Ok(Ctx {
+            world: self,
+            links: self.links.open_ctx()?,
+        })
     }
 }
 
 impl Ctx<'_> {
     /// Completes this context's operations, then closes it.
     pub fn destroy(self) -> Result<()> {
-        self.world.quiet_on(self.stream())
+        self.world.links.quiet_on(self.stream())
     }
 }
 
@@ -187,9 +128,7 @@ impl Drop for Ctx<'_> {
     /// context never leaves a put half-delivered; an error here (a lost
     /// peer) is reported by the world's next operation.
     fn drop(&mut self) {
-        let _ = self.world.quiet_on(self.stream());
-        if let Some(rdma) = &self.world.rdma {
-            rdma.give_back(self.links.lane);
-        }
+        let _ = self.world.links.quiet_on(self.stream());
+        self.world.links.close_ctx(&self.links);
     }
 }

@@ -131,6 +131,16 @@ pub enum Error {
         source: io::Error,
     },
 
+    /// Starting one of this rank's transport threads other than the TCP
+    /// engine failed: the TCP flusher, or libfabric's progress thread.
+    #[error("rank {rank}: cannot start the {thread} thread (is the process's thread or memory limit reached? see `ulimit -u`)")]
+    ThreadStart {
+        rank: usize,
+        thread: &'static str,
+        #[source]
+        source: io::Error,
+    },
+
     /// Connecting to a peer's TCP progress engine failed.
     #[error("rank {rank}: cannot connect to rank {peer}'s TCP transport at {addr} (is a firewall in the way?)")]
     TcpConnect {

@@ -263,6 +263,7 @@ mod error;
 mod futex;
 mod globals;
 mod heap;
+mod links;
 mod lock;
 mod nbi;
 pub mod profile;

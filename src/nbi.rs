@@ -60,9 +60,9 @@
 //! ```
 
 use crate::error::Result;
+use crate::links::Stream;
 use crate::rma::Rma;
 use crate::sym::{Pod, Sym};
-use crate::transport::primitives::Stream;
 use crate::world::World;
 use std::marker::PhantomData;
 
@@ -118,6 +118,7 @@ impl<'scope, 'env> Nbi<'scope, 'env> {
         // stays valid and untouched until the transport has written it.
         unsafe {
             self.world
+                .links
                 .copy_out_nbi(Stream::Default, target, offset, bytes.as_mut_ptr(), bytes.len())
         }
     }

@@ -97,7 +97,7 @@ impl World {
     /// this rank and on same-host peers whose memory is mapped.
     pub fn peer_address(&self, addr: usize, target: usize) -> Option<*mut u8> {
         let offset = self.offset_of(addr, 1)?;
-        match self.paths.get(target)? {
+        match self.links.paths.get(target)? {
             Path::Local => Some(addr as *mut u8),
             Path::Shm(segment) => Some(segment.heap_base(self.rank, target).ok()?.wrapping_add(offset)),
             Path::Tcp(_) | Path::Verbs | Path::Ofi => None,
@@ -117,15 +117,15 @@ impl World {
             data: data.start,
             data_len: data.len,
             bases: (0..self.size)
-                .map(|rank| match &self.paths[rank] {
+                .map(|rank| match &self.links.paths[rank] {
                     Path::Local => self.own.heap_base(),
                     // A peer not mapped yet takes the ordinary call, which maps it.
                     Path::Shm(segment) => segment.mapped_base().unwrap_or(std::ptr::null_mut()),
                     Path::Tcp(_) | Path::Verbs | Path::Ofi => std::ptr::null_mut(),
                 })
                 .collect(),
-            cpu_atomics: !self.nic_atomics,
-            quiet_is_fence: self.rdma.is_none() && self.tcp_peers.is_empty(),
+            cpu_atomics: !self.links.nic_atomics(),
+            quiet_is_fence: self.links.rdma.is_none() && self.links.tcp_peers.is_empty(),
         }
     }
 

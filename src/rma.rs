@@ -6,9 +6,9 @@
 
 use crate::ctx::Endpoint;
 use crate::error::{Error, Result};
+use crate::links::Stream;
 use crate::profile::{self, Family};
 use crate::sym::{Pod, Sym};
-use crate::transport::primitives::Stream;
 use crate::world::World;
 
 /// Puts and gets, blocking and non-blocking, with the calls that order
@@ -27,7 +27,8 @@ pub trait Rma: Endpoint {
         let w = self.world();
         profile::leaf!(Family::Put, Some(target), std::mem::size_of_val(src), {
             let offset = w.checked_offset("put", sym, target, index, src.len())?;
-            w.copy_in(self.stream(), target, offset, bytemuck::cast_slice(src))
+            w.links
+                .copy_in(self.stream(), target, offset, bytemuck::cast_slice(src))
         })
     }
 
@@ -39,7 +40,8 @@ pub trait Rma: Endpoint {
         let w = self.world();
         profile::leaf!(Family::Get, Some(target), std::mem::size_of_val(dst), {
             let offset = w.checked_offset("get", sym, target, index, dst.len())?;
-            w.copy_out(self.stream(), target, offset, bytemuck::cast_slice_mut(dst))
+            w.links
+                .copy_out(self.stream(), target, offset, bytemuck::cast_slice_mut(dst))
         })
     }
 
@@ -62,7 +64,8 @@ pub trait Rma: Endpoint {
         let w = self.world();
         profile::leaf!(Family::PutNbi, Some(target), std::mem::size_of_val(src), {
             let offset = w.checked_offset("put_nbi", sym, target, index, src.len())?;
-            w.copy_in_nbi(self.stream(), target, offset, bytemuck::cast_slice(src))
+            w.links
+                .copy_in_nbi(self.stream(), target, offset, bytemuck::cast_slice(src))
         })
     }
 
@@ -81,14 +84,14 @@ pub trait Rma: Endpoint {
         profile::leaf!(Family::GetNbi, Some(target), bytes, {
             let offset = w.checked_offset("get_nbi", sym, target, index, len)?;
             // SAFETY: forwarded from this function's contract.
-            unsafe { w.copy_out_nbi(self.stream(), target, offset, dst.cast(), bytes) }
+            unsafe { w.links.copy_out_nbi(self.stream(), target, offset, dst.cast(), bytes) }
         })
     }
 
     /// Orders this endpoint's earlier puts, signals and non-fetching
     /// atomics to each target before its later ones to the same target.
     fn fence(&self) -> Result<()> {
-        profile::leaf!(Family::Fence, None, 0, { self.world().fence_on(self.stream()) })
+        profile::leaf!(Family::Fence, None, 0, { self.world().links.fence_on(self.stream()) })
     }
 
     /// Completes every earlier put, non-blocking get and non-fetching
@@ -96,7 +99,7 @@ pub trait Rma: Endpoint {
     /// and contexts", for what it says about other contexts).
     #[inline]
     fn quiet(&self) -> Result<()> {
-        profile::leaf!(Family::Quiet, None, 0, { self.world().quiet_on(self.stream()) })
+        profile::leaf!(Family::Quiet, None, 0, { self.world().links.quiet_on(self.stream()) })
     }
 
     /// Completes this endpoint's earlier puts, non-blocking gets and
@@ -109,7 +112,7 @@ pub trait Rma: Endpoint {
         for &target in targets {
             w.check_rank("pe_quiet", target)?;
         }
-        w.quiet_pes_on(self.stream(), targets)
+        w.links.quiet_pes_on(self.stream(), targets)
     }
 
     /// Pushes out this endpoint's batched puts, signals and non-fetching
@@ -117,7 +120,7 @@ pub trait Rma: Endpoint {
     /// OpenSHMEM 1.6 communication session): they reach their targets
     /// without another call of this rank.
     fn flush(&self) -> Result<()> {
-        self.world().send_batch_of(self.stream())
+        self.world().links.send_batch_of(self.stream())
     }
 
     /// Puts `nblocks` blocks of `block` elements (OpenSHMEM 1.6's
@@ -222,13 +225,15 @@ impl World {
     /// Not communication, so a profile does not count it.
     pub fn local_read<T: Pod>(&self, sym: &Sym<T>, index: usize, dst: &mut [T]) -> Result<()> {
         let offset = self.checked_offset("local_read", sym, self.rank, index, dst.len())?;
-        self.copy_out(Stream::Default, self.rank, offset, bytemuck::cast_slice_mut(dst))
+        self.links
+            .copy_out(Stream::Default, self.rank, offset, bytemuck::cast_slice_mut(dst))
     }
 
     /// Writes `src` into this rank's own elements of `sym`, from `index`.
     pub fn local_write<T: Pod>(&self, sym: &Sym<T>, index: usize, src: &[T]) -> Result<()> {
         let offset = self.checked_offset("local_write", sym, self.rank, index, src.len())?;
-        self.copy_in(Stream::Default, self.rank, offset, bytemuck::cast_slice(src))
+        self.links
+            .copy_in(Stream::Default, self.rank, offset, bytemuck::cast_slice(src))
     }
 
     /// This rank's whole copy of `sym`, as a vector.
@@ -309,31 +314,5 @@ impl World {
             count,
             len,
         }
-    }
-
-    #[cold]
-    pub(crate) fn lost(&self, peer: usize, op: &'static str, source: std::io::Error) -> Error {
-        self.broken.store(true, std::sync::atomic::Ordering::Relaxed);
-        Error::PeerLost {
-            rank: self.rank,
-            peer,
-            op,
-            source,
-        }
-    }
-
-    pub(crate) fn rdma_link(&self) -> &crate::transport::rdma::RdmaLink {
-        self.rdma
-            .as_ref()
-            .expect("a verbs path or NIC atomics exist only with a connected RDMA transport")
-    }
-
-    #[cold]
-    pub(crate) fn rdma_failed(&self, failure: crate::transport::failure::Failure) -> Error {
-        self.broken.store(true, std::sync::atomic::Ordering::Relaxed);
-        if failure.consequence && self.size > 1 {
-            std::thread::sleep(crate::transport::failure::CONSEQUENCE_GRACE);
-        }
-        failure.into_error(self.rank)
     }
 }

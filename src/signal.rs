@@ -11,10 +11,10 @@
 
 use crate::ctx::Endpoint;
 use crate::error::Result;
+use crate::links::Stream;
 use crate::profile::{self, Family};
 use crate::sym::{Pod, Sym};
 use crate::transport::amo::SignalOp;
-use crate::transport::primitives::Stream;
 use crate::wait::Cmp;
 use crate::world::World;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -116,10 +116,12 @@ impl World {
             let offset = self.checked_offset(name, sym, target, index, src.len())?;
             let signal_offset = self.checked_offset(name, signal, target, signal_index, 1)?;
             match nbi {
-                true => self.copy_in_nbi(stream, target, offset, bytemuck::cast_slice(src))?,
-                false => self.copy_in(stream, target, offset, bytemuck::cast_slice(src))?,
+                true => self
+                    .links
+                    .copy_in_nbi(stream, target, offset, bytemuck::cast_slice(src))?,
+                false => self.links.copy_in(stream, target, offset, bytemuck::cast_slice(src))?,
             }
-            self.signal(stream, target, signal_offset, op, value)
+            self.links.signal(stream, target, signal_offset, op, value)
         })
     }
 
@@ -133,7 +135,7 @@ impl World {
     ) -> Result<()> {
         profile::leaf!(Family::Signal, Some(target), 8, {
             let offset = self.checked_offset(name, signal, target, index, 1)?;
-            self.signal(stream, target, offset, op, value)
+            self.links.signal(stream, target, offset, op, value)
         })
     }
 

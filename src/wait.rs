@@ -126,7 +126,7 @@ impl World {
     /// Whether this rank's own element `index` satisfies `cmp` now.
     pub fn test<T: Pod + PartialOrd>(&self, sym: &Sym<T>, index: usize, cmp: Cmp<T>) -> Result<bool> {
         let ptr = self.local_ptr("test", sym, index, 1)?.cast::<T>();
-        self.send_batches()?;
+        self.links.send_batches()?;
         Ok(self.holds(ptr, cmp))
     }
 
@@ -192,7 +192,7 @@ impl World {
         I: IntoIterator<Item = usize>,
     {
         let ptrs = self.element_ptrs("test_all", sym, indices)?;
-        self.send_batches()?;
+        self.links.send_batches()?;
         Ok(ptrs.iter().all(|&p| self.holds(p, cmp)))
     }
 
@@ -203,7 +203,7 @@ impl World {
         I: IntoIterator<Item = usize>,
     {
         let (ptrs, list) = self.indexed_ptrs("test_any", sym, indices)?;
-        self.send_batches()?;
+        self.links.send_batches()?;
         Ok(ptrs.iter().position(|&p| self.holds(p, cmp)).map(|i| list[i]))
     }
 
@@ -214,7 +214,7 @@ impl World {
         I: IntoIterator<Item = usize>,
     {
         let (ptrs, list) = self.indexed_ptrs("test_some", sym, indices)?;
-        self.send_batches()?;
+        self.links.send_batches()?;
         Ok((0..ptrs.len())
             .filter(|&i| self.holds(ptrs[i], cmp))
             .map(|i| list[i])
@@ -271,10 +271,10 @@ impl World {
     /// can make `ready` true (`poll_until` looks first: its conditions are
     /// mostly set over shared memory).
     pub(crate) fn poll_until_tcp<R>(&self, waiting: Waiting, mut ready: impl FnMut() -> Option<R>) -> Result<R> {
-        let Some(engine) = self.engine.as_ref() else {
+        let Some(engine) = self.links.engine.as_ref() else {
             return self.poll_until_for(waiting, ready);
         };
-        self.send_batches()?;
+        self.links.send_batches()?;
         if let Some(result) = ready() {
             return Ok(result);
         }
@@ -283,7 +283,7 @@ impl World {
         let mut driving = Some(driver.start_driving());
         let mut backoff = Backoff::new(self.spin_waits);
         loop {
-            self.check_links()?;
+            self.links.check_links()?;
             if let Some(result) = ready() {
                 drop(driving);
                 return Ok(result);
@@ -299,11 +299,11 @@ impl World {
     /// peers store to and then wake (`flag_store`), reaches `target`:
     /// blocking on a futex, for hosts whose ranks outnumber their cores.
     pub(crate) fn sleep_until_flag(&self, waiting: Waiting, flag: &AtomicU64, target: u64) -> Result<()> {
-        self.send_batches()?;
+        self.links.send_batches()?;
         let _blocked = crate::watch::blocked(waiting);
         let mut backoff = Backoff::new(false);
         loop {
-            self.check_links()?;
+            self.links.check_links()?;
             let seen = flag.load(Ordering::Acquire);
             if seen >= target {
                 return Ok(());
@@ -350,15 +350,15 @@ impl World {
     /// (`waiting`) to hang reports once the condition is seen false.
     pub(crate) fn poll_until_for<R>(&self, waiting: Waiting, mut ready: impl FnMut() -> Option<R>) -> Result<R> {
         let _span = crate::profile::span(crate::profile::Family::Wait);
-        self.send_batches()?;
+        self.links.send_batches()?;
         if let Some(result) = ready() {
             return Ok(result);
         }
         let _blocked = crate::watch::blocked(waiting);
-        let mut driving = self.engine.as_ref().map(|engine| engine.driver().start_driving());
+        let mut driving = self.links.engine.as_ref().map(|engine| engine.driver().start_driving());
         let mut backoff = Backoff::new(self.spin_waits);
         loop {
-            self.check_links()?;
+            self.links.check_links()?;
             backoff.pause();
             if backoff.napping() {
                 driving = None;

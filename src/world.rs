@@ -5,6 +5,7 @@
 use crate::bootstrap::{self, LauncherLink};
 use crate::error::{Error, Result};
 use crate::heap::Allocator;
+use crate::links::{CtxConnect, Links, Parts, Stream};
 use crate::protocol::env::heap_size_from_env;
 use crate::segment::Segment;
 use crate::sym::{Pod, Sym};
@@ -15,7 +16,7 @@ use crate::transport::tcp::engine::ProgressEngine;
 use crate::transport::tcp::flusher::{Flusher, Nudge};
 use crate::transport::tcp::Dial;
 use crate::transport::{self, Card, Choice, Path};
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
 
 /// This rank's handle on the job. See the crate docs for the memory model.
@@ -25,20 +26,10 @@ pub struct World {
     local_rank: usize,
     local_size: usize,
     host: String,
-    // Fields drop in order: the engine (which writes into `own`) and the
-    // paths stop before this rank's segment is unmapped.
-    pub(crate) engine: Option<ProgressEngine>,
-    /// Pushes out TCP batches that their origin left (`tcp::flusher`).
-    flusher: Option<Flusher>,
-    /// The verbs transport, when the job uses verbs: connected to every
-    /// rank, this one included.
-    pub(crate) rdma: Option<RdmaLink>,
-    /// Every atomic goes through the NIC (the job uses verbs; see the
-    /// memory model in the crate docs). The same on every rank.
-    pub(crate) nic_atomics: bool,
-    pub(crate) paths: Vec<Path>,
-    /// Ranks reached over TCP, so shared-memory-only quiets skip the scan.
-    pub(crate) tcp_peers: Vec<usize>,
+    // Fields drop in order: the links (whose engine writes into `own`) stop
+    // before this rank's segment is unmapped.
+    /// The paths to every rank and the transports behind them (`links`).
+    pub(crate) links: Links,
     pub(crate) own: Segment,
     pub(crate) heap: Mutex<Allocator>,
     /// The team area at the start of the heap (`team::layout`).
@@ -50,8 +41,6 @@ pub struct World {
     /// Team slots not used by any team of this rank, one bit each.
     pub(crate) free_slots: AtomicU64,
     pub(crate) id: u64,
-    /// Set once a peer's link broke: no farewell barrier could complete.
-    pub(crate) broken: AtomicBool,
     /// Whether local waits may spin (`backoff`): not when this host runs
     /// more ranks than it has cores.
     pub(crate) spin_waits: bool,
@@ -64,8 +53,6 @@ pub struct World {
     pub(crate) data: Option<crate::globals::DataRange>,
     launcher: Option<LauncherLink>,
     finalized: bool,
-    /// Where contexts connect their own TCP links (when there are TCP peers).
-    pub(crate) ctx_connect: Option<crate::ctx::CtxConnect>,
     /// The thread of this rank in a collective, if any.
     pub(crate) collective: crate::sync::CollectiveOwner,
     /// The checking mode's state (`rlaunch --debug`), when it is on.
@@ -115,7 +102,18 @@ pub fn init_with(options: Options) -> Result<World> {
         bootstrap::in_mpi::check_world(0, 1, "no launcher, as a singleton")?;
         let own = Segment::anonymous(0, segment_heap_bytes(heap_bytes, 1), data)?;
         let host = crate::protocol::route::hostname();
-        let mut world = World::assemble(0, 1, 0, 1, host, own, vec![Path::Local], vec![0], None);
+        let links = Links::new(Parts {
+            rank: 0,
+            size: 1,
+            paths: vec![Path::Local],
+            own_heap: own.heap_base(),
+            block_waits: crate::backoff::block_waits(1),
+            engine: None,
+            flusher: None,
+            rdma: None,
+            ctx_connect: None,
+        });
+        let mut world = World::assemble(0, 1, 0, 1, host, own, links, vec![0], None);
         world.data = data;
         return Ok(world);
     };
@@ -235,26 +233,17 @@ pub fn init_with(options: Options) -> Result<World> {
         (false, _) => rdma,
     };
     let node_of = nodes_of(&cards);
-    let mut world = World::assemble(
-        env.rank,
-        env.size,
-        env.local_rank,
-        env.local_size,
-        env.host,
-        own,
-        paths,
-        node_of,
-        launcher,
-    );
-    if let Some(engine) = &engine {
-        world.spin_waits = engine.driver().spin();
-    }
-    if !world.tcp_peers.is_empty() {
+    let tcp_peers = paths.iter().any(|path| matches!(path, Path::Tcp(_)));
+    let (mut flusher, mut ctx_connect) = (None, None);
+    if tcp_peers {
         if let Some(nudge) = dial.nudge.clone() {
-            world.flusher =
-                Some(Flusher::start(env.rank, nudge).map_err(|source| Error::TcpListen { rank: env.rank, source })?);
+            flusher = Some(Flusher::start(env.rank, nudge).map_err(|source| Error::ThreadStart {
+                rank: env.rank,
+                thread: "TCP flusher",
+                source,
+            })?);
         }
-        world.ctx_connect = Some(crate::ctx::CtxConnect {
+        ctx_connect = Some(CtxConnect {
             addrs: cards
                 .iter()
                 .map(|card| card.tcp.as_deref().and_then(|a| a.parse().ok()))
@@ -263,10 +252,33 @@ pub fn init_with(options: Options) -> Result<World> {
             live: Default::default(),
         });
     }
-    world.engine = engine;
+    let spin_waits = engine.as_ref().map(|engine| engine.driver().spin());
+    let links = Links::new(Parts {
+        rank: env.rank,
+        size: env.size,
+        paths,
+        own_heap: own.heap_base(),
+        block_waits: crate::backoff::block_waits(env.local_size),
+        engine,
+        flusher,
+        rdma,
+        ctx_connect,
+    });
+    let mut world = World::assemble(
+        env.rank,
+        env.size,
+        env.local_rank,
+        env.local_size,
+        env.host,
+        own,
+        links,
+        node_of,
+        launcher,
+    );
+    if let Some(spin) = spin_waits {
+        world.spin_waits = spin;
+    }
     world.data = data;
-    world.nic_atomics = rdma.is_some();
-    world.rdma = rdma;
     // Every peer reads the host's card table, and maps our segment unless
     // it maps lazily, before entering this barrier, so after it those files
     // are no longer needed: unlink them now so a crash leaves nothing.
@@ -289,7 +301,7 @@ impl World {
         local_size: usize,
         host: String,
         own: Segment,
-        paths: Vec<Path>,
+        links: Links,
         node_of: Vec<usize>,
         launcher: Option<LauncherLink>,
     ) -> World {
@@ -310,21 +322,15 @@ impl World {
         };
         let heap = Mutex::new(allocator);
         let id = u64::from_le_bytes(crate::protocol::auth::random_bytes());
-        let world_team = World::world_team_of(&node_of, id, rank);
+        let world_team = Team::world(&node_of, id, rank);
         let all_but_world = ((1u64 << MAX_TEAMS) - 1) & !1;
-        let tcp_peers = (0..paths.len()).filter(|&p| matches!(paths[p], Path::Tcp(_))).collect();
         World {
             rank,
             size,
             local_rank,
             local_size,
             host,
-            engine: None,
-            flusher: None,
-            rdma: None,
-            nic_atomics: false,
-            paths,
-            tcp_peers,
+            links,
             own,
             heap,
             layout,
@@ -332,13 +338,11 @@ impl World {
             world_team,
             free_slots: AtomicU64::new(all_but_world),
             id,
-            broken: AtomicBool::new(false),
             spin_waits: crate::backoff::may_spin(local_size, 1),
             block_waits: crate::backoff::block_waits(local_size),
             data: None,
             launcher,
             finalized: false,
-            ctx_connect: None,
             collective: Default::default(),
             debug,
         }
@@ -379,18 +383,18 @@ impl World {
     /// Which path reaches `target` ("self", "shm"), for reports and benchmarks.
     pub fn transport_to(&self, target: usize) -> Result<&'static str> {
         self.check_rank("transport_to", target)?;
-        Ok(self.paths[target].name())
+        Ok(self.links.paths[target].name())
     }
 
     /// The address of this rank's TCP progress engine, if it runs one
     /// (diagnostics: it is where peers' TCP requests arrive).
     pub fn tcp_endpoint(&self) -> Option<std::net::SocketAddr> {
-        self.engine.as_ref().map(ProgressEngine::addr)
+        self.links.engine.as_ref().map(ProgressEngine::addr)
     }
 
     /// The RDMA device this rank uses, if the job uses verbs.
     pub fn rdma_device(&self) -> Option<String> {
-        self.rdma.as_ref().map(RdmaLink::device_name)
+        self.links.rdma.as_ref().map(RdmaLink::device_name)
     }
 
     /// Symmetric heap size per rank, in bytes (what `alloc` can hand out).
@@ -507,7 +511,7 @@ impl World {
         // once every rank has said farewell nothing is in flight anywhere
         // and endpoints may close. A peer left waiting for this rank in a
         // collective is a deadlock the launcher sees and ends.
-        crate::rma::Rma::quiet(&*self)?;
+        self.links.quiet_on(Stream::Default)?;
         // An MPI initialized after this world (shmem_init before MPI_Init)
         // could not be checked at init: a launcher that gave MPI nothing
         // makes it a singleton, and whatever it computed was wrong.
@@ -585,7 +589,7 @@ impl Drop for World {
         // A panicking rank must not wait in a barrier for peers that may be
         // waiting for it, and a rank that lost a peer cannot finish one: it
         // leaves without a farewell and rlaunch aborts the job.
-        if std::thread::panicking() || self.broken.load(std::sync::atomic::Ordering::Relaxed) {
+        if std::thread::panicking() || self.links.broken() {
             return;
         }
         let _call = crate::watch::call_unplaced("finalize");

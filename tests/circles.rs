@@ -28,35 +28,14 @@ const ROOTS: &[&str] = &[
     "capi/src/bin/oshcc.rs",
 ];
 
-/// The circles that are still to be broken (issue 48), each as its sorted
-/// files. The check fails on any other circle, and on a listed one that is
-/// gone or changed, so this list only ever shrinks to empty.
-const NOT_YET_BROKEN: &[&[&str]] = &[&[
-    "src/ctx.rs",
-    "src/rma.rs",
-    "src/team/mod.rs",
-    "src/transport/primitives.rs",
-    "src/world.rs",
-]];
-
 #[test]
 fn no_file_imports_itself_through_others() {
     let top = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let (mut report, mut seen) = (String::new(), Vec::new());
+    let mut report = String::new();
     for root in ROOTS {
         let krate = Crate::read(&top.join(root));
         for circle in krate.circles() {
-            let mut files: Vec<String> = circle.iter().map(|&f| krate.name(f, top)).collect();
-            files.sort();
-            if !NOT_YET_BROKEN.iter().any(|known| known == &files) {
-                report += &krate.describe(&circle, top);
-            }
-            seen.push(files);
-        }
-    }
-    for known in NOT_YET_BROKEN {
-        if !seen.iter().any(|files| known == files) {
-            report += &format!("NOT_YET_BROKEN lists a circle that is gone or changed; take it out: {known:?}\n");
+            report += &krate.describe(&circle, top);
         }
     }
     assert!(report.is_empty(), "import circles between files:\n{report}");

@@ -7,7 +7,7 @@ use super::Coll;
 use crate::backoff::Backoff;
 use crate::debug::{self, Checks, Signature};
 use crate::error::Result;
-use crate::transport::primitives::Stream;
+use crate::links::Stream;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 impl Coll<'_> {
@@ -29,7 +29,7 @@ impl Coll<'_> {
     fn check(&self, checks: &Checks, sig: Signature, dst: Option<(usize, usize)>) -> Result<()> {
         let checked = self.compare(checks, sig, dst);
         if checked.is_err() {
-            self.w.broken.store(true, Ordering::Relaxed);
+            self.w.links.mark_broken();
         }
         checked
     }
@@ -95,14 +95,14 @@ impl Coll<'_> {
             step: 0,
         });
         loop {
-            self.w.check_links()?;
-            self.w.copy_out(Stream::Default, from, offset, &mut bytes)?;
+            self.w.links.check_links()?;
+            self.w.links.copy_out(Stream::Default, from, offset, &mut bytes)?;
             let (call, ..) = Checks::decode(&bytes);
             if call > self.call {
                 return Ok(None);
             }
             if call == self.call {
-                self.w.copy_out(Stream::Default, from, offset, &mut bytes)?;
+                self.w.links.copy_out(Stream::Default, from, offset, &mut bytes)?;
                 let (_, sig, at) = Checks::decode(&bytes);
                 return Ok(Some((sig, at)));
             }

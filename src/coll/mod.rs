@@ -36,12 +36,12 @@ mod scan;
 mod sync;
 
 use crate::error::{Error, Result};
+use crate::links::primitives::Route;
+use crate::links::Stream;
 use crate::sym::{Pod, Sym};
 use crate::sync::InCollective;
 use crate::team::layout::Layout;
 use crate::team::Team;
-use crate::transport::primitives::Route;
-use crate::transport::primitives::Stream;
 use crate::transport::Path;
 use crate::watch::Waiting;
 use crate::world::World;
@@ -155,13 +155,13 @@ impl<'a> Coll<'a> {
     /// put of this rank to `to`.
     pub fn notify(&self, to: usize, step: u64) -> Result<()> {
         let flag = self.layout.flag(self.t.slot, self.me());
-        self.w.flag_store(self.rank(to), flag, self.value(step))
+        self.w.links.flag_store(self.rank(to), flag, self.value(step))
     }
 
     /// Puts `src` at heap offset `offset` of member `to`.
     pub fn put(&self, to: usize, offset: usize, src: &[u8]) -> Result<()> {
         crate::profile::collective_bytes(self.rank(to), src.len());
-        self.w.coll_copy_in(self.rank(to), offset, src)
+        self.w.links.coll_copy_in(self.rank(to), offset, src)
     }
 
     /// Puts `len` bytes from this rank's heap offset `from` to heap offset
@@ -188,7 +188,7 @@ impl<'a> Coll<'a> {
             call: self.call,
             step,
         };
-        match self.w.paths[self.rank(from)] {
+        match self.w.links.paths[self.rank(from)] {
             Path::Tcp(_) => self.w.poll_until_tcp(waiting, ready),
             Path::Local | Path::Shm(_) if self.w.block_waits => self.w.sleep_until_flag(waiting, flag, target),
             _ => self.w.poll_until_for(waiting, ready),
@@ -213,7 +213,7 @@ impl<'a> Coll<'a> {
     /// here. Node grouping comes from host names, so a host that aliases
     /// another's name without sharing its memory is an error, not a crash.
     pub fn peer_base(&self, i: usize) -> Result<*mut u8> {
-        match self.w.route(Stream::Default, self.rank(i))? {
+        match self.w.links.route(Stream::Default, self.rank(i))? {
             Route::Mapped(base) => Ok(base),
             _ => Err(self.bad(format!(
                 "rank {} shares this rank's host name, but its memory is not mapped here",

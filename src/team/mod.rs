@@ -14,10 +14,9 @@
 //! error on all of them instead of a hang.
 
 pub(crate) mod layout;
+mod slots;
 mod split;
 
-use crate::error::{Error, Result};
-use crate::world::World;
 use std::sync::atomic::AtomicU64;
 
 pub use layout::MAX_TEAMS;
@@ -149,60 +148,13 @@ impl Team {
         (self.start as isize + i as isize * self.stride) as usize
     }
 
-    /// The world-rank geometry: (start, stride, size).
-    pub(crate) fn geometry(&self) -> (usize, isize, usize) {
-        (self.start, self.stride, self.size)
-    }
-}
-
-impl World {
-    pub(crate) fn make_team(&self, slot: usize, start: usize, stride: isize, size: usize, me: usize) -> Team {
-        Team::new(&self.node_of, self.id, slot, start, stride, size, me)
-    }
-
     /// The world team, in slot 0, for a world being assembled.
-    pub(crate) fn world_team_of(node_of: &[usize], world_id: u64, rank: usize) -> Team {
+    pub(crate) fn world(node_of: &[usize], world_id: u64, rank: usize) -> Team {
         Team::new(node_of, world_id, 0, 0, 1, node_of.len(), rank)
     }
 
-    /// Marks `slot` as used by a team of this rank.
-    pub(crate) fn take_slot(&self, slot: usize) {
-        self.free_slots
-            .fetch_and(!(1 << slot), std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// Gives `slot` back, clearing its flags for the next team to use it.
-    fn release_slot(&self, slot: usize) {
-        let range = self.team_layout().flags_range(slot);
-        // SAFETY: the range is this rank's team area (inside the heap), and
-        // no member signals into a slot after its last collective on it.
-        unsafe { self.own.heap_base().add(range.start).write_bytes(0, range.len()) };
-        self.free_slots
-            .fetch_or(1 << slot, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// The team of every rank, numbered as the world (`SHMEM_TEAM_WORLD`).
-    pub fn team_world(&self) -> &Team {
-        &self.world_team
-    }
-
-    /// Gives a split team's slot back (`shmem_team_destroy`). Every member
-    /// should destroy it, after its last collective on it.
-    pub fn team_destroy(&self, team: Team) -> Result<()> {
-        self.check_team("team_destroy", &team)?;
-        self.release_slot(team.slot);
-        Ok(())
-    }
-
-    /// Checks that `team` belongs to this world.
-    pub(crate) fn check_team(&self, op: &'static str, team: &Team) -> Result<()> {
-        if team.world_id == self.id {
-            return Ok(());
-        }
-        Err(Error::BadCollective {
-            rank: self.rank,
-            op,
-            detail: "the team belongs to another world (or was made before this one)".into(),
-        })
+    /// The world-rank geometry: (start, stride, size).
+    pub(crate) fn geometry(&self) -> (usize, isize, usize) {
+        (self.start, self.stride, self.size)
     }
 }

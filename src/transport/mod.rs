@@ -18,7 +18,6 @@ pub mod amo;
 pub(crate) mod dynlib;
 pub mod failure;
 pub mod ofi;
-pub mod primitives;
 pub mod rdma;
 pub mod shm;
 pub mod tcp;

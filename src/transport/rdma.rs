@@ -86,7 +86,11 @@ pub fn connect_ofi(
                 crate::backoff::may_spin(local_size, 2),
                 crate::backoff::may_spin(local_size, 1),
             )
-            .map_err(|source| Error::TcpListen { rank, source })?,
+            .map_err(|source| Error::ThreadStart {
+                rank,
+                thread: "libfabric progress",
+                source,
+            })?,
         ),
         false => None,
     };

@@ -1,5 +1,6 @@
 //! The transport primitives: the small closed set of operations every path
-//! implements, and the one place that dispatches them on the path.
+//! implements, and the one place that dispatches them on the path, as
+//! methods of [`Links`].
 //!
 //! | primitive      | self / shm (CPU)          | TCP (progress engine)        | verbs (NIC)                     | ofi (libfabric provider)          |
 //! |----------------|---------------------------|------------------------------|---------------------------------|-----------------------------------|
@@ -25,12 +26,12 @@
 //! whatever the path for data, because a NIC's atomics are not atomic with
 //! a CPU's. Both NIC transports sit behind `Route::Rdma` (`rdma::RdmaLink`).
 
+use super::{Links, Stream};
 use crate::error::{Error, Result};
 use crate::sync::lock;
 use crate::transport::amo::{self, Amo, AmoOp, SignalOp, Width};
 use crate::transport::tcp::TcpPeer;
 use crate::transport::{shm, Path};
-use crate::world::World;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Mutex;
 
@@ -45,32 +46,12 @@ pub(crate) enum Route<'w> {
     Rdma,
 }
 
-/// The links an operation travels on: the world's own (the default
-/// context), or a context's (see `ctx`): its TCP links and its verbs lane.
-/// Shared memory needs no links.
-#[derive(Clone, Copy)]
-pub enum Stream<'a> {
-    Default,
-    Ctx(&'a crate::ctx::CtxLinks),
-}
-
-impl Stream<'_> {
-    /// The verbs lane the stream's work requests take (0: the default's).
-    #[inline(always)]
-    pub(crate) fn lane(self) -> usize {
-        match self {
-            Stream::Default => 0,
-            Stream::Ctx(links) => links.lane,
-        }
-    }
-}
-
-impl World {
+impl Links {
     /// Where `target`'s heap is; maps a same-host peer on first access.
     #[inline(always)]
     pub(crate) fn route<'a>(&'a self, stream: Stream<'a>, target: usize) -> Result<Route<'a>> {
         Ok(match &self.paths[target] {
-            Path::Local => Route::Mapped(self.own.heap_base()),
+            Path::Local => Route::Mapped(self.own_heap.0),
             Path::Shm(segment) => Route::Mapped(segment.heap_base(self.rank, target)?),
             Path::Tcp(path) => Route::Tcp(match stream {
                 Stream::Default => path.get_or_connect(|| self.dial_lazily(target))?,
@@ -166,7 +147,7 @@ impl World {
                 width: amo.width.bytes(),
             });
         }
-        if self.nic_atomics {
+        if self.nic_atomics() {
             return self
                 .rdma_link()
                 .amo(stream.lane(), target, offset, amo)
@@ -195,7 +176,7 @@ impl World {
         op: SignalOp,
         value: u64,
     ) -> Result<()> {
-        if self.nic_atomics {
+        if self.nic_atomics() {
             return self
                 .rdma_link()
                 .signal_word(stream.lane(), target, offset, op, value)
@@ -458,7 +439,7 @@ fn signal_amo(op: SignalOp, value: u64) -> Amo {
 
 #[cfg(test)]
 mod tests {
-    use super::Stream;
+    use crate::links::Stream;
     use crate::transport::amo::{Amo, AmoOp, Width};
     use crate::Error;
 
@@ -473,7 +454,10 @@ mod tests {
             compare: 0,
             fetch: true,
         };
-        let err = world.amo(Stream::Default, "atomic_fetch_add", 0, 12, amo).unwrap_err();
+        let err = world
+            .links
+            .amo(Stream::Default, "atomic_fetch_add", 0, 12, amo)
+            .unwrap_err();
         assert!(
             matches!(
                 err,
@@ -490,7 +474,19 @@ mod tests {
             width: Width::W32,
             ..amo
         };
-        assert_eq!(world.amo(Stream::Default, "atomic_fetch_add", 0, 12, amo32).unwrap(), 0);
-        assert_eq!(world.amo(Stream::Default, "atomic_fetch_add", 0, 12, amo32).unwrap(), 1);
+        assert_eq!(
+            world
+                .links
+                .amo(Stream::Default, "atomic_fetch_add", 0, 12, amo32)
+                .unwrap(),
+            0
+        );
+        assert_eq!(
+            world
+                .links
+                .amo(Stream::Default, "atomic_fetch_add", 0, 12, amo32)
+                .unwrap(),
+            1
+        );
     }
 }

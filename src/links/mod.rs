@@ -1,0 +1,144 @@
+//! `Links`: everything a rank reaches its peers with, as the `World`'s one
+//! transport field: the path to each rank, the TCP progress engine and
+//! flusher, the NIC transport (verbs or ofi) and where contexts connect.
+//! The dispatch by path ([`primitives`]) is `impl Links`.
+//!
+//! The layering (ARCHITECTURE.md, "Layers"): the API families (`rma`,
+//! `atomic`, `signal`, `wait`, `coll`, ...) call `Links` through the
+//! `World`; `Links` calls the transport engines under `transport/`, which
+//! know nothing of `Links`, the `World`, contexts, teams or the profile.
+//! This module knows nothing of the `World` either: it names only transport
+//! types and the crate's error.
+
+pub(crate) mod primitives;
+pub(crate) mod stream;
+
+use crate::error::Error;
+use crate::transport::failure::{Failure, CONSEQUENCE_GRACE};
+use crate::transport::rdma::RdmaLink;
+use crate::transport::tcp::engine::ProgressEngine;
+use crate::transport::tcp::flusher::Flusher;
+use crate::transport::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+pub(crate) use stream::{CtxConnect, CtxLinks, Stream};
+
+/// A rank's links to every rank of the job, this one included.
+///
+/// Fields drop in declaration order, and the whole drops before the
+/// `World`'s segment: the engine (which writes into the segment) stops
+/// first, then the flusher, the NIC transport and the paths.
+pub(crate) struct Links {
+    rank: usize,
+    size: usize,
+    /// This rank's TCP progress engine, when it has TCP peers or was asked for one.
+    pub(crate) engine: Option<ProgressEngine>,
+    /// Pushes out TCP batches that their origin left (`tcp::flusher`);
+    /// held for its teardown.
+    _flusher: Option<Flusher>,
+    /// The NIC transport, when the job uses verbs or ofi: connected to
+    /// every rank, this one included. Every atomic then goes through it
+    /// (the memory model in the crate docs).
+    pub(crate) rdma: Option<RdmaLink>,
+    pub(crate) paths: Vec<Path>,
+    /// Ranks reached over TCP, so shared-memory-only quiets skip the scan.
+    pub(crate) tcp_peers: Vec<usize>,
+    /// Where contexts connect their own TCP links (when there are TCP peers).
+    pub(crate) ctx_connect: Option<CtxConnect>,
+    /// This rank's own heap, for the `Local` path.
+    own_heap: HeapBase,
+    /// Flag stores wake futex waiters (`backoff::block_waits`).
+    pub(crate) block_waits: bool,
+    /// Set once a peer's link broke: no farewell barrier could complete.
+    broken: AtomicBool,
+}
+
+/// The base of this rank's heap.
+#[derive(Clone, Copy)]
+struct HeapBase(*mut u8);
+
+// SAFETY: the pointer is the base of this rank's own mapped heap, which
+// outlives the `Links` (the `World` drops its links first); it is only
+// offset and handed to operations that check their ranges.
+unsafe impl Send for HeapBase {}
+// SAFETY: as for `Send`: `Links` never writes through it itself.
+unsafe impl Sync for HeapBase {}
+
+/// The parts `Links` is made of, wired by `init`.
+pub(crate) struct Parts {
+    pub rank: usize,
+    pub size: usize,
+    pub paths: Vec<Path>,
+    pub own_heap: *mut u8,
+    pub block_waits: bool,
+    pub engine: Option<ProgressEngine>,
+    pub flusher: Option<Flusher>,
+    pub rdma: Option<RdmaLink>,
+    pub ctx_connect: Option<CtxConnect>,
+}
+
+impl Links {
+    pub(crate) fn new(parts: Parts) -> Links {
+        let tcp_peers = (0..parts.paths.len())
+            .filter(|&p| matches!(parts.paths[p], Path::Tcp(_)))
+            .collect();
+        Links {
+            rank: parts.rank,
+            size: parts.size,
+            engine: parts.engine,
+            _flusher: parts.flusher,
+            rdma: parts.rdma,
+            paths: parts.paths,
+            tcp_peers,
+            ctx_connect: parts.ctx_connect,
+            own_heap: HeapBase(parts.own_heap),
+            block_waits: parts.block_waits,
+            broken: AtomicBool::new(false),
+        }
+    }
+
+    /// Every atomic goes through the NIC: the job uses verbs or ofi.
+    #[inline(always)]
+    pub(crate) fn nic_atomics(&self) -> bool {
+        self.rdma.is_some()
+    }
+
+    /// Whether a peer's link broke (no farewell barrier could complete).
+    pub(crate) fn broken(&self) -> bool {
+        self.broken.load(Ordering::Relaxed)
+    }
+
+    /// Marks the links broken: this rank will leave without a farewell.
+    pub(crate) fn mark_broken(&self) {
+        self.broken.store(true, Ordering::Relaxed);
+    }
+
+    /// The error for a TCP link to `peer` that broke during `op`; marks the links broken.
+    #[cold]
+    pub(crate) fn lost(&self, peer: usize, op: &'static str, source: std::io::Error) -> Error {
+        self.mark_broken();
+        Error::PeerLost {
+            rank: self.rank,
+            peer,
+            op,
+            source,
+        }
+    }
+
+    pub(crate) fn rdma_link(&self) -> &RdmaLink {
+        self.rdma
+            .as_ref()
+            .expect("a verbs path or NIC atomics exist only with a connected RDMA transport")
+    }
+
+    /// The error for a failed NIC operation; marks the links broken. A
+    /// failure that is only the consequence of another rank's waits a
+    /// little, so that the launcher hears of the cause first.
+    #[cold]
+    pub(crate) fn rdma_failed(&self, failure: Failure) -> Error {
+        self.mark_broken();
+        if failure.consequence && self.size > 1 {
+            std::thread::sleep(CONSEQUENCE_GRACE);
+        }
+        failure.into_error(self.rank)
+    }
+}
