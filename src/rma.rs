@@ -2,7 +2,7 @@
 //! call checks the target rank and the index range first
 //! ([`World::checked_offset`]), so a bad argument is an `Err` with the
 //! numbers, never a stray write; then it is one transport primitive (see
-//! `transport::primitives`).
+//! `links::primitives`).
 
 use crate::ctx::Endpoint;
 use crate::error::{Error, Result};
