@@ -55,7 +55,6 @@ pub fn find(states: &[RankState]) -> Option<Deadlock> {
     if finalizing.is_empty() || running.is_empty() {
         return None;
     }
-    let in_finalize = super::hang::ranks(&finalizing);
     for &r in &running {
         let Some(seen) = &states[r].stall else { continue };
         // An answer comes from the peer's progress engine even while that
@@ -87,8 +86,9 @@ pub fn find(states: &[RankState]) -> Option<Deadlock> {
             .map_or(String::new(), |t| format!(" in {}{}", t.call, place(&t.at)));
         return Some(Deadlock {
             why: format!(
-                "{in_finalize} in finalize (rank {} {}) and will make no further call, and every other rank is \
+                "{} in finalize (rank {} {}) and will make no further call, and every other rank is \
                  blocked ({}; rank {}{call}): no rank is left to end those waits",
+                super::hang::ranks(&finalizing),
                 finalizing[0],
                 states[finalizing[0]].finalize_at,
                 super::hang::ranks(&running),
