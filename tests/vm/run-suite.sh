@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The verbs suite: builds the examples (every build has the verbs
 # transport, which opens libibverbs at run time) and the integration
-# tests, and runs them inside one Soft-RoCE guest with --transport verbs at 2
+# tests, in release, and runs them inside one Soft-RoCE guest with --transport verbs at 2
 # and 4 ranks, plus the RDMA-specific tests of tests/verbs.rs, and the
 # profile's and hang reports' tests (tests/profile.rs, tests/hang.rs); then,
 # in the same guest, the examples and the model test over libfabric's
@@ -12,9 +12,13 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$(pwd)
 
-echo "== building (host)"
-cargo build --workspace --bins --examples --quiet
-tests=$(cargo test -p rlaunch --features verbs-tests --test examples --test course --test coll --test model --test threads --test verbs --test profile --test hang --no-run \
+# Release builds: the guest emulates every instruction (QEMU TCG), so the
+# optimizer's work pays back many times over; the tests find rlaunch, the
+# examples and the C library in target/release from their own path.
+echo "== building (host, release)"
+cargo build --release --workspace --bins --examples --quiet
+cargo build --release -p oneside-shmem --quiet
+tests=$(cargo test --release -p rlaunch --features verbs-tests --test examples --test course --test coll --test model --test threads --test verbs --test profile --test hang --no-run \
           --message-format=json 2>/dev/null | grep -o '"executable":"[^"]*/deps/[^"]*"' | cut -d'"' -f4)
 [ -n "$tests" ] || { echo "run-suite: no test executables were built"; exit 1; }
 
