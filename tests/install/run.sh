@@ -13,6 +13,11 @@
 #   6. make uninstall, which must leave p2 empty.
 # Needs make, gcc, lmod, man-db and pkg-config (.ci/run installs them).
 set -euo pipefail
+# Its builds (the copy's `make install`, `cargo install`, the Rust program of
+# step 5) start from nothing, so they are built without the optimizer: this
+# checks where files go and that they work, not how fast they run.
+# INSTALL_OPT_LEVEL=3 builds them as a site would.
+export CARGO_PROFILE_RELEASE_OPT_LEVEL=${INSTALL_OPT_LEVEL:-0} CARGO_PROFILE_RELEASE_DEBUG=${INSTALL_DEBUG:-0}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=${WORK:-/tmp/oneside-install}
 rm -rf "$work"
