@@ -56,7 +56,8 @@ echo "ok: hello_put over sockets"
 
 echo "== a subset of tests-sos over ofi, 2 PEs: tcp;ofi_rxm, shm, udp;ofi_rxd"
 out=$root/target/sos-ofi
-PROFILE=release BUILD_ONLY=1 OUT=$out tests/sos/run.sh
+. tests/sos/built.sh
+built=$(sos_built "$out")
 bin=$root/target/release
 failed=0
 # Over udp;ofi_rxd a program with fetching atomics must stop with the
@@ -69,7 +70,7 @@ for provider in 'tcp;ofi_rxm' shm 'udp;ofi_rxd'; do
   passed=0 refused=0
   for t in $(grep -v '^#' tests/sos/verbs-subset.txt); do
     [ "$provider" = 'udp;ofi_rxd' ] && case $t in unit/bigput | apps/gups) continue ;; esac
-    if (cd "$out/build/test/${t%/*}" && ONESIDE_TRANSPORT=ofi ONESIDE_OFI_PROVIDER="$provider" \
+    if (cd "$built/test/${t%/*}" && LD_LIBRARY_PATH=$bin ONESIDE_TRANSPORT=ofi ONESIDE_OFI_PROVIDER="$provider" \
           timeout -k 5 120 "$bin/oshrun" -np 2 "./${t#*/}" > "$out/last.log" 2>&1); then
       passed=$((passed + 1))
     elif [ "$provider" = 'udp;ofi_rxd' ] && grep -q "$refusal" "$out/last.log"; then

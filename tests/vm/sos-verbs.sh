@@ -14,21 +14,8 @@ out=$root/target/sos-verbs
 bin=$root/target/release
 
 tests=$(grep -v '^#' tests/sos/verbs-subset.txt | tr '\n' ' ')
-# The suite that tests/sos/run.sh built for shm and tcp (CI's earlier stage)
-# serves here too: its programs load the library LD_LIBRARY_PATH names
-# before their run path, so they run on the release library. Without that
-# build, one is made against the release library.
-built=${SOS_BUILD:-$root/target/sos/build}
-first=$(echo $tests | cut -d' ' -f1)
-cargo build --release --quiet -p oneside-shmem -p rlaunch
-if [ -x "$built/test/$first" ]; then
-  echo "== reusing the suite tests/sos/run.sh built ($built), on the release library"
-  rm -rf "$out" && mkdir -p "$out"
-else
-  echo "== building the suite against the release library (host)"
-  PROFILE=release BUILD_ONLY=1 OUT=$out tests/sos/run.sh
-  built=$out/build
-fi
+. tests/sos/built.sh
+built=$(sos_built "$out")
 
 script="cd $built
 export ONESIDE_TRANSPORT=verbs LD_LIBRARY_PATH=$bin
