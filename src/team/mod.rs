@@ -7,7 +7,7 @@
 //! split. A team owns one slot of the team area ([`layout`]) on each of its
 //! members, which holds its step flags and scratch.
 //!
-//! Creation ([`World::split_strided`], [`World::split_2d`]) is collective
+//! Creation ([`World::split_strided`](crate::World::split_strided), [`World::split_2d`](crate::World::split_2d)) is collective
 //! over the parent: the parent all-reduces its members' free-slot masks
 //! (with an AND) together with a digest of the arguments, so every member
 //! picks the same slot, and arguments that differ between members are an
@@ -21,9 +21,9 @@ use std::sync::atomic::AtomicU64;
 
 pub use layout::MAX_TEAMS;
 
-/// A team this rank belongs to. Made by [`World::split_strided`] or
-/// [`World::split_2d`], or the world team [`World::team_world`]. Give a
-/// split team back with [`World::team_destroy`].
+/// A team this rank belongs to. Made by [`World::split_strided`](crate::World::split_strided) or
+/// [`World::split_2d`](crate::World::split_2d), or the world team [`World::team_world`](crate::World::team_world). Give a
+/// split team back with [`World::team_destroy`](crate::World::team_destroy).
 ///
 /// Team member numbers ("team PEs") run `0..n_pes()` in world-rank order of
 /// the split that made the team.
