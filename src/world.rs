@@ -44,10 +44,6 @@ pub struct World {
     /// Whether local waits may spin (`backoff`): not when this host runs
     /// more ranks than it has cores.
     pub(crate) spin_waits: bool,
-    /// Collective waits for same-host flags block on futexes, and flag
-    /// stores wake them (`backoff::block_waits`): the host's ranks
-    /// outnumber its cores several times over.
-    pub(crate) block_waits: bool,
     /// The executable's global data, when it is symmetric (`globals`):
     /// offset `alloc_len + (address - start)` in every rank's segment.
     pub(crate) data: Option<crate::globals::DataRange>,
@@ -339,7 +335,6 @@ impl World {
             free_slots: AtomicU64::new(all_but_world),
             id,
             spin_waits: crate::backoff::may_spin(local_size, 1),
-            block_waits: crate::backoff::block_waits(local_size),
             data: None,
             launcher,
             finalized: false,

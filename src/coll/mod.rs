@@ -190,7 +190,7 @@ impl<'a> Coll<'a> {
         };
         match self.w.links.paths[self.rank(from)] {
             Path::Tcp(_) => self.w.poll_until_tcp(waiting, ready),
-            Path::Local | Path::Shm(_) if self.w.block_waits => self.w.sleep_until_flag(waiting, flag, target),
+            Path::Local | Path::Shm(_) if self.w.links.block_waits => self.w.sleep_until_flag(waiting, flag, target),
             _ => self.w.poll_until_for(waiting, ready),
         }
     }

@@ -46,7 +46,10 @@ pub(crate) struct Links {
     pub(crate) ctx_connect: Option<CtxConnect>,
     /// This rank's own heap, for the `Local` path.
     own_heap: HeapBase,
-    /// Flag stores wake futex waiters (`backoff::block_waits`).
+    /// Collective waits for same-host flags block on futexes, and flag
+    /// stores wake them (`backoff::block_waits`): the host's ranks
+    /// outnumber its cores several times over. One field for both sides,
+    /// so waiter and waker always agree.
     pub(crate) block_waits: bool,
     /// Set once a peer's link broke: no farewell barrier could complete.
     broken: AtomicBool,
