@@ -219,6 +219,14 @@ fn card_tables_and_cards_never_panic() {
                 }
             }
             let _ = postcard::from_bytes::<crate::transport::Card>(&bytes);
+            // What a rank reads at init: the table in place, each card as a view.
+            if let Ok(table) = crate::transport::cards::CardTable::new(Box::new(bytes.clone())) {
+                for peer in 0..table.len() {
+                    if let Ok(view) = table.view(peer) {
+                        let _ = (view.host_name(), view.shm.map(|shm| shm.to_card()));
+                    }
+                }
+            }
         });
         prop_assert!(peak <= 64 * bytes.len() + DECODE_SLACK);
         Ok(())

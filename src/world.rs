@@ -15,6 +15,7 @@ use crate::transport::rdma::{self, RdmaLink};
 use crate::transport::tcp::engine::ProgressEngine;
 use crate::transport::tcp::flusher::{Flusher, Nudge};
 use crate::transport::tcp::Dial;
+use crate::transport::cards::CardTable;
 use crate::transport::{self, Card, Choice, Path};
 use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
@@ -172,22 +173,11 @@ pub fn init_with(options: Options) -> Result<World> {
         None => bootstrap::exchange_cards(&env, make_card)?,
     };
     let launcher = Some(launcher);
-    let blobs = crate::protocol::wire::table_entries(&table).map_err(|e| Error::BootstrapProtocol {
+    let cards = std::sync::Arc::new(CardTable::new(Box::new(table)).map_err(|e| Error::BootstrapProtocol {
         rank: env.rank,
         peer: "the card table".into(),
         detail: format!("undecodable: {e}"),
-    })?;
-    let cards = blobs
-        .iter()
-        .enumerate()
-        .map(|(peer, blob)| {
-            postcard::from_bytes::<Card>(blob).map_err(|e| Error::BootstrapProtocol {
-                rank: env.rank,
-                peer: format!("rank {peer}"),
-                detail: format!("undecodable transport card: {e}"),
-            })
-        })
-        .collect::<Result<Vec<Card>>>()?;
+    })?);
     let timeout = std::time::Duration::from_secs(env.bootstrap_timeout_secs.max(1));
     let dial = Dial {
         secret: env.secret.clone(),
@@ -202,7 +192,9 @@ pub fn init_with(options: Options) -> Result<World> {
     // whatever the data path; `connect_all` has checked every card has one.
     let rdma = match (transport::uses_verbs(choice, &cards), pending_rdma) {
         (true, Some(pending)) => {
-            let rdma_cards: Vec<_> = cards.iter().map(|card| card.verbs.clone()).collect();
+            let rdma_cards = (0..env.size)
+                .map(|p| transport::read_card(env.rank, &cards, p).map(|card| card.verbs))
+                .collect::<Result<Vec<_>>>()?;
             let by_rdma: Vec<_> = paths.iter().map(|path| matches!(path, Path::Verbs)).collect();
             Some(pending.connect(env.rank, &rdma_cards, &by_rdma)?)
         }
@@ -217,7 +209,9 @@ pub fn init_with(options: Options) -> Result<World> {
     // Likewise an ofi job: every rank is in the address vector.
     let rdma = match (transport::uses_ofi(choice, &cards), pending_ofi) {
         (true, Some(pending)) => {
-            let ofi_cards: Vec<_> = cards.iter().map(|card| card.ofi.clone()).collect();
+            let ofi_cards = (0..env.size)
+                .map(|p| transport::read_card(env.rank, &cards, p).map(|card| card.ofi))
+                .collect::<Result<Vec<_>>>()?;
             Some(rdma::connect_ofi(pending, env.rank, env.local_size, &ofi_cards)?)
         }
         (true, None) => {
@@ -240,9 +234,8 @@ pub fn init_with(options: Options) -> Result<World> {
             })?);
         }
         ctx_connect = Some(CtxConnect {
-            addrs: cards
-                .iter()
-                .map(|card| card.tcp.as_deref().and_then(|a| a.parse().ok()))
+            addrs: (0..env.size)
+                .map(|p| cards.view(p).ok().as_ref().and_then(transport::tcp_addr))
                 .collect(),
             dial,
             live: Default::default(),
@@ -567,14 +560,14 @@ fn segment_heap_bytes(heap_bytes: usize, ranks: usize) -> usize {
 
 /// Each rank's node: ranks on one host that publish shared-memory segments
 /// map each other's heaps; every other rank is a node of its own. Computed
-/// from the all-gathered cards, so every rank computes the same.
-fn nodes_of(cards: &[crate::transport::Card]) -> Vec<usize> {
+/// from the all-gathered cards, so every rank computes the same; one pass,
+/// with the first rank of each host name in a map.
+fn nodes_of(cards: &CardTable) -> Vec<usize> {
+    let mut first_of_host: std::collections::HashMap<&[u8], usize> = Default::default();
     (0..cards.len())
-        .map(|r| match &cards[r].shm {
-            Some(_) => (0..=r)
-                .find(|&q| cards[q].shm.is_some() && cards[q].host == cards[r].host)
-                .unwrap_or(r),
-            None => r,
+        .map(|r| match cards.view(r) {
+            Ok(card) if card.shm.is_some() => *first_of_host.entry(card.host).or_insert(r),
+            _ => r,
         })
         .collect()
 }

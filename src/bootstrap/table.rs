@@ -50,6 +50,12 @@ impl Deref for TableBytes {
     }
 }
 
+impl AsRef<[u8]> for TableBytes {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
 /// Maps the table another rank of this host published.
 pub fn read(path: &str) -> io::Result<TableBytes> {
     let file = File::open(Path::new(path))?;

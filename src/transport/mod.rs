@@ -15,6 +15,7 @@
 //! pair to every rank, same-host peers and itself included.
 
 pub mod amo;
+pub mod cards;
 pub(crate) mod dynlib;
 pub mod failure;
 pub mod ofi;
@@ -26,6 +27,7 @@ pub mod verbs;
 use crate::error::{Error, Result};
 use crate::protocol::env::TRANSPORT;
 use crate::segment::ShmCard;
+use cards::{CardTable, CardView};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 use tcp::{Dial, TcpPeer};
@@ -163,35 +165,46 @@ impl Choice {
 /// Whether the job uses verbs: forced, or `auto` with a verbs card from
 /// every rank (a rank publishes one only when the job spans hosts). The
 /// same on every rank, as it reads only the all-gathered cards.
-pub fn uses_verbs(choice: Choice, cards: &[Card]) -> bool {
+pub fn uses_verbs(choice: Choice, cards: &CardTable) -> bool {
     match choice {
         Choice::Verbs => true,
-        Choice::Auto => cards.iter().all(|card| card.verbs.is_some()),
+        Choice::Auto => (0..cards.len()).all(|p| cards.view(p).is_ok_and(|card| card.verbs.is_some())),
         Choice::Shm | Choice::Tcp | Choice::Ofi => false,
     }
 }
 
 /// Whether the job uses ofi: forced, or `auto` with an ofi card (only a
-/// hardware provider's) from every rank and no verbs. The same on every rank.
-pub fn uses_ofi(choice: Choice, cards: &[Card]) -> bool {
+/// hardware provider publishes one under `auto`) from every rank and no verbs.
+pub fn uses_ofi(choice: Choice, cards: &CardTable) -> bool {
     match choice {
         Choice::Ofi => true,
-        Choice::Auto => !uses_verbs(choice, cards) && cards.iter().all(|card| card.ofi.is_some()),
+        Choice::Auto => {
+            !uses_verbs(choice, cards) && (0..cards.len()).all(|p| cards.view(p).is_ok_and(|card| card.ofi.is_some()))
+        }
         Choice::Shm | Choice::Tcp | Choice::Verbs => false,
     }
 }
 
-/// Builds the path to every rank from the all-gathered cards.
-/// `lazy_shm`: map same-host peers on first access (see [`shm`]); TCP
-/// links connect on first use past `tcp::path::eager_peers`.
-pub fn connect_all(rank: usize, choice: Choice, cards: &[Card], dial: &Dial, lazy_shm: bool) -> Result<Vec<Path>> {
-    let own = &cards[rank];
+/// `peer`'s card from the table, or why it cannot be read.
+pub fn read_card(rank: usize, cards: &CardTable, peer: usize) -> Result<CardView<'_>> {
+    cards.view(peer).map_err(|e| Error::BootstrapProtocol {
+        rank,
+        peer: format!("rank {peer}"),
+        detail: format!("undecodable transport card: {e}"),
+    })
+}
+
+/// Builds the path to every rank from the all-gathered cards, reading
+/// each in place ([`cards`]).
+pub fn connect_all(rank: usize, choice: Choice, cards: &Arc<CardTable>, dial: &Dial, lazy_shm: bool) -> Result<Vec<Path>> {
+    let own = read_card(rank, cards, rank)?;
     let lazy_tcp = cards.len() > tcp::path::eager_peers() + 1;
     let verbs_job = uses_verbs(choice, cards);
     let ofi_job = uses_ofi(choice, cards);
     let mut probes = shm::Probes::default();
     let mut paths = Vec::with_capacity(cards.len());
-    for (peer, card) in cards.iter().enumerate() {
+    for peer in 0..cards.len() {
+        let card = read_card(rank, cards, peer)?;
         if card.heap_bytes != own.heap_bytes {
             return Err(Error::HeapMismatch {
                 rank,
@@ -200,33 +213,25 @@ pub fn connect_all(rank: usize, choice: Choice, cards: &[Card], dial: &Dial, laz
                 theirs: card.heap_bytes as usize,
             });
         }
+        let unreachable = |detail: &str| Error::Unreachable {
+            rank,
+            peer,
+            host: card.host_name(),
+            detail: detail.into(),
+        };
         let path = match choice {
             _ if peer == rank => Path::Local,
-            Choice::Shm => shm::connect(rank, peer, own, card, lazy_shm, &mut probes)?,
-            Choice::Tcp => connect_tcp(rank, peer, card, dial, lazy_tcp)?,
+            Choice::Shm => shm::connect(rank, peer, (&own, &card), cards, lazy_shm, &mut probes)?,
+            Choice::Tcp => connect_tcp(rank, peer, &card, dial, lazy_tcp)?,
             Choice::Verbs if own.verbs.is_some() && card.verbs.is_some() => Path::Verbs,
-            Choice::Verbs => {
-                return Err(Error::Unreachable {
-                    rank,
-                    peer,
-                    host: card.host.clone(),
-                    detail: "--transport verbs was forced, but it has no active RDMA device".into(),
-                })
-            }
+            Choice::Verbs => return Err(unreachable("--transport verbs was forced, but it has no active RDMA device")),
             Choice::Ofi if own.ofi.is_some() && card.ofi.is_some() => Path::Ofi,
-            Choice::Ofi => {
-                return Err(Error::Unreachable {
-                    rank,
-                    peer,
-                    host: card.host.clone(),
-                    detail: "--transport ofi was forced, but it opened no libfabric endpoint".into(),
-                })
-            }
-            Choice::Auto => match shm::connect(rank, peer, own, card, lazy_shm, &mut probes) {
+            Choice::Ofi => return Err(unreachable("--transport ofi was forced, but it opened no libfabric endpoint")),
+            Choice::Auto => match shm::connect(rank, peer, (&own, &card), cards, lazy_shm, &mut probes) {
                 Ok(path) => path,
                 Err(_) if verbs_job => Path::Verbs,
                 Err(_) if ofi_job => Path::Ofi,
-                Err(_) if card.tcp.is_some() => connect_tcp(rank, peer, card, dial, lazy_tcp)?,
+                Err(_) if card.tcp.is_some() => connect_tcp(rank, peer, &card, dial, lazy_tcp)?,
                 Err(e) => return Err(e),
             },
         };
@@ -235,19 +240,24 @@ pub fn connect_all(rank: usize, choice: Choice, cards: &[Card], dial: &Dial, laz
     Ok(paths)
 }
 
-fn connect_tcp(rank: usize, peer: usize, card: &Card, dial: &Dial, lazy: bool) -> Result<Path> {
-    let Some(addr) = &card.tcp else {
+/// `card`'s TCP address, if it published one that parses.
+pub fn tcp_addr(card: &CardView) -> Option<std::net::SocketAddr> {
+    std::str::from_utf8(card.tcp?).ok()?.parse().ok()
+}
+
+fn connect_tcp(rank: usize, peer: usize, card: &CardView, dial: &Dial, lazy: bool) -> Result<Path> {
+    let Some(addr) = card.tcp else {
         return Err(Error::Unreachable {
             rank,
             peer,
-            host: card.host.clone(),
+            host: card.host_name(),
             detail: "it runs no TCP transport".into(),
         });
     };
-    let socket = addr.parse().map_err(|_| Error::TcpConnect {
+    let socket = tcp_addr(card).ok_or_else(|| Error::TcpConnect {
         rank,
         peer,
-        addr: addr.clone(),
+        addr: String::from_utf8_lossy(addr).into_owned(),
         source: std::io::Error::new(std::io::ErrorKind::InvalidData, "not an ip:port address"),
     })?;
     Ok(Path::Tcp(match lazy {

@@ -15,11 +15,12 @@
 //! Data moves with plain copies into and out of the peer's mapping; ordering
 //! comes from the Release stores and Acquire loads on the barrier flags.
 
-use super::{Card, Path};
+use super::cards::{CardTable, CardView};
+use super::Path;
 use crate::error::{Error, Result};
-use crate::segment::{Segment, ShmCard};
+use crate::segment::Segment;
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// How many same-host peers are mapped at wire-up (`ONESIDE_SHM_EAGER_PEERS`,
 /// default 64); with more, peers are mapped on first access.
@@ -27,9 +28,10 @@ pub fn eager_peers() -> usize {
     crate::protocol::env::count_or("ONESIDE_SHM_EAGER_PEERS", 64)
 }
 
-/// A same-host peer's segment: mapped at wire-up, or on first access.
+/// A same-host peer's segment: mapped at wire-up, or on first access,
+/// when its card is read from the job's table.
 pub struct PeerSegment {
-    card: ShmCard,
+    table: Arc<CardTable>,
     mapped: OnceLock<Segment>,
 }
 
@@ -50,10 +52,19 @@ impl PeerSegment {
 
     #[cold]
     fn map(&self, rank: usize, peer: usize) -> Result<*mut u8> {
-        let segment = Segment::open_peer(&self.card).map_err(|detail| Error::PeerSegment {
+        // connect() read this card already, so it decodes and has a segment.
+        let card = self.table.view(peer).ok().and_then(|view| view.shm.map(|shm| shm.to_card()));
+        let Some(card) = card else {
+            return Err(Error::BootstrapProtocol {
+                rank,
+                peer: format!("rank {peer}"),
+                detail: "its card in the table no longer reads as a shared-memory card".into(),
+            });
+        };
+        let segment = Segment::open_peer(&card).map_err(|detail| Error::PeerSegment {
             rank,
             peer,
-            path: self.card.path.clone(),
+            path: card.path.clone(),
             detail: format!("{detail} (mapping it on first use: did rank {peer} exit?)"),
         })?;
         // Two threads may race here; the loser's mapping is dropped unused.
@@ -64,15 +75,22 @@ impl PeerSegment {
 
 /// What the first peer of each host name showed: whether its segment opens here.
 #[derive(Default)]
-pub struct Probes(HashMap<String, bool>);
+pub struct Probes(HashMap<Vec<u8>, bool>);
 
 /// The path to `peer` by shared memory, or why it cannot be reached.
 /// `lazy`: map later, on first access, once its host is known to share memory.
-pub fn connect(rank: usize, peer: usize, own: &Card, card: &Card, lazy: bool, probes: &mut Probes) -> Result<Path> {
+pub fn connect(
+    rank: usize,
+    peer: usize,
+    (own, card): (&CardView, &CardView),
+    table: &Arc<CardTable>,
+    lazy: bool,
+    probes: &mut Probes,
+) -> Result<Path> {
     let unreachable = |detail: String| Error::Unreachable {
         rank,
         peer,
-        host: card.host.clone(),
+        host: card.host_name(),
         detail,
     };
     let Some(shm) = &card.shm else {
@@ -82,38 +100,39 @@ pub fn connect(rank: usize, peer: usize, own: &Card, card: &Card, lazy: bool, pr
     };
     let segment = |mapped: OnceLock<Segment>| {
         Path::Shm(PeerSegment {
-            card: shm.clone(),
+            table: table.clone(),
             mapped,
         })
     };
-    match probes.0.get(&card.host) {
+    match probes.0.get(card.host) {
         Some(true) if lazy => return Ok(segment(OnceLock::new())),
         Some(false) => {
             return Err(unreachable(format!(
                 "another rank of host '{}' showed that its shared memory is not this rank's",
-                card.host
+                card.host_name()
             )))
         }
         _ => {}
     }
-    match Segment::open_peer(shm) {
+    let shm = shm.to_card();
+    match Segment::open_peer(&shm) {
         Ok(mapped) => {
-            probes.0.insert(card.host.clone(), true);
+            probes.0.insert(card.host.to_vec(), true);
             Ok(segment(OnceLock::from(mapped)))
         }
         // Host names can alias one machine ("localhost", its real name), so
         // the segment decides; a different name only explains a failure.
         Err(detail) if card.host != own.host => {
-            probes.0.insert(card.host.clone(), false);
+            probes.0.insert(card.host.to_vec(), false);
             Err(unreachable(format!(
                 "it runs on another host than this rank ('{}'), so shared memory cannot reach it ({detail})",
-                own.host
+                own.host_name()
             )))
         }
         Err(detail) => Err(Error::PeerSegment {
             rank,
             peer,
-            path: shm.path.clone(),
+            path: shm.path,
             detail,
         }),
     }
