@@ -77,6 +77,12 @@ pub enum LaunchError {
         source: io::Error,
     },
 
+    #[error("cannot start the spawner process (rlaunch --spawner, from /proc/self/exe) that starts this host's ranks: {source}")]
+    Spawner {
+        #[source]
+        source: io::Error,
+    },
+
     #[error("cannot watch the ranks' output and exits (pidfd_open needs Linux 5.3 or later): {source}")]
     Watch {
         #[source]

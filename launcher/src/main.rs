@@ -12,6 +12,7 @@ mod manpage;
 mod plan;
 mod profile;
 mod proxy;
+mod spawner;
 
 use std::process::ExitCode;
 
@@ -20,6 +21,10 @@ fn main() -> ExitCode {
     if std::env::args_os().nth(1).is_some_and(|a| a == "--proxy") {
         let rest: Vec<String> = std::env::args().skip(2).collect();
         return ExitCode::from(proxy::run(&rest));
+    }
+    // The small process that starts a host's ranks: not a user-facing mode.
+    if std::env::args_os().nth(1).is_some_and(|a| a == "--spawner") {
+        return ExitCode::from(spawner::serve::run());
     }
     // A host's side of `rlaunch --check`: not a user-facing mode either.
     if std::env::args_os().nth(1).is_some_and(|a| a == "--probe") {

@@ -133,7 +133,11 @@ mod tests {
 
     #[test]
     fn a_view_reads_every_field_of_the_card_it_was_encoded_from() {
-        let cards = [card("a", true, false, false), card("bb", false, true, true), card("", true, true, false)];
+        let cards = [
+            card("a", true, false, false),
+            card("bb", false, true, true),
+            card("", true, true, false),
+        ];
         let table = CardTable::from_cards(&cards);
         assert_eq!(table.len(), 3);
         for (peer, card) in cards.iter().enumerate() {
@@ -142,8 +146,10 @@ mod tests {
             assert_eq!(view.heap_bytes, card.heap_bytes);
             assert_eq!(view.shm.as_ref().map(|s| s.to_card()), card.shm);
             assert_eq!(view.tcp, card.tcp.as_deref().map(str::as_bytes));
-            assert_eq!(view.ofi.as_ref().map(|o| (&o.provider, &o.name, o.addr, o.key)),
-                card.ofi.as_ref().map(|o| (&o.provider, &o.name, o.addr, o.key)));
+            assert_eq!(
+                view.ofi.as_ref().map(|o| (&o.provider, &o.name, o.addr, o.key)),
+                card.ofi.as_ref().map(|o| (&o.provider, &o.name, o.addr, o.key))
+            );
             assert_eq!(table.raw(peer), postcard::to_stdvec(card).unwrap());
         }
     }

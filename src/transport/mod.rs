@@ -196,7 +196,13 @@ pub fn read_card(rank: usize, cards: &CardTable, peer: usize) -> Result<CardView
 
 /// Builds the path to every rank from the all-gathered cards, reading
 /// each in place ([`cards`]).
-pub fn connect_all(rank: usize, choice: Choice, cards: &Arc<CardTable>, dial: &Dial, lazy_shm: bool) -> Result<Vec<Path>> {
+pub fn connect_all(
+    rank: usize,
+    choice: Choice,
+    cards: &Arc<CardTable>,
+    dial: &Dial,
+    lazy_shm: bool,
+) -> Result<Vec<Path>> {
     let own = read_card(rank, cards, rank)?;
     let lazy_tcp = cards.len() > tcp::path::eager_peers() + 1;
     let verbs_job = uses_verbs(choice, cards);
@@ -224,9 +230,17 @@ pub fn connect_all(rank: usize, choice: Choice, cards: &Arc<CardTable>, dial: &D
             Choice::Shm => shm::connect(rank, peer, (&own, &card), cards, lazy_shm, &mut probes)?,
             Choice::Tcp => connect_tcp(rank, peer, &card, dial, lazy_tcp)?,
             Choice::Verbs if own.verbs.is_some() && card.verbs.is_some() => Path::Verbs,
-            Choice::Verbs => return Err(unreachable("--transport verbs was forced, but it has no active RDMA device")),
+            Choice::Verbs => {
+                return Err(unreachable(
+                    "--transport verbs was forced, but it has no active RDMA device",
+                ))
+            }
             Choice::Ofi if own.ofi.is_some() && card.ofi.is_some() => Path::Ofi,
-            Choice::Ofi => return Err(unreachable("--transport ofi was forced, but it opened no libfabric endpoint")),
+            Choice::Ofi => {
+                return Err(unreachable(
+                    "--transport ofi was forced, but it opened no libfabric endpoint",
+                ))
+            }
             Choice::Auto => match shm::connect(rank, peer, (&own, &card), cards, lazy_shm, &mut probes) {
                 Ok(path) => path,
                 Err(_) if verbs_job => Path::Verbs,

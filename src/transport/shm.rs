@@ -53,7 +53,11 @@ impl PeerSegment {
     #[cold]
     fn map(&self, rank: usize, peer: usize) -> Result<*mut u8> {
         // connect() read this card already, so it decodes and has a segment.
-        let card = self.table.view(peer).ok().and_then(|view| view.shm.map(|shm| shm.to_card()));
+        let card = self
+            .table
+            .view(peer)
+            .ok()
+            .and_then(|view| view.shm.map(|shm| shm.to_card()));
         let Some(card) = card else {
             return Err(Error::BootstrapProtocol {
                 rank,

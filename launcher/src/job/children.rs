@@ -12,13 +12,14 @@
 
 use super::output::Stream;
 use super::report::Ending;
+use crate::spawner::Spawned;
 use crossbeam::channel::{self, Receiver, Sender};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token, Waker};
 use std::io::{self, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Child, ExitStatus};
+use std::process::ExitStatus;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -40,7 +41,7 @@ pub struct Watcher {
 enum Request {
     Watch {
         rank: u32,
-        child: Child,
+        child: Spawned,
         pidfd: OwnedFd,
     },
     /// No more children will come: end when the last one has ended.
@@ -61,11 +62,11 @@ impl Watcher {
         Ok(Watcher { add, waker, thread })
     }
 
-    /// Hands `child` (with piped stdout and stderr) to the loop.
-    pub fn watch(&self, rank: u32, child: Child) -> io::Result<()> {
+    /// Hands `child`, a child of this process, and its pipes to the loop.
+    pub fn watch(&self, rank: u32, child: Spawned) -> io::Result<()> {
         // SAFETY: pidfd_open takes a pid and flags and returns a new
         // descriptor or -1; it touches no memory of ours.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.id() as libc::pid_t, 0) };
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.pid as libc::pid_t, 0) };
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -150,10 +151,10 @@ impl Watch {
         }
     }
 
-    fn add(&mut self, rank: u32, mut child: Child, pidfd: OwnedFd) {
+    fn add(&mut self, rank: u32, child: Spawned, pidfd: OwnedFd) {
         let index = self.children.len();
-        let stdout = child.stdout.take().map(|p| Box::new(p) as Box<dyn ReadFd>);
-        let stderr = child.stderr.take().map(|p| Box::new(p) as Box<dyn ReadFd>);
+        let stdout = child.stdout.map(|p| Box::new(p) as Box<dyn ReadFd>);
+        let stderr = child.stderr.map(|p| Box::new(p) as Box<dyn ReadFd>);
         let mut pipes = [None, None];
         for (slot, (reader, stream)) in [(stdout, Stream::Stdout), (stderr, Stream::Stderr)]
             .into_iter()
@@ -185,7 +186,7 @@ impl Watch {
         }
         self.children.push(Some(Watched {
             rank,
-            pid: child.id() as i32,
+            pid: child.pid,
             pipes,
             pidfd: Some(pidfd),
         }));

@@ -1,5 +1,5 @@
-//! Ranks on this host: spawned directly; their output and exits go through
-//! one [`Watcher`] loop for all of them.
+//! Ranks on this host: started by the spawner process; their output and
+//! exits go through one [`Watcher`] loop for all of them.
 
 use super::children::{ChildEvent, Watcher};
 use super::output;
@@ -7,8 +7,8 @@ use super::spawn::{self, CpuShare, JobContext};
 use super::{Control, JobEvent, RankProcess};
 use crate::error::LaunchError;
 use crate::plan::{LaunchPlan, Placement};
+use crate::spawner::Spawner;
 use crossbeam::channel::Sender;
-use std::process::Stdio;
 
 /// The loop that prints local ranks' lines (tagged under `--tag-output`)
 /// and reports their exits to the supervisor.
@@ -28,36 +28,30 @@ pub fn watcher(plan: &LaunchPlan, events: &Sender<JobEvent>) -> Result<Watcher, 
     .map_err(|source| LaunchError::Watch { source })
 }
 
-/// Starts one rank here. Must run on the main thread (see `spawn_process`).
+/// Starts one rank here, through the spawner.
 pub fn start_rank(
     plan: &LaunchPlan,
     placement: &Placement,
     job: &JobContext,
-    watcher: &Watcher,
+    (spawner, watcher): (&Spawner, &Watcher),
 ) -> Result<RankProcess, LaunchError> {
     let rank = placement.rank;
     let host = plan.hosts[placement.host].host.clone();
     let env = spawn::rank_env(plan, placement, job);
-    let stdin = if rank == 0 { Stdio::piped() } else { Stdio::null() };
     let spawn_error = |source| LaunchError::Spawn {
         rank,
         host: host.clone(),
         program: plan.program.display().to_string(),
         source,
     };
-    let mut child = spawn::spawn_process(
-        &plan.program,
-        &plan.args,
-        &env,
-        None,
-        stdin,
-        CpuShare::for_rank(plan, placement),
-    )
-    .map_err(spawn_error)?;
+    let cpus = spawn::pin_cpus(CpuShare::for_rank(plan, placement));
+    let mut child = spawner
+        .spawn(&plan.program, &plan.args, &env, None, rank == 0, cpus.as_deref())
+        .map_err(spawn_error)?;
     if let Some(stdin) = child.stdin.take() {
         output::forward_stdin(stdin);
     }
-    let pid = child.id() as i32;
+    let pid = child.pid;
     if let Err(source) = watcher.watch(rank as u32, child) {
         spawn::signal_group(pid, libc::SIGKILL);
         return Err(LaunchError::Watch { source });

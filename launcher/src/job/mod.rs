@@ -169,9 +169,12 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
         .sum();
     let remote_hosts = hosts.iter().filter(|(agent, _)| !agent.is_local()).count();
     check_open_files(plan, local_ranks, remote_hosts)?;
-    let watcher = match local_ranks {
-        0 => None,
-        _ => Some(local::watcher(plan, &events_tx)?),
+    let (spawner, watcher) = match local_ranks {
+        0 => (None, None),
+        _ => (
+            Some(crate::spawner::Spawner::start().map_err(|source| LaunchError::Spawner { source })?),
+            Some(local::watcher(plan, &events_tx)?),
+        ),
     };
     let mut procs: Vec<RankProcess> = Vec::with_capacity(size);
     let mut readers = Vec::new();
@@ -180,10 +183,10 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
     for (agent, placements) in hosts {
         let started = match agent {
             Agent::Local => {
-                let watcher = watcher.as_ref().expect("started for local ranks");
+                let started = spawner.as_ref().zip(watcher.as_ref()).expect("started for local ranks");
                 placements
                     .iter()
-                    .map(|p| local::start_rank(plan, p, &job, watcher))
+                    .map(|p| local::start_rank(plan, p, &job, started))
                     .collect::<Result<Vec<_>, _>>()
             }
             Agent::Ssh => remote::start_host(plan, &placements, &job, &events_tx, &mut readers),
@@ -207,6 +210,7 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
         }
     }
     procs.sort_by_key(|p| p.rank);
+    drop(spawner);
 
     let mut states = vec![RankState::default(); size];
     let mut abort: Option<Abort> = None;

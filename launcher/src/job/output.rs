@@ -6,7 +6,6 @@
 //! the launcher.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::ChildStdin;
 use std::thread::JoinHandle;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -58,7 +57,7 @@ pub fn tag(enabled: bool, rank: usize) -> Option<String> {
 
 /// Copies rlaunch's stdin to rank 0 until either side closes. Detached: a
 /// read of a terminal never ends on its own, and process exit ends it.
-pub fn forward_stdin(mut rank0: ChildStdin) {
+pub fn forward_stdin(mut rank0: std::fs::File) {
     std::thread::spawn(move || {
         let _ = std::io::copy(&mut std::io::stdin().lock(), &mut rank0);
     });

@@ -1,5 +1,6 @@
-//! Starting processes for a job: ranks on this host, and ssh connections to
-//! the proxies on other hosts.
+//! Starting processes for a job: what a rank's environment and CPU share
+//! are (the spawner starts ranks with them), and the ssh connections to
+//! the proxies on other hosts and srun steps, started here.
 //!
 //! Every process rlaunch starts gets its own process group (so teardown can
 //! signal it and anything it started, and a terminal's Ctrl-C reaches only
@@ -106,15 +107,20 @@ fn allowed_cpus() -> Vec<usize> {
     }
 }
 
+/// The CPUs a rank with `share` is pinned to, if any.
+pub fn pin_cpus(share: Option<CpuShare>) -> Option<Vec<usize>> {
+    let allowed = allowed_cpus();
+    share?.cpus(&allowed).map(<[usize]>::to_vec)
+}
+
 /// The CPU set a rank with `share` is pinned to, if any.
 fn pin_set(share: Option<CpuShare>) -> Option<libc::cpu_set_t> {
-    let allowed = allowed_cpus();
-    let cpus = share?.cpus(&allowed)?;
+    let cpus = pin_cpus(share)?;
     // SAFETY: as in `allowed_cpus`; CPU_SET takes indices below CPU_SETSIZE,
     // which every index from sched_getaffinity is.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for &c in cpus {
+        for &c in &cpus {
             libc::CPU_SET(c, &mut set);
         }
         Some(set)

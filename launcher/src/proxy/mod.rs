@@ -20,7 +20,6 @@ use oneside::protocol::shm_files;
 use oneside::protocol::wire::{encode_any, recv_any};
 use std::io::{Read, Write};
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use wire::{FromProxy, ProxySpec, ToProxy, MAX_FRAME};
 
@@ -124,12 +123,27 @@ fn serve(link: Link) -> u8 {
         }
     };
 
+    let spawner = match crate::spawner::Spawner::start() {
+        Ok(spawner) => spawner,
+        Err(e) => {
+            send(
+                &out,
+                &FromProxy::SpawnFailed {
+                    rank: spec.ranks.first().map_or(0, |r| r.rank),
+                    error: format!("cannot start the spawner process (rlaunch --spawner): {e}"),
+                },
+            );
+            return 1;
+        }
+    };
     for rank in &spec.ranks {
         let program = Path::new(&spec.program);
         let cwd = Path::new(&spec.cwd);
-        let started = spawn::spawn_process(program, &spec.args, &rank.env, Some(cwd), Stdio::null(), rank.share)
+        let cpus = spawn::pin_cpus(rank.share);
+        let started = spawner
+            .spawn(program, &spec.args, &rank.env, Some(cwd), false, cpus.as_deref())
             .and_then(|child| {
-                let pid = child.id() as i32;
+                let pid = child.pid;
                 watcher.watch(rank.rank, child).map(|()| pid).inspect_err(|_| {
                     spawn::signal_group(pid, libc::SIGKILL);
                 })
@@ -153,6 +167,7 @@ fn serve(link: Link) -> u8 {
         send(&out, &FromProxy::Started { rank: rank.rank, pid });
         live.push((rank.rank, pid));
     }
+    drop(spawner);
 
     std::thread::spawn(move || loop {
         match recv_any::<ToProxy>(&mut input, MAX_FRAME) {
