@@ -165,7 +165,12 @@ impl Spawner {
                 })
             }
             Reply::Started { pid } => {
-                crate::job::spawn::signal_group(pid, libc::SIGKILL);
+                // SAFETY: kill(2) on the process group the child made, and
+                // waitpid on our own child, status discarded.
+                unsafe {
+                    libc::kill(-pid, libc::SIGKILL);
+                    libc::waitpid(pid, std::ptr::null_mut(), 0);
+                }
                 Err(io::Error::other(format!(
                     "the spawner sent {} descriptors for pid {pid}",
                     fds.len()
