@@ -99,7 +99,12 @@ impl World {
         let offset = self.offset_of(addr, 1)?;
         match self.links.paths.get(target)? {
             Path::Local => Some(addr as *mut u8),
-            Path::Shm(segment) => Some(segment.heap_base(self.rank, target).ok()?.wrapping_add(offset)),
+            Path::Shm(segment) => Some(
+                segment
+                    .heap_base(&self.links.cards, self.rank, target)
+                    .ok()?
+                    .wrapping_add(offset),
+            ),
             Path::Tcp(_) | Path::Verbs | Path::Ofi => None,
         }
     }

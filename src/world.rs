@@ -103,6 +103,7 @@ pub fn init_with(options: Options) -> Result<World> {
             rank: 0,
             size: 1,
             paths: vec![Path::Local],
+            cards: CardTable::empty(),
             own_heap: own.heap_base(),
             block_waits: crate::backoff::block_waits(1),
             engine: None,
@@ -173,11 +174,11 @@ pub fn init_with(options: Options) -> Result<World> {
         None => bootstrap::exchange_cards(&env, make_card)?,
     };
     let launcher = Some(launcher);
-    let cards = std::sync::Arc::new(CardTable::new(Box::new(table)).map_err(|e| Error::BootstrapProtocol {
+    let cards = CardTable::new(Box::new(table)).map_err(|e| Error::BootstrapProtocol {
         rank: env.rank,
         peer: "the card table".into(),
         detail: format!("undecodable: {e}"),
-    })?);
+    })?;
     let timeout = std::time::Duration::from_secs(env.bootstrap_timeout_secs.max(1));
     let dial = Dial {
         secret: env.secret.clone(),
@@ -186,7 +187,7 @@ pub fn init_with(options: Options) -> Result<World> {
         nudge: Some(Nudge::new()),
     };
     let lazy_shm = env.local_size > transport::shm::eager_peers() + 1;
-    let paths = transport::connect_all(env.rank, choice, &cards, &dial, lazy_shm)?;
+    let transport::Wired { paths, nodes: node_of } = transport::connect_all(env.rank, choice, &cards, &dial, lazy_shm)?;
     // A verbs job sends every atomic through the NIC (the rule in the crate
     // docs), so it needs a queue pair to every rank, this one included,
     // whatever the data path; `connect_all` has checked every card has one.
@@ -222,7 +223,6 @@ pub fn init_with(options: Options) -> Result<World> {
         }
         (false, _) => rdma,
     };
-    let node_of = nodes_of(&cards);
     let tcp_peers = paths.iter().any(|path| matches!(path, Path::Tcp(_)));
     let (mut flusher, mut ctx_connect) = (None, None);
     if tcp_peers {
@@ -246,6 +246,7 @@ pub fn init_with(options: Options) -> Result<World> {
         rank: env.rank,
         size: env.size,
         paths,
+        cards,
         own_heap: own.heap_base(),
         block_waits: crate::backoff::block_waits(env.local_size),
         engine,
@@ -556,20 +557,6 @@ impl World {
 /// whole pages so that global data after it stays page aligned.
 fn segment_heap_bytes(heap_bytes: usize, ranks: usize) -> usize {
     (heap_bytes + Layout::new(ranks).area_bytes()).next_multiple_of(4096)
-}
-
-/// Each rank's node: ranks on one host that publish shared-memory segments
-/// map each other's heaps; every other rank is a node of its own. Computed
-/// from the all-gathered cards, so every rank computes the same; one pass,
-/// with the first rank of each host name in a map.
-fn nodes_of(cards: &CardTable) -> Vec<usize> {
-    let mut first_of_host: std::collections::HashMap<&[u8], usize> = Default::default();
-    (0..cards.len())
-        .map(|r| match cards.view(r) {
-            Ok(card) if card.shm.is_some() => *first_of_host.entry(card.host).or_insert(r),
-            _ => r,
-        })
-        .collect()
 }
 
 impl Drop for World {

@@ -14,6 +14,7 @@ pub(crate) mod primitives;
 pub(crate) mod stream;
 
 use crate::error::Error;
+use crate::transport::cards::CardTable;
 use crate::transport::failure::{Failure, CONSEQUENCE_GRACE};
 use crate::transport::rdma::RdmaLink;
 use crate::transport::tcp::engine::ProgressEngine;
@@ -40,6 +41,9 @@ pub(crate) struct Links {
     /// (the memory model in the crate docs).
     pub(crate) rdma: Option<RdmaLink>,
     pub(crate) paths: Vec<Path>,
+    /// Every rank's card as the launcher gathered it, read in place; a
+    /// same-host peer mapped on first access finds its card here.
+    pub(crate) cards: CardTable,
     /// Ranks reached over TCP, so shared-memory-only quiets skip the scan.
     pub(crate) tcp_peers: Vec<usize>,
     /// Where contexts connect their own TCP links (when there are TCP peers).
@@ -71,6 +75,7 @@ pub(crate) struct Parts {
     pub rank: usize,
     pub size: usize,
     pub paths: Vec<Path>,
+    pub cards: CardTable,
     pub own_heap: *mut u8,
     pub block_waits: bool,
     pub engine: Option<ProgressEngine>,
@@ -91,6 +96,7 @@ impl Links {
             _flusher: parts.flusher,
             rdma: parts.rdma,
             paths: parts.paths,
+            cards: parts.cards,
             tcp_peers,
             ctx_connect: parts.ctx_connect,
             own_heap: HeapBase(parts.own_heap),

@@ -52,7 +52,7 @@ impl Links {
     pub(crate) fn route<'a>(&'a self, stream: Stream<'a>, target: usize) -> Result<Route<'a>> {
         Ok(match &self.paths[target] {
             Path::Local => Route::Mapped(self.own_heap.0),
-            Path::Shm(segment) => Route::Mapped(segment.heap_base(self.rank, target)?),
+            Path::Shm(segment) => Route::Mapped(segment.heap_base(&self.cards, self.rank, target)?),
             Path::Tcp(path) => Route::Tcp(match stream {
                 Stream::Default => path.get_or_connect(|| self.dial_lazily(target))?,
                 Stream::Ctx(links) => links.link(target),

@@ -77,6 +77,14 @@ impl CardTable {
         Ok(CardTable { bytes, spans })
     }
 
+    /// A table of no cards: a singleton's, which has no peer to read.
+    pub fn empty() -> CardTable {
+        CardTable {
+            bytes: Box::new(Vec::new()),
+            spans: Vec::new(),
+        }
+    }
+
     /// A table of these cards, encoded as the launcher does.
     #[cfg(test)]
     pub fn from_cards(cards: &[super::Card]) -> CardTable {

@@ -29,6 +29,7 @@ use crate::protocol::env::TRANSPORT;
 use crate::segment::ShmCard;
 use cards::{CardTable, CardView};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tcp::{Dial, TcpPeer};
 
@@ -194,21 +195,49 @@ pub fn read_card(rank: usize, cards: &CardTable, peer: usize) -> Result<CardView
     })
 }
 
+/// The paths to every rank, and every rank's node.
+pub struct Wired {
+    pub paths: Vec<Path>,
+    /// Each rank's node: ranks on one host that publish shared-memory
+    /// segments map each other's heaps, and their node is the first of
+    /// them; every other rank is a node of its own. Read from the cards
+    /// alone, so every rank computes the same.
+    pub nodes: Vec<usize>,
+}
+
+/// The first rank of each host name, among those given: ranks come in
+/// blocks by host, so the last host is kept aside and the map is looked at
+/// only when the host changes.
+#[derive(Default)]
+struct FirstOfHost<'a> {
+    by_host: HashMap<&'a [u8], usize>,
+    last: Option<(&'a [u8], usize)>,
+}
+
+impl<'a> FirstOfHost<'a> {
+    fn first(&mut self, host: &'a [u8], rank: usize) -> usize {
+        match self.last {
+            Some((last, first)) if last == host => first,
+            _ => {
+                let first = *self.by_host.entry(host).or_insert(rank);
+                self.last = Some((host, first));
+                first
+            }
+        }
+    }
+}
+
 /// Builds the path to every rank from the all-gathered cards, reading
-/// each in place ([`cards`]).
-pub fn connect_all(
-    rank: usize,
-    choice: Choice,
-    cards: &Arc<CardTable>,
-    dial: &Dial,
-    lazy_shm: bool,
-) -> Result<Vec<Path>> {
+/// each in place, once ([`cards`]).
+pub fn connect_all(rank: usize, choice: Choice, cards: &CardTable, dial: &Dial, lazy_shm: bool) -> Result<Wired> {
     let own = read_card(rank, cards, rank)?;
     let lazy_tcp = cards.len() > tcp::path::eager_peers() + 1;
     let verbs_job = uses_verbs(choice, cards);
     let ofi_job = uses_ofi(choice, cards);
     let mut probes = shm::Probes::default();
+    let mut first_of_host = FirstOfHost::default();
     let mut paths = Vec::with_capacity(cards.len());
+    let mut nodes = Vec::with_capacity(cards.len());
     for peer in 0..cards.len() {
         let card = read_card(rank, cards, peer)?;
         if card.heap_bytes != own.heap_bytes {
@@ -219,6 +248,10 @@ pub fn connect_all(
                 theirs: card.heap_bytes as usize,
             });
         }
+        nodes.push(match card.shm {
+            Some(_) => first_of_host.first(card.host, peer),
+            None => peer,
+        });
         let unreachable = |detail: &str| Error::Unreachable {
             rank,
             peer,
@@ -227,7 +260,7 @@ pub fn connect_all(
         };
         let path = match choice {
             _ if peer == rank => Path::Local,
-            Choice::Shm => shm::connect(rank, peer, (&own, &card), cards, lazy_shm, &mut probes)?,
+            Choice::Shm => shm::connect(rank, peer, (&own, &card), lazy_shm, &mut probes)?,
             Choice::Tcp => connect_tcp(rank, peer, &card, dial, lazy_tcp)?,
             Choice::Verbs if own.verbs.is_some() && card.verbs.is_some() => Path::Verbs,
             Choice::Verbs => {
@@ -241,7 +274,7 @@ pub fn connect_all(
                     "--transport ofi was forced, but it opened no libfabric endpoint",
                 ))
             }
-            Choice::Auto => match shm::connect(rank, peer, (&own, &card), cards, lazy_shm, &mut probes) {
+            Choice::Auto => match shm::connect(rank, peer, (&own, &card), lazy_shm, &mut probes) {
                 Ok(path) => path,
                 Err(_) if verbs_job => Path::Verbs,
                 Err(_) if ofi_job => Path::Ofi,
@@ -251,7 +284,7 @@ pub fn connect_all(
         };
         paths.push(path);
     }
-    Ok(paths)
+    Ok(Wired { paths, nodes })
 }
 
 /// `card`'s TCP address, if it published one that parses.

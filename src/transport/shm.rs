@@ -20,7 +20,7 @@ use super::Path;
 use crate::error::{Error, Result};
 use crate::segment::Segment;
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 /// How many same-host peers are mapped at wire-up (`ONESIDE_SHM_EAGER_PEERS`,
 /// default 64); with more, peers are mapped on first access.
@@ -29,35 +29,55 @@ pub fn eager_peers() -> usize {
 }
 
 /// A same-host peer's segment: mapped at wire-up, or on first access,
-/// when its card is read from the job's table.
+/// when its card is read from the job's [`CardTable`]. Small (a peer of a
+/// 2048-rank host is one of 2048 in every rank), and one load from the
+/// heap base once mapped, as a mapped [`Segment`] in place would be.
 pub struct PeerSegment {
-    table: Arc<CardTable>,
-    mapped: OnceLock<Segment>,
+    mapped: OnceLock<Mapped>,
+}
+
+/// A mapped peer: its heap base, and the mapping that keeps it valid.
+struct Mapped {
+    heap: *mut u8,
+    _segment: Box<Segment>,
+}
+
+// SAFETY: `heap` points into `_segment`'s mapping, which lives as long as
+// this value and is shared memory every thread may address (as `Segment`,
+// which is Send and Sync); nothing here is tied to a thread.
+unsafe impl Send for Mapped {}
+// SAFETY: as above; `Mapped` is never written after it is set.
+unsafe impl Sync for Mapped {}
+
+impl Mapped {
+    fn new(segment: Segment) -> Mapped {
+        Mapped {
+            heap: segment.heap_base(),
+            _segment: Box::new(segment),
+        }
+    }
 }
 
 impl PeerSegment {
-    /// The peer's heap base in this process, mapping it first if need be.
+    /// The peer's heap base in this process, mapping it first (from its
+    /// card in `cards`) if need be.
     #[inline]
-    pub fn heap_base(&self, rank: usize, peer: usize) -> Result<*mut u8> {
+    pub fn heap_base(&self, cards: &CardTable, rank: usize, peer: usize) -> Result<*mut u8> {
         match self.mapped.get() {
-            Some(segment) => Ok(segment.heap_base()),
-            None => self.map(rank, peer),
+            Some(mapped) => Ok(mapped.heap),
+            None => self.map(cards, rank, peer),
         }
     }
 
     /// The heap base if the peer is mapped already.
     pub fn mapped_base(&self) -> Option<*mut u8> {
-        self.mapped.get().map(Segment::heap_base)
+        self.mapped.get().map(|mapped| mapped.heap)
     }
 
     #[cold]
-    fn map(&self, rank: usize, peer: usize) -> Result<*mut u8> {
+    fn map(&self, cards: &CardTable, rank: usize, peer: usize) -> Result<*mut u8> {
         // connect() read this card already, so it decodes and has a segment.
-        let card = self
-            .table
-            .view(peer)
-            .ok()
-            .and_then(|view| view.shm.map(|shm| shm.to_card()));
+        let card = cards.view(peer).ok().and_then(|view| view.shm.map(|shm| shm.to_card()));
         let Some(card) = card else {
             return Err(Error::BootstrapProtocol {
                 rank,
@@ -72,24 +92,46 @@ impl PeerSegment {
             detail: format!("{detail} (mapping it on first use: did rank {peer} exit?)"),
         })?;
         // Two threads may race here; the loser's mapping is dropped unused.
-        let _ = self.mapped.set(segment);
-        Ok(self.mapped.get().expect("set above").heap_base())
+        let _ = self.mapped.set(Mapped::new(segment));
+        Ok(self.mapped.get().expect("set above").heap)
     }
 }
 
-/// What the first peer of each host name showed: whether its segment opens here.
+/// What the first peer of each host name showed: whether its segment opens
+/// here. Ranks come in blocks by host, so the last host is kept aside and
+/// the map is looked at only when the host changes.
 #[derive(Default)]
-pub struct Probes(HashMap<Vec<u8>, bool>);
+pub struct Probes<'a> {
+    by_host: HashMap<&'a [u8], bool>,
+    last: Option<(&'a [u8], bool)>,
+}
+
+impl<'a> Probes<'a> {
+    fn get(&mut self, host: &'a [u8]) -> Option<bool> {
+        match self.last {
+            Some((last, verdict)) if last == host => Some(verdict),
+            _ => {
+                let verdict = *self.by_host.get(host)?;
+                self.last = Some((host, verdict));
+                Some(verdict)
+            }
+        }
+    }
+
+    fn set(&mut self, host: &'a [u8], verdict: bool) {
+        self.by_host.insert(host, verdict);
+        self.last = Some((host, verdict));
+    }
+}
 
 /// The path to `peer` by shared memory, or why it cannot be reached.
 /// `lazy`: map later, on first access, once its host is known to share memory.
-pub fn connect(
+pub fn connect<'a>(
     rank: usize,
     peer: usize,
-    (own, card): (&CardView, &CardView),
-    table: &Arc<CardTable>,
+    (own, card): (&CardView, &CardView<'a>),
     lazy: bool,
-    probes: &mut Probes,
+    probes: &mut Probes<'a>,
 ) -> Result<Path> {
     let unreachable = |detail: String| Error::Unreachable {
         rank,
@@ -102,13 +144,8 @@ pub fn connect(
             "it published no shared-memory segment (alone on its host, or TCP forced)".into(),
         ));
     };
-    let segment = |mapped: OnceLock<Segment>| {
-        Path::Shm(PeerSegment {
-            table: table.clone(),
-            mapped,
-        })
-    };
-    match probes.0.get(card.host) {
+    let segment = |mapped: OnceLock<Mapped>| Path::Shm(PeerSegment { mapped });
+    match probes.get(card.host) {
         Some(true) if lazy => return Ok(segment(OnceLock::new())),
         Some(false) => {
             return Err(unreachable(format!(
@@ -121,13 +158,13 @@ pub fn connect(
     let shm = shm.to_card();
     match Segment::open_peer(&shm) {
         Ok(mapped) => {
-            probes.0.insert(card.host.to_vec(), true);
-            Ok(segment(OnceLock::from(mapped)))
+            probes.set(card.host, true);
+            Ok(segment(OnceLock::from(Mapped::new(mapped))))
         }
         // Host names can alias one machine ("localhost", its real name), so
         // the segment decides; a different name only explains a failure.
         Err(detail) if card.host != own.host => {
-            probes.0.insert(card.host.to_vec(), false);
+            probes.set(card.host, false);
             Err(unreachable(format!(
                 "it runs on another host than this rank ('{}'), so shared memory cannot reach it ({detail})",
                 own.host_name()
