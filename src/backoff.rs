@@ -192,7 +192,7 @@ impl Drop for Backoff {
 /// Pinned by rlaunch (`--bind-to core`), the rank's own CPUs count;
 /// otherwise the host's CPUs are shared by its `local_ranks` ranks.
 pub(crate) fn may_spin(local_ranks: usize, threads: usize) -> bool {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = cores();
     let pinned = std::env::var(crate::protocol::env::BOUND).is_ok_and(|v| v == "1");
     match pinned {
         true => threads <= cores,
@@ -209,8 +209,15 @@ const BLOCK_WHEN_RANKS_PER_CORE: usize = 4;
 /// Whether this host's ranks so outnumber its cores that collective waits
 /// should block on futexes rather than yield.
 pub(crate) fn block_waits(local_ranks: usize) -> bool {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    local_ranks > BLOCK_WHEN_RANKS_PER_CORE * cores
+    local_ranks > BLOCK_WHEN_RANKS_PER_CORE * cores()
+}
+
+/// The cores this process may use, read once: `available_parallelism`
+/// reads the affinity mask and the cgroup's quota files each time, and
+/// init asks three times (4% of a rank's start in a 2048-rank job).
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 #[cfg(test)]

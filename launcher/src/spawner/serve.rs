@@ -17,8 +17,13 @@ use std::os::unix::ffi::OsStrExt;
 /// Runs the spawner until rlaunch closes its socket; the exit status.
 pub fn run() -> u8 {
     // SAFETY: rlaunch placed the socket on this descriptor before exec;
-    // nothing else in this process owns it.
-    let socket = unsafe { OwnedFd::from_raw_fd(SOCKET_FD) };
+    // nothing else in this process owns it. PR_SET_NAME reads at most 16
+    // bytes of a NUL-terminated name (it was started as /proc/self/exe,
+    // so `ps` would show "exe").
+    let socket = unsafe {
+        libc::prctl(libc::PR_SET_NAME, c"rlaunch-spawn".as_ptr());
+        OwnedFd::from_raw_fd(SOCKET_FD)
+    };
     // SAFETY: getppid has no preconditions.
     let parent = unsafe { libc::getppid() };
     let base_env: Vec<(Vec<u8>, Vec<u8>)> = std::env::vars_os()
