@@ -111,13 +111,36 @@ impl Prepared {
 /// `auto` takes (for anything else between hosts, TCP is as good).
 pub const HARDWARE: [&str; 5] = ["cxi", "efa", "opx", "psm2", "psm3"];
 
+/// Whether this host has a device some [`HARDWARE`] provider could drive:
+/// an RDMA device (efa, psm3; opx and psm2 through hfi1), a Slingshot NIC
+/// (cxi) or an Omni-Path one. A few directory reads, where asking
+/// libfabric costs each rank ~50 ms on a virtual machine (its start-up
+/// reads all of `/proc/kallsyms`, twice): `auto` asks only where one of
+/// its providers could answer.
+fn fabric_device_present() -> bool {
+    let any_in = |dir: &str, prefix: &str| {
+        std::fs::read_dir(dir).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        })
+    };
+    any_in("/sys/class/infiniband", "")
+        || any_in("/dev", "cxi")
+        || any_in("/dev", "hfi1_")
+        || any_in("/sys/class/cxi", "")
+}
+
 /// Opens the provider and prepares this rank's endpoint for a job of `size`
 /// ranks; with `hardware_only`, only a provider of [`HARDWARE`].
 pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<Prepared, String> {
-    let lib = library::load()?;
     let wanted = std::env::var(PROVIDER_VAR)
         .ok()
         .filter(|p| !p.is_empty() && p != "auto");
+    if hardware_only && wanted.is_none() && !fabric_device_present() {
+        return Err("no fabric device here (/sys/class/infiniband, /dev/cxi*, /dev/hfi1_*)".into());
+    }
+    let lib = library::load()?;
     let info = get_info(lib, wanted.as_deref(), 0).map_err(|e| match &wanted {
         Some(p) => format!("provider {p:?} offers no RDM endpoint with RMA and atomics here ({e})"),
         None => format!("no libfabric provider offers an RDM endpoint with RMA and atomics here ({e})"),
