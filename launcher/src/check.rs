@@ -112,11 +112,7 @@ fn probe_host(plan: &LaunchPlan, host: &HostEntry, agent: Agent, rlaunch: &str, 
             .chain(probe_args.clone())
             .collect::<Vec<String>>()
     };
-    let (command, args) = match agent {
-        Agent::Local => (rlaunch.to_string(), probe_args.clone()),
-        Agent::Ssh => crate::job::remote::ssh_command(plan, host, &words()),
-        Agent::Srun => crate::job::srun_step::srun_command(&[host], &words()),
-    };
+    let (command, args) = crate::job::agents::command_on(plan, host, agent, &words());
     let output = std::process::Command::new(&command)
         .args(&args)
         .stdin(Stdio::null())

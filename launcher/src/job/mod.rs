@@ -11,29 +11,26 @@
 //! ranks on hosts it can no longer reach.
 
 pub mod address;
+pub mod agents;
 pub mod children;
 mod deadlock;
 mod hang;
 mod judge;
-mod local;
 pub mod output;
 mod pmi;
-pub mod remote;
 pub mod report;
 mod silent;
 mod simple_pmi;
 pub mod spawn;
-pub mod srun_step;
 mod table;
 
 use crate::error::LaunchError;
-use crate::plan::Agent;
-use crate::plan::{LaunchPlan, Placement};
+use crate::plan::LaunchPlan;
+use agents::Reach;
 use crossbeam::channel::{self, RecvTimeoutError};
 use oneside::protocol::{auth, env::hex_encode, shm_files};
 use report::Ending;
 use spawn::JobContext;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long ranks get between SIGTERM and SIGKILL, and after SIGKILL
@@ -94,19 +91,14 @@ pub enum JobEvent {
     },
 }
 
-/// How the supervisor reaches a rank to signal it.
-pub enum Control {
-    Local,
-    Remote(Arc<remote::ProxyLink>),
-}
-
 /// A started rank.
 pub struct RankProcess {
     pub rank: usize,
     pub host: String,
     /// 0 until a remote proxy reports it.
     pub pid: i32,
-    pub control: Control,
+    /// How to signal it, through the agent that started it.
+    pub control: Reach,
 }
 
 /// Per-rank bookkeeping.
@@ -161,57 +153,9 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
     })?;
     hang::catch_quit();
 
-    let hosts = host_groups(plan);
-    let local_ranks: usize = hosts
-        .iter()
-        .filter(|(agent, _)| agent.is_local())
-        .map(|(_, p)| p.len())
-        .sum();
-    let remote_hosts = hosts.iter().filter(|(agent, _)| !agent.is_local()).count();
-    check_open_files(plan, local_ranks, remote_hosts)?;
-    let (spawner, watcher) = match local_ranks {
-        0 => (None, None),
-        _ => (
-            Some(crate::spawner::Spawner::start().map_err(|source| LaunchError::Spawner { source })?),
-            Some(local::watcher(plan, &events_tx)?),
-        ),
-    };
-    let mut procs: Vec<RankProcess> = Vec::with_capacity(size);
-    let mut readers = Vec::new();
-    let mut spawn_error = None;
-    let mut srun_hosts: Vec<Vec<&Placement>> = Vec::new();
-    for (agent, placements) in hosts {
-        let started = match agent {
-            Agent::Local => {
-                let started = spawner.as_ref().zip(watcher.as_ref()).expect("started for local ranks");
-                placements
-                    .iter()
-                    .map(|p| local::start_rank(plan, p, &job, started))
-                    .collect::<Result<Vec<_>, _>>()
-            }
-            Agent::Ssh => remote::start_host(plan, &placements, &job, &events_tx, &mut readers),
-            Agent::Srun => {
-                srun_hosts.push(placements);
-                continue;
-            }
-        };
-        match started {
-            Ok(mut ranks) => procs.append(&mut ranks),
-            Err(e) => {
-                spawn_error = Some(e);
-                break;
-            }
-        }
-    }
-    if spawn_error.is_none() && !srun_hosts.is_empty() {
-        match srun_step::start_hosts(plan, &srun_hosts, &job, &events_tx, &mut readers) {
-            Ok(mut ranks) => procs.append(&mut ranks),
-            Err(e) => spawn_error = Some(e),
-        }
-    }
-    procs.sort_by_key(|p| p.rank);
-    drop(spawner);
-
+    let mut started = agents::start(plan, &job, &events_tx)?;
+    let procs = std::mem::take(&mut started.procs);
+    let spawn_error = started.error.take();
     let mut states = vec![RankState::default(); size];
     let mut abort: Option<Abort> = None;
     if spawn_error.is_some() {
@@ -226,13 +170,7 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
     }
     supervise(plan, &procs, &mut states, &mut abort, &events, &mailbox);
 
-    // Pipes and proxy streams close once every rank is gone.
-    for reader in readers {
-        let _ = reader.join();
-    }
-    if let Some(watcher) = watcher {
-        watcher.finish();
-    }
+    started.finish();
     remove_left_shm_files(&job.job_id, &procs, &states);
     if let Some(e) = spawn_error {
         return Err(e);
@@ -246,50 +184,13 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
 /// unlinked its region). Remote hosts' proxies do the same for theirs.
 fn remove_left_shm_files(job_id: &str, procs: &[RankProcess], states: &[RankState]) {
     shm_files::remove_job_segments(job_id);
-    for p in procs
-        .iter()
-        .filter(|p| matches!(p.control, Control::Local) && p.pid > 0)
-    {
+    for p in procs {
+        let Some(pid) = p.control.pid_here(p.pid) else { continue };
         let state = &states[p.rank];
         if !(state.finalized && state.ending.is_some_and(Ending::success)) {
-            shm_files::remove_ofi_shm_regions(p.pid as u32);
+            shm_files::remove_ofi_shm_regions(pid as u32);
         }
     }
-}
-
-/// Each host with ranks, in host order, with its agent and its ranks:
-/// one pass over the ranks, and one hostname check per host.
-fn host_groups(plan: &LaunchPlan) -> Vec<(Agent, Vec<&Placement>)> {
-    let mut by_host: Vec<Vec<&Placement>> = vec![Vec::new(); plan.hosts.len()];
-    for p in &plan.ranks {
-        by_host[p.host].push(p);
-    }
-    plan.agents
-        .iter()
-        .copied()
-        .zip(by_host)
-        .filter(|(_, placements)| !placements.is_empty())
-        .collect()
-}
-
-/// Raises rlaunch's open-file limit and checks that the job fits in it:
-/// each local rank holds two pipes and a pidfd here, and every rank a
-/// bootstrap link.
-fn check_open_files(plan: &LaunchPlan, local_ranks: usize, remote_hosts: usize) -> Result<(), LaunchError> {
-    let (soft, hard) = oneside::protocol::limits::raise_open_files();
-    let needed = (4 * local_ranks + (plan.ranks.len() - local_ranks) + 4 * remote_hosts + 64) as u64;
-    if soft == 0 || needed <= soft {
-        return Ok(());
-    }
-    Err(LaunchError::Descriptors {
-        host: oneside::protocol::route::hostname(),
-        needed,
-        hard,
-        why: format!(
-            "{local_ranks} local ranks x 4: output pipes, exit watch and bootstrap link; {} remote ranks x 1",
-            plan.ranks.len() - local_ranks
-        ),
-    })
 }
 
 fn supervise(
@@ -418,18 +319,11 @@ fn start_abort(procs: &[RankProcess], states: &[RankState], code: u8) -> Abort {
 /// Signals every rank still running (remote ones through their proxy,
 /// once per host); returns how many ranks that covers.
 pub fn signal_all(procs: &[RankProcess], states: &[RankState], signal: i32) -> usize {
-    let mut signalled_hosts: Vec<&str> = Vec::new();
+    let mut told = agents::Told::default();
     let mut count = 0;
     for p in procs.iter().filter(|p| states[p.rank].ending.is_none()) {
         count += 1;
-        match &p.control {
-            Control::Local => spawn::signal_group(p.pid, signal),
-            Control::Remote(link) if !signalled_hosts.contains(&link.host.as_str()) => {
-                signalled_hosts.push(&link.host);
-                link.signal(signal);
-            }
-            Control::Remote(_) => {}
-        }
+        p.control.signal(p.pid, signal, &mut told);
     }
     count
 }
@@ -445,9 +339,7 @@ fn give_up(procs: &[RankProcess], states: &mut [RankState]) {
             "rlaunch: rank {} on host {} did not report its end after SIGKILL; giving up on it",
             p.rank, p.host
         );
-        if let Control::Remote(link) = &p.control {
-            link.disconnect();
-        }
+        p.control.give_up();
         states[p.rank].ending = Some(Ending::Signal(libc::SIGKILL));
     }
 }

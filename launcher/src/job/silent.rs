@@ -14,7 +14,7 @@
 //! is left alone: someone is looking at it. Ranks on other hosts are their
 //! proxies' to watch, which they do not yet.
 
-use super::{Control, RankProcess, RankState};
+use super::{RankProcess, RankState};
 use std::time::{Duration, Instant};
 
 /// How long a rank must stay stopped while others wait before the job
@@ -83,7 +83,7 @@ impl Watch {
             let state = &states[p.rank];
             // A rank in finalize may be stopped there after the others
             // left: it is watched too, as long as it has not ended.
-            let watched = matches!(p.control, Control::Local) && state.ending.is_none() && state.stall.is_none();
+            let watched = p.control.pid_here(p.pid).is_some() && state.ending.is_none() && state.stall.is_none();
             let stopped = watched && pids[p.rank] > 0 && stopped(pids[p.rank]);
             let since = &mut self.since[p.rank];
             if !stopped {

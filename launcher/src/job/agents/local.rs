@@ -1,10 +1,11 @@
-//! Ranks on this host: started by the spawner process; their output and
-//! exits go through one [`Watcher`] loop for all of them.
+//! The local agent: ranks on this host, started by the spawner process;
+//! their output and exits go through one [`Watcher`] loop for all of them.
 
-use super::children::{ChildEvent, Watcher};
-use super::output;
-use super::spawn::{self, CpuShare, JobContext};
-use super::{Control, JobEvent, RankProcess};
+use super::super::children::{ChildEvent, Watcher};
+use super::super::output;
+use super::super::spawn::{self, CpuShare, JobContext};
+use super::super::{JobEvent, RankProcess};
+use super::Reach;
 use crate::error::LaunchError;
 use crate::plan::{LaunchPlan, Placement};
 use crate::spawner::Spawner;
@@ -60,6 +61,6 @@ pub fn start_rank(
         rank,
         host,
         pid,
-        control: Control::Local,
+        control: Reach::here(),
     })
 }

@@ -1,4 +1,4 @@
-//! Every other host's proxy from one srun step, as Open MPI's mpirun starts
+//! The srun agent: every other host's proxy from one srun step, as Open MPI's mpirun starts
 //! its daemons inside an allocation: `srun --nodes=N --ntasks=N
 //! --ntasks-per-node=1 --nodelist=… rlaunch --proxy --connect ADDR`.
 //!
@@ -10,10 +10,10 @@
 //! everything a proxy starts, so `scancel` reaches the ranks; a proxy whose
 //! connection closes SIGKILLs its ranks, so a killed rlaunch leaves nothing.
 
-use super::output::{self, Stream};
-use super::remote::{self, ProxyChannel, ProxyLink};
-use super::spawn::{self, JobContext};
-use super::{JobEvent, RankProcess};
+use super::super::output::{self, Stream};
+use super::super::spawn::{self, JobContext};
+use super::super::{JobEvent, RankProcess};
+use super::proxy_link::{self as remote, ProxyChannel, ProxyLink};
 use crate::error::LaunchError;
 use crate::hostfile::{self, HostEntry};
 use crate::plan::{LaunchPlan, Placement};
