@@ -13,6 +13,7 @@ mod plan;
 mod profile;
 mod proxy;
 mod spawner;
+mod sync;
 
 use std::process::ExitCode;
 

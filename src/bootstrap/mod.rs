@@ -63,7 +63,7 @@ impl Reporter {
     /// other report can come between the decision and the message; true
     /// if `decide` sent nothing or the message went out.
     pub fn send_if(&self, decide: impl FnOnce() -> Option<Msg>) -> bool {
-        let mut stream = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut stream = crate::sync::lock(&self.0);
         match (stream.as_mut(), decide()) {
             (Some(s), Some(msg)) => send_blocking(s, &msg).is_ok(),
             (Some(_), None) => true,
@@ -90,7 +90,7 @@ impl LauncherLink {
     /// reads what it sends).
     pub(crate) fn reporter(&self) -> Option<Reporter> {
         let copy = self.stream.as_ref()?.try_clone().ok()?;
-        *self.reports.lock().unwrap_or_else(|e| e.into_inner()) = Some(copy);
+        *crate::sync::lock(&self.reports) = Some(copy);
         Some(Reporter(self.reports.clone()))
     }
 
@@ -139,7 +139,7 @@ impl LauncherLink {
         };
         let fail = |source| Error::Finalize { rank, source };
         // The watchdog's copy goes first: nothing may follow the farewell.
-        self.reports.lock().unwrap_or_else(|e| e.into_inner()).take();
+        crate::sync::lock(&self.reports).take();
         send_blocking(stream, &msg).map_err(fail)?;
         // No time limit: the launcher answers once every rank has said
         // farewell, which may be long after this rank (a rank may leave

@@ -57,7 +57,7 @@ fn watch(rank: usize, reporter: Reporter) {
             // Described under the slot's lock: the waiting thread clears its
             // block under it before it leaves the wait, so the words read
             // here are still mapped.
-            let block = slot.block.lock().unwrap_or_else(|e| e.into_inner());
+            let block = crate::sync::lock(&slot.block);
             published |= block.is_some();
             match block.as_ref().filter(|b| b.since.elapsed() >= STALLED_AFTER) {
                 Some(block) if stalled => {
@@ -106,7 +106,7 @@ fn watch(rank: usize, reporter: Reporter) {
 fn still_blocked(slots: &[std::sync::Arc<super::Slot>], key: &[(Instant, bool)]) -> bool {
     slots.len() == key.len()
         && slots.iter().zip(key).all(|(slot, (since, _))| {
-            let block = slot.block.lock().unwrap_or_else(|e| e.into_inner());
+            let block = crate::sync::lock(&slot.block);
             let same = block.as_ref().is_some_and(|b| b.since == *since);
             if same {
                 slot.reported.store(true, Ordering::Release);

@@ -34,14 +34,14 @@ static NEWS: (Mutex<u64>, Condvar) = (Mutex::new(0), Condvar::new());
 
 /// The number of blocks published so far.
 fn news() -> u64 {
-    *NEWS.0.lock().unwrap_or_else(|e| e.into_inner())
+    *crate::sync::lock(&NEWS.0)
 }
 
 /// Sleeps until a block is published after the `seen`-th.
 fn wait_for_news(seen: u64) {
-    let mut count = NEWS.0.lock().unwrap_or_else(|e| e.into_inner());
+    let mut count = crate::sync::lock(&NEWS.0);
     while *count == seen {
-        count = NEWS.1.wait(count).unwrap_or_else(|e| e.into_inner());
+        count = crate::sync::wait(&NEWS.1, count);
     }
 }
 
@@ -237,7 +237,7 @@ impl Drop for BlockedGuard {
             if local.published.replace(false) {
                 let _ = SLOT.try_with(|slot| {
                     if let Some(slot) = slot.borrow().as_ref() {
-                        *slot.block.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                        *crate::sync::lock(&slot.block) = None;
                         if slot.reported.swap(false, Ordering::AcqRel) {
                             if let Some((rank, reporter)) = MOVING.get() {
                                 reporter.send(&crate::protocol::wire::Msg::Moving { rank: *rank });
@@ -298,21 +298,21 @@ pub(crate) fn idle() {
         let Ok(slot) = SLOT.try_with(|slot| slot.borrow_mut().get_or_insert_with(register).clone()) else {
             return;
         };
-        *slot.block.lock().unwrap_or_else(|e| e.into_inner()) = Some(Block {
+        *crate::sync::lock(&slot.block) = Some(Block {
             call,
             waiting,
             since: Instant::now(),
             trace,
         });
         local.published.set(true);
-        *NEWS.0.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        *crate::sync::lock(&NEWS.0) += 1;
         NEWS.1.notify_one();
     });
 }
 
 fn register() -> Arc<Slot> {
     let slot = Arc::new(Slot::default());
-    let mut slots = SLOTS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut slots = crate::sync::lock(&SLOTS);
     slots.retain(|s| s.strong_count() > 0);
     slots.push(Arc::downgrade(&slot));
     slot
@@ -320,6 +320,6 @@ fn register() -> Arc<Slot> {
 
 /// Every live thread's slot.
 fn slots() -> Vec<Arc<Slot>> {
-    let slots = SLOTS.lock().unwrap_or_else(|e| e.into_inner());
+    let slots = crate::sync::lock(&SLOTS);
     slots.iter().filter_map(Weak::upgrade).collect()
 }

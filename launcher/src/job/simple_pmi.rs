@@ -70,7 +70,7 @@ pub fn start(ip: IpAddr, plan: &LaunchPlan, job_id: &str) -> io::Result<String> 
 fn accept(listener: TcpListener, space: Arc<Space>) {
     for stream in listener.incoming().flatten() {
         {
-            let mut st = space.state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut st = crate::sync::lock(&space.state);
             if st.connections >= 2 * space.size + 16 {
                 continue; // dropped: more clients than ranks can be
             }
@@ -133,13 +133,13 @@ fn answer(line: &str, space: &Space, rank: &mut Option<usize>) -> Option<String>
             if rank.is_none() || key.len() > MAX_KEY || value.len() > MAX_VALUE {
                 return Some("cmd=put_result rc=-1 msg=refused\n".into());
             }
-            let mut st = space.state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut st = crate::sync::lock(&space.state);
             st.kvs.insert(key.to_string(), value.to_string());
             "cmd=put_result rc=0 msg=success\n".into()
         }
         "get" => {
             let key = field(line, "key")?;
-            let st = space.state.lock().unwrap_or_else(|e| e.into_inner());
+            let st = crate::sync::lock(&space.state);
             match st.kvs.get(key) {
                 Some(v) => format!("cmd=get_result rc=0 msg=success value={v}\n"),
                 None => format!("cmd=get_result rc=-1 msg=key_{key}_not_found\n"),
@@ -157,7 +157,7 @@ fn answer(line: &str, space: &Space, rank: &mut Option<usize>) -> Option<String>
 
 /// Waits until every rank has entered this barrier.
 fn barrier(space: &Space) {
-    let mut st = space.state.lock().unwrap_or_else(|e| e.into_inner());
+    let mut st = crate::sync::lock(&space.state);
     let generation = st.generation;
     st.waiting += 1;
     if st.waiting == space.size {
@@ -167,7 +167,7 @@ fn barrier(space: &Space) {
         return;
     }
     while st.generation == generation {
-        st = space.barrier_out.wait(st).unwrap_or_else(|e| e.into_inner());
+        st = crate::sync::wait(&space.barrier_out, st);
     }
 }
 

@@ -33,7 +33,7 @@ type Outbox = Arc<Mutex<Box<dyn Write + Send>>>;
 
 fn send(out: &Outbox, msg: &FromProxy) {
     let frame = encode_any(msg);
-    let mut out = out.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut out = crate::sync::lock(out);
     let _ = out.write_all(&frame).and_then(|()| out.flush());
 }
 

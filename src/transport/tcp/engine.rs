@@ -218,7 +218,7 @@ impl Table {
     /// that already has news wakes the thread at once (epoll checks
     /// readiness when a descriptor is added).
     fn arm(&self) -> io::Result<()> {
-        let _arming = self.arming.lock().unwrap_or_else(|p| p.into_inner());
+        let _arming = crate::sync::lock(&self.arming);
         if !self.armed.load(Ordering::SeqCst) {
             let fd = self.ready.as_raw_fd();
             self.registry
@@ -232,7 +232,7 @@ impl Table {
     /// wakes the thread, which may be asleep without a timeout, so that it
     /// starts looking for idle drivers.
     fn disarm(&self) {
-        let _arming = self.arming.lock().unwrap_or_else(|p| p.into_inner());
+        let _arming = crate::sync::lock(&self.arming);
         if self.armed.load(Ordering::SeqCst) {
             let fd = self.ready.as_raw_fd();
             let _ = self.registry.deregister(&mut SourceFd(&fd));
@@ -303,7 +303,7 @@ fn run(mut poll: Poll, listener: TcpListener, table: &Table, stop: &AtomicBool) 
 /// Locks the table; a thread that panicked while serving left no
 /// half-applied state that matters more than the job's own failure report.
 fn lock(conns: &Mutex<Conns>) -> MutexGuard<'_, Conns> {
-    conns.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    crate::sync::lock(conns)
 }
 
 impl Conns {

@@ -141,7 +141,7 @@ impl Shared {
             {
                 let mut sleeping = crate::sync::lock(&self.sleep);
                 while self.state.load(Ordering::SeqCst) == IDLE {
-                    sleeping = self.wake.wait(sleeping).unwrap_or_else(|p| p.into_inner());
+                    sleeping = crate::sync::wait(&self.wake, sleeping);
                 }
             }
             let idle_ticks = (IDLE_AFTER.as_micros() / TICK.as_micros()) as u32;

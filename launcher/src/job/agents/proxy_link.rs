@@ -50,7 +50,7 @@ impl ProxyLink {
     /// Asks the proxy to signal its ranks.
     pub fn signal(&self, signal: i32) {
         let frame = encode_any(&ToProxy::Signal { signal });
-        let mut channel = self.channel.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut channel = crate::sync::lock(&self.channel);
         let _ = match &mut *channel {
             ProxyChannel::Ssh { stdin, .. } => stdin.write_all(&frame).and_then(|()| stdin.flush()),
             ProxyChannel::Tcp { stream, .. } => stream.write_all(&frame),
@@ -63,7 +63,7 @@ impl ProxyLink {
     /// that is the one step of every host, which rlaunch only cuts once it
     /// has given up on a rank).
     pub fn disconnect(&self) {
-        let channel = self.channel.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let channel = crate::sync::lock(&self.channel);
         match &*channel {
             ProxyChannel::Ssh { ssh_pid, .. } => spawn::signal_group(*ssh_pid, libc::SIGKILL),
             ProxyChannel::Tcp { stream, srun_pid } => {

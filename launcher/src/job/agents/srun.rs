@@ -87,16 +87,16 @@ impl SrunStep {
 
     fn publish(&self, status: String, stderr: &str) {
         let words = remote::agent_end("srun", &status, stderr);
-        *self.words.lock().unwrap_or_else(|p| p.into_inner()) = Some(words);
+        *crate::sync::lock(&self.words) = Some(words);
         self.ended.notify_all();
     }
 
     fn wait(&self, limit: Duration) -> Option<String> {
-        let words = self.words.lock().unwrap_or_else(|p| p.into_inner());
+        let words = crate::sync::lock(&self.words);
         let (words, _) = self
             .ended
             .wait_timeout_while(words, limit, |w| w.is_none())
-            .unwrap_or_else(|p| p.into_inner());
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         words.clone()
     }
 }
