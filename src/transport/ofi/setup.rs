@@ -137,7 +137,8 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<
     let wanted = std::env::var(PROVIDER_VAR)
         .ok()
         .filter(|p| !p.is_empty() && p != "auto");
-    if hardware_only && wanted.is_none() && !fabric_device_present() {
+    let user_chose = wanted.is_some() || std::env::var_os("FI_PROVIDER").is_some_and(|p| !p.is_empty());
+    if hardware_only && !user_chose && !fabric_device_present() {
         return Err("no fabric device here (/sys/class/infiniband, /dev/cxi*, /dev/hfi1_*)".into());
     }
     let lib = library::load()?;
