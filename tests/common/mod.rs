@@ -256,22 +256,10 @@ pub fn ctrl_c_leaves_nothing(args: &[&str], ranks: usize) {
     }
 }
 
-/// The N x N matrix `"key":[[..],..]` of a `profile.json` (rlaunch writes
-/// each matrix on one line).
+/// The N x N matrix `"key":[[..],..]` of a `profile.json`.
 pub fn json_matrix(json: &str, key: &str) -> Vec<Vec<u64>> {
-    let start = format!("\"{key}\":");
-    let line = json
-        .lines()
-        .find_map(|l| l.strip_prefix(&start))
-        .unwrap_or_else(|| panic!("no {key} in {json}"));
-    let inner = line
-        .trim_end_matches(',')
-        .trim_start_matches("[[")
-        .trim_end_matches("]]");
-    inner
-        .split("],[")
-        .map(|row| row.split(',').map(|v| v.parse().expect("a number")).collect())
-        .collect()
+    let value: serde_json::Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("not JSON ({e}): {json}"));
+    serde_json::from_value(value[key].clone()).unwrap_or_else(|e| panic!("no {key} matrix ({e}) in {json}"))
 }
 
 /// The matrix of bytes `tests/c/profiled.c` and `examples/traffic.rs`

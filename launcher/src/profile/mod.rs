@@ -8,7 +8,7 @@ mod summary;
 pub mod timeline;
 
 use oneside::profile::{FamilyStats, RankProfile};
-use std::fmt::Write as _;
+use serde::{Serialize, Serializer};
 use std::path::{Path, PathBuf};
 
 /// The default directory of `--profile`.
@@ -112,64 +112,119 @@ pub fn report(dir: &Path, size: usize) -> std::io::Result<Vec<PathBuf>> {
     Ok(files.into_iter().map(|(path, _)| path).collect())
 }
 
-fn list<T: std::fmt::Display>(items: impl IntoIterator<Item = T>) -> String {
-    let items: Vec<String> = items.into_iter().map(|i| i.to_string()).collect();
-    format!("[{}]", items.join(","))
-}
-
-fn matrix_json(m: &[Vec<u64>]) -> String {
-    list(m.iter().map(list))
-}
-
-/// A JSON string literal.
-pub fn quoted(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out + "\""
-}
-
 /// `profile.json`: `ranks`, the matrices (row = origin, column = target),
-/// and `ops` per rank.
+/// and `ops` per rank (docs/src/inside.md), written by serde_json.
 pub fn to_json(m: &Merged) -> String {
-    let mut ops = Vec::new();
-    for p in &m.ranks {
-        let (blocked, communicating) = Merged::split(p);
-        let families: Vec<String> = (p.families.iter().filter(|f| f.calls > 0))
-            .map(|f| {
-                format!(
-                    "{}:{{\"calls\":{},\"bytes\":{},\"ns\":{},\"histogram_log2_ns\":{}}}",
-                    quoted(&f.name),
-                    f.calls,
-                    f.bytes,
-                    f.nanos,
-                    list(&f.histogram)
-                )
-            })
-            .collect();
-        ops.push(format!(
-            "{{\"rank\":{},\"host\":{},\"elapsed_ns\":{},\"blocked_ns\":{blocked},\"communicating_ns\":{communicating},\"ops\":{{{}}}}}",
-            p.rank,
-            quoted(&p.host),
-            p.elapsed_ns,
-            families.join(",")
-        ));
+    let ops = m
+        .ranks
+        .iter()
+        .map(|p| {
+            let (blocked_ns, communicating_ns) = Merged::split(p);
+            RankJson {
+                rank: p.rank,
+                host: &p.host,
+                elapsed_ns: p.elapsed_ns,
+                blocked_ns,
+                communicating_ns,
+                ops: OpsJson(&p.families),
+            }
+        })
+        .collect();
+    let profile = ProfileJson {
+        version: 1,
+        ranks: m.size,
+        missing_ranks: m.missing.iter().map(|(r, _)| *r).collect(),
+        matrix_bytes: m.matrix(|p| &p.target_bytes),
+        matrix_ops: m.matrix(|p| &p.target_ops),
+        collective_matrix_bytes: m.matrix(|p| &p.collective_bytes),
+        ops,
+    };
+    serde_json::to_string(&profile).expect("a profile serializes") + "\n"
+}
+
+#[derive(Serialize)]
+struct ProfileJson<'a> {
+    version: u32,
+    ranks: usize,
+    missing_ranks: Vec<usize>,
+    matrix_bytes: Vec<Vec<u64>>,
+    matrix_ops: Vec<Vec<u64>>,
+    collective_matrix_bytes: Vec<Vec<u64>>,
+    ops: Vec<RankJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct RankJson<'a> {
+    rank: usize,
+    host: &'a str,
+    elapsed_ns: u64,
+    blocked_ns: u64,
+    communicating_ns: u64,
+    ops: OpsJson<'a>,
+}
+
+/// A rank's families with calls, as an object keyed by family name, in
+/// the order they appear.
+struct OpsJson<'a>(&'a [FamilyStats]);
+
+#[derive(Serialize)]
+struct FamilyJson<'a> {
+    calls: u64,
+    bytes: u64,
+    ns: u64,
+    histogram_log2_ns: &'a [u64],
+}
+
+impl Serialize for OpsJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().filter(|f| f.calls > 0).map(|f| {
+            let family = FamilyJson {
+                calls: f.calls,
+                bytes: f.bytes,
+                ns: f.nanos,
+                histogram_log2_ns: &f.histogram,
+            };
+            (&f.name, family)
+        }))
     }
-    format!(
-        "{{\n\"version\":1,\n\"ranks\":{},\n\"missing_ranks\":{},\n\"matrix_bytes\":{},\n\"matrix_ops\":{},\n\"collective_matrix_bytes\":{},\n\"ops\":[\n{}\n]\n}}\n",
-        m.size,
-        list(m.missing.iter().map(|(r, _)| r)),
-        matrix_json(&m.matrix(|p| &p.target_bytes)),
-        matrix_json(&m.matrix(|p| &p.target_ops)),
-        matrix_json(&m.matrix(|p| &p.collective_bytes)),
-        ops.join(",\n")
-    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{to_json, Merged};
+    use oneside::profile::{FamilyStats, RankProfile};
+
+    #[test]
+    fn profile_json_parses_back_with_its_strings_escaped() {
+        let family = |name: &str, calls| FamilyStats {
+            name: name.into(),
+            calls,
+            bytes: 8 * calls,
+            nanos: 100,
+            histogram: vec![0, calls],
+        };
+        let merged = Merged {
+            size: 2,
+            ranks: vec![RankProfile {
+                rank: 0,
+                size: 2,
+                host: "odd \"host\"\n".into(),
+                elapsed_ns: 1000,
+                families: vec![family("put", 3), family("get", 0)],
+                target_bytes: vec![0, 24],
+                target_ops: vec![0, 3],
+                collective_bytes: vec![0, 0],
+            }],
+            missing: vec![(1, "no file".into())],
+        };
+        let json: serde_json::Value = serde_json::from_str(&to_json(&merged)).expect("valid JSON");
+        assert_eq!(json["ranks"], 2);
+        assert_eq!(json["missing_ranks"], serde_json::json!([1]));
+        assert_eq!(json["matrix_bytes"], serde_json::json!([[0, 24], [0, 0]]));
+        let rank = &json["ops"][0];
+        assert_eq!(rank["host"], "odd \"host\"\n");
+        assert_eq!(rank["ops"]["put"]["calls"], 3);
+        assert_eq!(rank["ops"]["put"]["histogram_log2_ns"], serde_json::json!([0, 3]));
+        assert!(rank["ops"].get("get").is_none(), "families never called are left out");
+    }
 }

@@ -4,8 +4,8 @@
 //! thread per rank thread, a complete event ("X") per call. Times are
 //! microseconds after the earliest rank's start, by each host's clock.
 
-use super::quoted;
 use oneside::profile::RankTrace;
+use serde::{Serialize, Serializer};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -44,36 +44,101 @@ pub fn write(dir: &Path, size: usize) -> std::io::Result<(PathBuf, String)> {
     Ok((path, line + "\n"))
 }
 
+/// The Chrome trace-event file (its "JSON object format"): a named,
+/// ordered track per rank, an `X` event per call, written by serde_json.
 fn to_json(traces: &[RankTrace], size: usize, missing: &[usize]) -> String {
     let origin = traces.iter().map(|t| t.epoch_unix_ns).min().unwrap_or(0);
     let mut events = Vec::new();
     for t in traces {
-        events.push(format!(
-            "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{},\"args\":{{\"name\":{}}}}}",
-            t.rank,
-            quoted(&format!("rank {} ({})", t.rank, t.host))
-        ));
-        events.push(format!(
-            "{{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":{},\"args\":{{\"sort_index\":{}}}}}",
-            t.rank, t.rank
-        ));
+        events.push(Event::Meta {
+            name: "process_name",
+            ph: "M",
+            pid: t.rank,
+            args: MetaArgs::Name {
+                name: format!("rank {} ({})", t.rank, t.host),
+            },
+        });
+        events.push(Event::Meta {
+            name: "process_sort_index",
+            ph: "M",
+            pid: t.rank,
+            args: MetaArgs::SortIndex { sort_index: t.rank },
+        });
         for (name, thread, begin, duration) in &t.events {
             let at = (t.epoch_unix_ns - origin).saturating_add(*begin);
-            events.push(format!(
-                "{{\"name\":{},\"cat\":\"oneside\",\"ph\":\"X\",\"pid\":{},\"tid\":{thread},\"ts\":{:.3},\"dur\":{:.3}}}",
-                quoted(name),
-                t.rank,
-                at as f64 / 1e3,
-                *duration as f64 / 1e3
-            ));
+            events.push(Event::Call {
+                name,
+                cat: "oneside",
+                ph: "X",
+                pid: t.rank,
+                tid: *thread,
+                ts: at as f64 / 1e3,
+                dur: *duration as f64 / 1e3,
+            });
         }
     }
-    let dropped: Vec<String> = traces.iter().map(|t| format!("\"{}\":{}", t.rank, t.dropped)).collect();
-    format!(
-        "{{\"displayTimeUnit\":\"ns\",\"otherData\":{{\"ranks\":{size},\"missing_ranks\":{missing:?},\"dropped_events\":{{{}}}}},\n\"traceEvents\":[\n{}\n]}}\n",
-        dropped.join(","),
-        events.join(",\n")
-    )
+    let file = TraceFile {
+        display_time_unit: "ns",
+        other_data: OtherData {
+            ranks: size,
+            missing_ranks: missing,
+            dropped_events: Dropped(traces),
+        },
+        trace_events: events,
+    };
+    serde_json::to_string(&file).expect("a trace serializes") + "\n"
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TraceFile<'a> {
+    display_time_unit: &'static str,
+    other_data: OtherData<'a>,
+    trace_events: Vec<Event<'a>>,
+}
+
+#[derive(Serialize)]
+struct OtherData<'a> {
+    ranks: usize,
+    missing_ranks: &'a [usize],
+    dropped_events: Dropped<'a>,
+}
+
+/// Events each rank dropped, keyed by rank, in rank order.
+struct Dropped<'a>(&'a [RankTrace]);
+
+impl Serialize for Dropped<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|t| (t.rank.to_string(), t.dropped)))
+    }
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Event<'a> {
+    Meta {
+        name: &'static str,
+        ph: &'static str,
+        pid: usize,
+        args: MetaArgs,
+    },
+    Call {
+        name: &'a str,
+        cat: &'static str,
+        ph: &'static str,
+        pid: usize,
+        tid: usize,
+        /// Microseconds, as the format wants.
+        ts: f64,
+        dur: f64,
+    },
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum MetaArgs {
+    Name { name: String },
+    SortIndex { sort_index: usize },
 }
 
 #[cfg(test)]
@@ -90,14 +155,8 @@ mod tests {
             events: vec![("barrier".into(), 0, 1000, 500)],
         };
         let json = to_json(&[rank(0, 5_000), rank(1, 2_000)], 3, &[2]);
-        assert!(
-            json.contains("\"pid\":0,\"tid\":0,\"ts\":4.000,\"dur\":0.500"),
-            "{json}"
-        );
-        assert!(
-            json.contains("\"pid\":1,\"tid\":0,\"ts\":1.000,\"dur\":0.500"),
-            "{json}"
-        );
+        assert!(json.contains("\"pid\":0,\"tid\":0,\"ts\":4.0,\"dur\":0.5"), "{json}");
+        assert!(json.contains("\"pid\":1,\"tid\":0,\"ts\":1.0,\"dur\":0.5"), "{json}");
         assert!(json.contains("\"missing_ranks\":[2]"), "{json}");
         assert!(json.contains("\"dropped_events\":{\"0\":0,\"1\":1}"), "{json}");
     }
