@@ -187,11 +187,13 @@ pub fn init_with(options: Options) -> Result<World> {
         nudge: Some(Nudge::new()),
     };
     let lazy_shm = env.local_size > transport::shm::eager_peers() + 1;
-    let transport::Wired { paths, nodes: node_of } = transport::connect_all(env.rank, choice, &cards, &dial, lazy_shm)?;
+    let nic = transport::job_nic(choice, &cards);
+    let transport::Wired { paths, nodes: node_of } =
+        transport::connect_all(env.rank, (choice, nic), &cards, &dial, lazy_shm)?;
     // A verbs job sends every atomic through the NIC (the rule in the crate
     // docs), so it needs a queue pair to every rank, this one included,
     // whatever the data path; `connect_all` has checked every card has one.
-    let rdma = match (transport::uses_verbs(choice, &cards), pending_rdma) {
+    let rdma = match (nic == transport::JobNic::Verbs, pending_rdma) {
         (true, Some(pending)) => {
             let rdma_cards = (0..env.size)
                 .map(|p| transport::read_card(env.rank, &cards, p).map(|card| card.verbs))
@@ -208,7 +210,7 @@ pub fn init_with(options: Options) -> Result<World> {
         (false, _) => None,
     };
     // Likewise an ofi job: every rank is in the address vector.
-    let rdma = match (transport::uses_ofi(choice, &cards), pending_ofi) {
+    let rdma = match (nic == transport::JobNic::Ofi, pending_ofi) {
         (true, Some(pending)) => {
             let ofi_cards = (0..env.size)
                 .map(|p| transport::read_card(env.rank, &cards, p).map(|card| card.ofi))

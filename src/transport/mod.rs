@@ -9,7 +9,7 @@
 //! hardware provider (cxi, efa, opx, psm2, psm3), TCP otherwise; a forced
 //! choice applies to every peer but the rank itself.
 //!
-//! Whether the job uses verbs ([`uses_verbs`]) is decided from the
+//! Whether the job uses verbs ([`job_nic`]) is decided from the
 //! all-gathered cards alone, so every rank decides the same. A verbs job
 //! sends every atomic through the NIC, so each rank then connects a queue
 //! pair to every rank, same-host peers and itself included.
@@ -29,7 +29,6 @@ use crate::protocol::env::TRANSPORT;
 use crate::segment::ShmCard;
 use cards::{CardTable, CardView};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tcp::{Dial, TcpPeer};
 
@@ -163,26 +162,47 @@ impl Choice {
     }
 }
 
-/// Whether the job uses verbs: forced, or `auto` with a verbs card from
-/// every rank (a rank publishes one only when the job spans hosts). The
-/// same on every rank, as it reads only the all-gathered cards.
-pub fn uses_verbs(choice: Choice, cards: &CardTable) -> bool {
-    match choice {
-        Choice::Verbs => true,
-        Choice::Auto => (0..cards.len()).all(|p| cards.view(p).is_ok_and(|card| card.verbs.is_some())),
-        Choice::Shm | Choice::Tcp | Choice::Ofi => false,
-    }
+/// Which NIC transport the job uses, if any: the same on every rank, as
+/// it reads only the all-gathered cards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobNic {
+    None,
+    /// Forced, or `auto` with a verbs card from every rank (a rank
+    /// publishes one only when the job spans hosts).
+    Verbs,
+    /// Forced, or `auto` with an ofi card (only a hardware provider
+    /// publishes one under `auto`) from every rank and no verbs.
+    Ofi,
 }
 
-/// Whether the job uses ofi: forced, or `auto` with an ofi card (only a
-/// hardware provider publishes one under `auto`) from every rank and no verbs.
-pub fn uses_ofi(choice: Choice, cards: &CardTable) -> bool {
+/// Decides [`JobNic`] in one pass over the cards (a verbs card carries a
+/// queue-pair number per rank, so each pass over a verbs job's table is
+/// O(N²)): decide it once and hand it on.
+pub fn job_nic(choice: Choice, cards: &CardTable) -> JobNic {
     match choice {
-        Choice::Ofi => true,
+        Choice::Verbs => JobNic::Verbs,
+        Choice::Ofi => JobNic::Ofi,
+        Choice::Shm | Choice::Tcp => JobNic::None,
         Choice::Auto => {
-            !uses_verbs(choice, cards) && (0..cards.len()).all(|p| cards.view(p).is_ok_and(|card| card.ofi.is_some()))
+            let (mut all_verbs, mut all_ofi) = (true, true);
+            for p in 0..cards.len() {
+                match cards.view(p) {
+                    Ok(card) => {
+                        all_verbs &= card.verbs.is_some();
+                        all_ofi &= card.ofi.is_some();
+                    }
+                    Err(_) => (all_verbs, all_ofi) = (false, false),
+                }
+                if !all_verbs && !all_ofi {
+                    break;
+                }
+            }
+            match (all_verbs, all_ofi) {
+                (true, _) => JobNic::Verbs,
+                (false, true) => JobNic::Ofi,
+                (false, false) => JobNic::None,
+            }
         }
-        Choice::Shm | Choice::Tcp | Choice::Verbs => false,
     }
 }
 
@@ -205,37 +225,20 @@ pub struct Wired {
     pub nodes: Vec<usize>,
 }
 
-/// The first rank of each host name, among those given: ranks come in
-/// blocks by host, so the last host is kept aside and the map is looked at
-/// only when the host changes.
-#[derive(Default)]
-struct FirstOfHost<'a> {
-    by_host: HashMap<&'a [u8], usize>,
-    last: Option<(&'a [u8], usize)>,
-}
-
-impl<'a> FirstOfHost<'a> {
-    fn first(&mut self, host: &'a [u8], rank: usize) -> usize {
-        match self.last {
-            Some((last, first)) if last == host => first,
-            _ => {
-                let first = *self.by_host.entry(host).or_insert(rank);
-                self.last = Some((host, first));
-                first
-            }
-        }
-    }
-}
-
 /// Builds the path to every rank from the all-gathered cards, reading
 /// each in place, once ([`cards`]).
-pub fn connect_all(rank: usize, choice: Choice, cards: &CardTable, dial: &Dial, lazy_shm: bool) -> Result<Wired> {
+pub fn connect_all(
+    rank: usize,
+    (choice, nic): (Choice, JobNic),
+    cards: &CardTable,
+    dial: &Dial,
+    lazy_shm: bool,
+) -> Result<Wired> {
     let own = read_card(rank, cards, rank)?;
     let lazy_tcp = cards.len() > tcp::path::eager_peers() + 1;
-    let verbs_job = uses_verbs(choice, cards);
-    let ofi_job = uses_ofi(choice, cards);
     let mut probes = shm::Probes::default();
-    let mut first_of_host = FirstOfHost::default();
+    // The first rank of each host name among those with a segment.
+    let mut first_of_host = cards::ByHost::default();
     let mut paths = Vec::with_capacity(cards.len());
     let mut nodes = Vec::with_capacity(cards.len());
     for peer in 0..cards.len() {
@@ -249,7 +252,7 @@ pub fn connect_all(rank: usize, choice: Choice, cards: &CardTable, dial: &Dial, 
             });
         }
         nodes.push(match card.shm {
-            Some(_) => first_of_host.first(card.host, peer),
+            Some(_) => first_of_host.get_or_insert(card.host, peer),
             None => peer,
         });
         let unreachable = |detail: &str| Error::Unreachable {
@@ -276,8 +279,8 @@ pub fn connect_all(rank: usize, choice: Choice, cards: &CardTable, dial: &Dial, 
             }
             Choice::Auto => match shm::connect(rank, peer, (&own, &card), lazy_shm, &mut probes) {
                 Ok(path) => path,
-                Err(_) if verbs_job => Path::Verbs,
-                Err(_) if ofi_job => Path::Ofi,
+                Err(_) if nic == JobNic::Verbs => Path::Verbs,
+                Err(_) if nic == JobNic::Ofi => Path::Ofi,
                 Err(_) if card.tcp.is_some() => connect_tcp(rank, peer, &card, dial, lazy_tcp)?,
                 Err(e) => return Err(e),
             },
