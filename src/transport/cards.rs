@@ -12,6 +12,7 @@
 
 use super::{OfiCard, VerbsCard};
 use serde::Deserialize;
+use std::collections::HashMap;
 
 /// Every rank's card, indexed by rank.
 pub struct CardTable {
@@ -60,6 +61,54 @@ impl CardView<'_> {
     /// The host name, for messages.
     pub fn host_name(&self) -> String {
         String::from_utf8_lossy(self.host).into_owned()
+    }
+}
+
+/// A value per host name, for a pass over the table's cards: ranks come
+/// in blocks by host, so the last host is kept aside and the map is looked
+/// at only when the host changes.
+pub struct ByHost<'a, V> {
+    map: HashMap<&'a [u8], V>,
+    last: Option<(&'a [u8], V)>,
+}
+
+impl<V> Default for ByHost<'_, V> {
+    fn default() -> Self {
+        ByHost {
+            map: HashMap::new(),
+            last: None,
+        }
+    }
+}
+
+impl<'a, V: Copy> ByHost<'a, V> {
+    /// The value of `host`, if it has one.
+    pub fn get(&mut self, host: &'a [u8]) -> Option<V> {
+        match self.last {
+            Some((last, value)) if last == host => Some(value),
+            _ => {
+                let value = *self.map.get(host)?;
+                self.last = Some((host, value));
+                Some(value)
+            }
+        }
+    }
+
+    /// The value of `host`, given `value` if it had none.
+    pub fn get_or_insert(&mut self, host: &'a [u8], value: V) -> V {
+        match self.get(host) {
+            Some(had) => had,
+            None => {
+                self.set(host, value);
+                value
+            }
+        }
+    }
+
+    /// Gives `host` the value `value`.
+    pub fn set(&mut self, host: &'a [u8], value: V) {
+        self.map.insert(host, value);
+        self.last = Some((host, value));
     }
 }
 
@@ -160,6 +209,23 @@ mod tests {
             );
             assert_eq!(table.raw(peer), postcard::to_stdvec(card).unwrap());
         }
+    }
+
+    #[test]
+    fn by_host_keeps_the_first_value_of_each_host_in_any_order() {
+        let mut first = super::ByHost::default();
+        let hosts: [&[u8]; 6] = [b"a", b"a", b"b", b"a", b"b", b"c"];
+        let got: Vec<usize> = hosts
+            .iter()
+            .enumerate()
+            .map(|(r, h)| first.get_or_insert(h, r))
+            .collect();
+        assert_eq!(got, [0, 0, 2, 0, 2, 5]);
+        first.set(b"a", 9);
+        assert_eq!(
+            (first.get(b"b"), first.get(b"a"), first.get(b"z")),
+            (Some(2), Some(9), None)
+        );
     }
 
     #[test]

@@ -15,11 +15,10 @@
 //! Data moves with plain copies into and out of the peer's mapping; ordering
 //! comes from the Release stores and Acquire loads on the barrier flags.
 
-use super::cards::{CardTable, CardView};
+use super::cards::{ByHost, CardTable, CardView};
 use super::Path;
 use crate::error::{Error, Result};
 use crate::segment::Segment;
-use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// How many same-host peers are mapped at wire-up (`ONESIDE_SHM_EAGER_PEERS`,
@@ -98,31 +97,8 @@ impl PeerSegment {
 }
 
 /// What the first peer of each host name showed: whether its segment opens
-/// here. Ranks come in blocks by host, so the last host is kept aside and
-/// the map is looked at only when the host changes.
-#[derive(Default)]
-pub struct Probes<'a> {
-    by_host: HashMap<&'a [u8], bool>,
-    last: Option<(&'a [u8], bool)>,
-}
-
-impl<'a> Probes<'a> {
-    fn get(&mut self, host: &'a [u8]) -> Option<bool> {
-        match self.last {
-            Some((last, verdict)) if last == host => Some(verdict),
-            _ => {
-                let verdict = *self.by_host.get(host)?;
-                self.last = Some((host, verdict));
-                Some(verdict)
-            }
-        }
-    }
-
-    fn set(&mut self, host: &'a [u8], verdict: bool) {
-        self.by_host.insert(host, verdict);
-        self.last = Some((host, verdict));
-    }
-}
+/// here.
+pub type Probes<'a> = ByHost<'a, bool>;
 
 /// The path to `peer` by shared memory, or why it cannot be reached.
 /// `lazy`: map later, on first access, once its host is known to share memory.

@@ -109,32 +109,23 @@ fn serve(link: Link) -> u8 {
             }
         })
     };
+    // Before any rank starts, a failure is the host's, told as its first rank's.
+    let fail_all = |error: String| {
+        let rank = spec.ranks.first().map_or(0, |r| r.rank);
+        send(&out, &FromProxy::SpawnFailed { rank, error });
+        1
+    };
     let watcher = match watcher {
         Ok(watcher) => watcher,
         Err(e) => {
-            send(
-                &out,
-                &FromProxy::SpawnFailed {
-                    rank: spec.ranks.first().map_or(0, |r| r.rank),
-                    error: format!("cannot watch the ranks (pidfd_open needs Linux 5.3 or later): {e}"),
-                },
-            );
-            return 1;
+            return fail_all(format!(
+                "cannot watch the ranks (pidfd_open needs Linux 5.3 or later): {e}"
+            ))
         }
     };
-
     let spawner = match crate::spawner::Spawner::start() {
         Ok(spawner) => spawner,
-        Err(e) => {
-            send(
-                &out,
-                &FromProxy::SpawnFailed {
-                    rank: spec.ranks.first().map_or(0, |r| r.rank),
-                    error: format!("cannot start the spawner process (rlaunch --spawner): {e}"),
-                },
-            );
-            return 1;
-        }
+        Err(e) => return fail_all(format!("cannot start the spawner process (rlaunch --spawner): {e}")),
     };
     for rank in &spec.ranks {
         let program = Path::new(&spec.program);
