@@ -259,6 +259,7 @@ mod bootstrap;
 mod coll;
 mod ctx;
 mod debug;
+mod dynlib;
 mod error;
 mod futex;
 mod globals;

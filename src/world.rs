@@ -150,7 +150,10 @@ pub fn init_with(options: Options) -> Result<World> {
             true => {
                 let started =
                     ProgressEngine::start(env.rank, local_ip, env.secret.clone(), own.raw(), spin_with_engine)
-                        .map_err(|source| Error::TcpListen { rank: env.rank, source })?;
+                        .map_err(|fault| Error::TcpListen {
+                            rank: env.rank,
+                            source: fault.into_io(),
+                        })?;
                 let addr = started.addr().to_string();
                 engine = Some(started);
                 Some(addr)
@@ -229,10 +232,10 @@ pub fn init_with(options: Options) -> Result<World> {
     let (mut flusher, mut ctx_connect) = (None, None);
     if tcp_peers {
         if let Some(nudge) = dial.nudge.clone() {
-            flusher = Some(Flusher::start(env.rank, nudge).map_err(|source| Error::ThreadStart {
+            flusher = Some(Flusher::start(env.rank, nudge).map_err(|fault| Error::ThreadStart {
                 rank: env.rank,
                 thread: "TCP flusher",
-                source,
+                source: fault.into_io(),
             })?);
         }
         ctx_connect = Some(CtxConnect {

@@ -15,7 +15,7 @@ pub(crate) mod stream;
 
 use crate::error::Error;
 use crate::transport::cards::CardTable;
-use crate::transport::failure::{Failure, CONSEQUENCE_GRACE};
+use crate::transport::fault::{Fault, CONSEQUENCE_GRACE};
 use crate::transport::rdma::RdmaLink;
 use crate::transport::tcp::engine::ProgressEngine;
 use crate::transport::tcp::flusher::Flusher;
@@ -121,33 +121,22 @@ impl Links {
         self.broken.store(true, Ordering::Relaxed);
     }
 
-    /// The error for a TCP link to `peer` that broke during `op`; marks the links broken.
-    #[cold]
-    pub(crate) fn lost(&self, peer: usize, op: &'static str, source: std::io::Error) -> Error {
-        self.mark_broken();
-        Error::PeerLost {
-            rank: self.rank,
-            peer,
-            op,
-            source,
-        }
-    }
-
     pub(crate) fn rdma_link(&self) -> &RdmaLink {
         self.rdma
             .as_ref()
             .expect("a verbs path or NIC atomics exist only with a connected RDMA transport")
     }
 
-    /// The error for a failed NIC operation; marks the links broken. A
-    /// failure that is only the consequence of another rank's waits a
-    /// little, so that the launcher hears of the cause first.
+    /// The error for an engine's failed operation, whatever the engine;
+    /// marks the links broken. A failure that is only the consequence of
+    /// another rank's waits a little, so that the launcher hears of the
+    /// cause first.
     #[cold]
-    pub(crate) fn rdma_failed(&self, failure: Failure) -> Error {
+    pub(crate) fn failed(&self, fault: Fault) -> Error {
         self.mark_broken();
-        if failure.consequence && self.size > 1 {
+        if fault.consequence && self.size > 1 {
             std::thread::sleep(CONSEQUENCE_GRACE);
         }
-        failure.into_error(self.rank)
+        fault.into_error(self.rank)
     }
 }

@@ -68,7 +68,7 @@ impl Links {
             // SAFETY: the caller checked that [offset, offset+len) lies in
             // the heap; `src` is private memory, so the ranges cannot overlap.
             Route::Mapped(base) => unsafe { shm::copy(src.as_ptr(), base.add(offset), src.len()) },
-            Route::Tcp(link) => return self.copy_in_tcp(target, link, offset, src, false),
+            Route::Tcp(link) => return self.copy_in_tcp(link, offset, src, false),
             Route::Rdma => return self.copy_in_rdma(stream.lane(), target, offset, src),
         }
         Ok(())
@@ -78,7 +78,7 @@ impl Links {
     /// leaves at the next quiet, get or wait, so this returns at once.
     pub(crate) fn copy_in_nbi(&self, stream: Stream<'_>, target: usize, offset: usize, src: &[u8]) -> Result<()> {
         match self.route(stream, target)? {
-            Route::Tcp(link) => self.copy_in_tcp(target, link, offset, src, true),
+            Route::Tcp(link) => self.copy_in_tcp(link, offset, src, true),
             _ => self.copy_in(stream, target, offset, src),
         }
     }
@@ -92,7 +92,7 @@ impl Links {
                 unsafe { shm::copy(base.add(offset), dst.as_mut_ptr(), dst.len()) };
                 fence(Ordering::Acquire);
             }
-            Route::Tcp(link) => return self.copy_out_tcp(target, link, offset, dst),
+            Route::Tcp(link) => return self.copy_out_tcp(link, offset, dst),
             Route::Rdma => return self.copy_out_rdma(stream.lane(), target, offset, dst),
         }
         Ok(())
@@ -122,10 +122,12 @@ impl Links {
             Route::Tcp(link) => lock(link)
                 // SAFETY: forwarded from this function's contract.
                 .get_nbi(offset, dst, len)
-                .map_err(|source| self.lost(target, "get_nbi", source)),
-            // SAFETY: forwarded from this function's contract.
-            Route::Rdma => unsafe { self.rdma_link().get_nbi(stream.lane(), target, offset, dst, len) }
-                .map_err(|f| self.rdma_failed(f)),
+                .map_err(|f| self.failed(f.during("get_nbi"))),
+            Route::Rdma => {
+                // SAFETY: forwarded from this function's contract.
+                let posted = unsafe { self.rdma_link().get_nbi(stream.lane(), target, offset, dst, len) };
+                posted.map_err(|f| self.failed(f))
+            }
         }
     }
 
@@ -151,16 +153,14 @@ impl Links {
             return self
                 .rdma_link()
                 .amo(stream.lane(), target, offset, amo)
-                .map_err(|f| self.rdma_failed(f));
+                .map_err(|f| self.failed(f));
         }
         match self.route(stream, target)? {
             // SAFETY: the caller checked the word lies in the heap, and it
             // is aligned (checked above, heap bases are page aligned); every
             // atomic on it in this job is a CPU atomic (the rule above).
             Route::Mapped(base) => Ok(unsafe { amo::apply(base.add(offset), amo) }),
-            Route::Tcp(link) => lock(link)
-                .amo(offset, amo)
-                .map_err(|source| self.lost(target, op, source)),
+            Route::Tcp(link) => lock(link).amo(offset, amo).map_err(|f| self.failed(f.during(op))),
             Route::Rdma => unreachable!("a verbs path makes every atomic a NIC atomic"),
         }
     }
@@ -180,7 +180,7 @@ impl Links {
             return self
                 .rdma_link()
                 .signal_word(stream.lane(), target, offset, op, value)
-                .map_err(|f| self.rdma_failed(f));
+                .map_err(|f| self.failed(f));
         }
         let amo = signal_amo(op, value);
         // On shared memory the SeqCst store or add releases the data copied
@@ -188,9 +188,7 @@ impl Links {
         // context's signal leaves at once: nothing else flushes its links.
         self.amo(stream, "signal", target, offset, amo)?;
         match (stream, self.route(stream, target)?) {
-            (Stream::Ctx(_), Route::Tcp(link)) => {
-                lock(link).flush().map_err(|source| self.lost(target, "signal", source))
-            }
+            (Stream::Ctx(_), Route::Tcp(link)) => lock(link).flush().map_err(|f| self.failed(f.during("signal"))),
             _ => Ok(()),
         }
     }
@@ -204,7 +202,7 @@ impl Links {
         match self.route(Stream::Default, target)? {
             Route::Tcp(link) => lock(link)
                 .untracked(|link| link.put_before_flag(offset, src))
-                .map_err(|source| self.lost(target, "collective", source)),
+                .map_err(|f| self.failed(f.during("collective"))),
             _ => self.copy_in(Stream::Default, target, offset, src),
         }
     }
@@ -230,12 +228,12 @@ impl Links {
             Route::Rdma => self
                 .rdma_link()
                 .flag(0, target, offset, value)
-                .map_err(|f| self.rdma_failed(f)),
+                .map_err(|f| self.failed(f)),
             // The flag leaves at once, with the data batched before it: a
             // collective may end on a notification nobody waits for here.
             Route::Tcp(link) => lock(link)
                 .untracked(|link| link.amo_now(offset, signal_amo(SignalOp::Set, value)))
-                .map_err(|source| self.lost(target, "collective", source)),
+                .map_err(|f| self.failed(f.during("collective"))),
         }
     }
 
@@ -245,7 +243,7 @@ impl Links {
     pub(crate) fn fence_on(&self, stream: Stream<'_>) -> Result<()> {
         fence(Ordering::Release);
         if let Some(rdma) = &self.rdma {
-            rdma.fence(stream.lane()).map_err(|f| self.rdma_failed(f))?;
+            rdma.fence(stream.lane()).map_err(|f| self.failed(f))?;
         }
         Ok(())
     }
@@ -264,7 +262,7 @@ impl Links {
     pub(crate) fn quiet_on(&self, stream: Stream<'_>) -> Result<()> {
         fence(Ordering::SeqCst);
         if let Some(rdma) = &self.rdma {
-            rdma.quiet(stream.lane()).map_err(|f| self.rdma_failed(f))?;
+            rdma.quiet(stream.lane()).map_err(|f| self.failed(f))?;
         }
         if self.tcp_peers.is_empty() {
             return Ok(());
@@ -281,7 +279,7 @@ impl Links {
     pub(crate) fn quiet_pes_on(&self, stream: Stream<'_>, targets: &[usize]) -> Result<()> {
         fence(Ordering::SeqCst);
         if let Some(rdma) = &self.rdma {
-            rdma.quiet(stream.lane()).map_err(|f| self.rdma_failed(f))?;
+            rdma.quiet(stream.lane()).map_err(|f| self.failed(f))?;
         }
         if self.tcp_peers.is_empty() {
             return Ok(());
@@ -298,21 +296,19 @@ impl Links {
 
     /// The TCP branch of `copy_in`, out of line so the shared-memory path stays small.
     #[inline(never)]
-    fn copy_in_tcp(&self, peer: usize, link: &Mutex<TcpPeer>, offset: usize, src: &[u8], nbi: bool) -> Result<()> {
+    fn copy_in_tcp(&self, link: &Mutex<TcpPeer>, offset: usize, src: &[u8], nbi: bool) -> Result<()> {
         let mut link = lock(link);
         let sent = match nbi {
             true => link.put_nbi(offset, src),
             false => link.put(offset, src),
         };
-        sent.map_err(|source| self.lost(peer, "put", source))
+        sent.map_err(|f| self.failed(f.during("put")))
     }
 
     /// The TCP branch of `copy_out`, out of line like `copy_in_tcp`.
     #[inline(never)]
-    fn copy_out_tcp(&self, peer: usize, link: &Mutex<TcpPeer>, offset: usize, dst: &mut [u8]) -> Result<()> {
-        lock(link)
-            .get(offset, dst)
-            .map_err(|source| self.lost(peer, "get", source))
+    fn copy_out_tcp(&self, link: &Mutex<TcpPeer>, offset: usize, dst: &mut [u8]) -> Result<()> {
+        lock(link).get(offset, dst).map_err(|f| self.failed(f.during("get")))
     }
 
     /// The RDMA branch of `copy_in`: an RDMA WRITE (inline or from staging).
@@ -320,7 +316,7 @@ impl Links {
     fn copy_in_rdma(&self, lane: usize, peer: usize, offset: usize, src: &[u8]) -> Result<()> {
         self.rdma_link()
             .put(lane, peer, offset, src)
-            .map_err(|f| self.rdma_failed(f))
+            .map_err(|f| self.failed(f))
     }
 
     /// The RDMA branch of `copy_out`: an RDMA READ, waited for.
@@ -328,7 +324,7 @@ impl Links {
     fn copy_out_rdma(&self, lane: usize, peer: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
         self.rdma_link()
             .get(lane, peer, offset, dst)
-            .map_err(|f| self.rdma_failed(f))
+            .map_err(|f| self.failed(f))
     }
 
     /// Connects the default link to TCP peer `target` on its first use.
@@ -364,12 +360,12 @@ impl Links {
                 continue;
             };
             let mut link = lock(link);
-            if link.start_quiet().map_err(|source| self.lost(peer, "quiet", source))? {
-                owed.push((peer, link));
+            if link.start_quiet().map_err(|f| self.failed(f.during("quiet")))? {
+                owed.push(link);
             }
         }
-        for (peer, mut link) in owed {
-            link.finish_quiet().map_err(|source| self.lost(peer, "quiet", source))?;
+        for mut link in owed {
+            link.finish_quiet().map_err(|f| self.failed(f.during("quiet")))?;
         }
         Ok(())
     }
@@ -394,7 +390,7 @@ impl Links {
             engine.driver().drive();
         }
         match &self.rdma {
-            Some(rdma) => rdma.poll(0).map_err(|f| self.rdma_failed(f)),
+            Some(rdma) => rdma.poll(0).map_err(|f| self.failed(f)),
             None => Ok(()),
         }
     }
@@ -416,7 +412,7 @@ impl Links {
     pub(crate) fn send_batch_of(&self, stream: Stream<'_>) -> Result<()> {
         for &peer in &self.tcp_peers {
             if let Some(link) = self.tcp_link(stream, peer) {
-                lock(link).flush().map_err(|source| self.lost(peer, "put", source))?;
+                lock(link).flush().map_err(|f| self.failed(f.during("put")))?;
             }
         }
         Ok(())

@@ -16,8 +16,7 @@
 
 pub mod amo;
 pub mod cards;
-pub(crate) mod dynlib;
-pub mod failure;
+pub mod fault;
 pub mod ofi;
 pub mod rdma;
 pub mod shm;
@@ -45,8 +44,8 @@ pub fn built_in() -> String {
 /// The fabric libraries opened at run time, and whether each opens here:
 /// its name, then what was found or why not (for `rlaunch --check`).
 pub fn probe_libraries() -> Vec<(&'static str, std::result::Result<String, String>)> {
-    let ofi = ofi::library::load().and_then(|lib| {
-        let providers = ofi::providers()?;
+    let ofi = ofi::library::load().map_err(|fault| fault.to_string()).and_then(|lib| {
+        let providers = ofi::providers().map_err(|fault| fault.to_string())?;
         Ok(format!(
             "{} with RMA and atomics: {}",
             ofi::library::version_text(lib),
@@ -58,7 +57,12 @@ pub fn probe_libraries() -> Vec<(&'static str, std::result::Result<String, Strin
         ))
     });
     vec![
-        ("libibverbs", verbs::library::load().map(|_| "ok".to_string())),
+        (
+            "libibverbs",
+            verbs::library::load()
+                .map(|_| "ok".to_string())
+                .map_err(|fault| fault.to_string()),
+        ),
         ("libfabric", ofi),
     ]
 }
@@ -324,11 +328,11 @@ pub(crate) fn dial_tcp(
     addr: std::net::SocketAddr,
     dial: &Dial,
 ) -> Result<Arc<Mutex<TcpPeer>>> {
-    let link = TcpPeer::connect(rank, peer, addr, dial).map_err(|source| Error::TcpConnect {
+    let link = TcpPeer::connect(rank, peer, addr, dial).map_err(|fault| Error::TcpConnect {
         rank,
         peer,
         addr: addr.to_string(),
-        source,
+        source: fault.into_io(),
     })?;
     let link = Arc::new(Mutex::new(link));
     if let Some(nudge) = &dial.nudge {

@@ -4,7 +4,7 @@
 
 use super::amo::Amo;
 use super::amo::SignalOp;
-use super::failure::Failure;
+use super::fault::Fault;
 use super::{OfiCard, VerbsCard};
 use crate::error::{Error, Result};
 use crate::segment::RawSegment;
@@ -35,7 +35,10 @@ pub fn prepare(rank: usize, size: usize, segment: RawSegment, required: bool) ->
     let setup = super::verbs::Settings::from_env().and_then(|s| super::verbs::prepare(size, segment, &s));
     match setup {
         Ok(prepared) => Ok(Some(Pending(prepared))),
-        Err(detail) if required => Err(Error::RdmaSetup { rank, detail }),
+        Err(fault) if required => Err(Error::RdmaSetup {
+            rank,
+            detail: fault.to_string(),
+        }),
         Err(_) => Ok(None),
     }
 }
@@ -51,7 +54,10 @@ pub fn prepare_ofi(
 ) -> Result<Option<super::ofi::Prepared>> {
     match super::ofi::prepare(size, segment, !required) {
         Ok(prepared) => Ok(Some(prepared)),
-        Err(detail) if required => Err(Error::OfiSetup { rank, detail }),
+        Err(fault) if required => Err(Error::OfiSetup {
+            rank,
+            detail: fault.to_string(),
+        }),
         Err(_) => Ok(None),
     }
 }
@@ -69,14 +75,9 @@ pub fn connect_ofi(
     cards: &[Option<OfiCard>],
 ) -> Result<RdmaLink> {
     let manual = prepared.manual_progress();
-    let mut link = prepared.connect(cards).map_err(|(peer, detail)| Error::Rdma {
-        rank,
-        peer,
-        op: "connect the ofi endpoint",
-        detail,
-    })?;
+    let mut link = prepared.connect(cards).map_err(|fault| fault.into_error(rank))?;
     link.spin = crate::backoff::may_spin(local_size, if manual { 2 } else { 1 });
-    link.wire_up(rank).map_err(|failure| failure.into_error(rank))?;
+    link.wire_up(rank).map_err(|fault| fault.into_error(rank))?;
     let link = std::sync::Arc::new(std::sync::Mutex::new(link));
     let progress = match manual {
         true => Some(
@@ -86,10 +87,10 @@ pub fn connect_ofi(
                 crate::backoff::may_spin(local_size, 2),
                 crate::backoff::may_spin(local_size, 1),
             )
-            .map_err(|source| Error::ThreadStart {
+            .map_err(|fault| Error::ThreadStart {
                 rank,
                 thread: "libfabric progress",
-                source,
+                source: fault.into_io(),
             })?,
         ),
         false => None,
@@ -115,12 +116,7 @@ impl Pending {
                 free: std::sync::Mutex::new((1..lanes.len()).rev().collect()),
                 lanes: lanes.into_iter().map(std::sync::Mutex::new).collect(),
             })
-            .map_err(|(peer, detail)| Error::Rdma {
-                rank,
-                peer,
-                op: "connect the queue pair",
-                detail,
-            })
+            .map_err(|fault| fault.into_error(rank))
     }
 }
 
@@ -143,19 +139,19 @@ macro_rules! on_lane {
 }
 
 impl RdmaLink {
-    pub fn put(&self, lane: usize, peer: usize, offset: usize, src: &[u8]) -> std::result::Result<(), Failure> {
+    pub fn put(&self, lane: usize, peer: usize, offset: usize, src: &[u8]) -> std::result::Result<(), Fault> {
         on_lane!(self, lane, |t| t.put(peer, offset, src))
     }
-    pub fn get(&self, lane: usize, peer: usize, offset: usize, dst: &mut [u8]) -> std::result::Result<(), Failure> {
+    pub fn get(&self, lane: usize, peer: usize, offset: usize, dst: &mut [u8]) -> std::result::Result<(), Fault> {
         on_lane!(self, lane, |t| t.get(peer, offset, dst))
     }
-    pub fn flag(&self, lane: usize, peer: usize, offset: usize, value: u64) -> std::result::Result<(), Failure> {
+    pub fn flag(&self, lane: usize, peer: usize, offset: usize, value: u64) -> std::result::Result<(), Fault> {
         on_lane!(self, lane, |t| t.flag(peer, offset, value))
     }
-    pub fn quiet(&self, lane: usize) -> std::result::Result<(), Failure> {
+    pub fn quiet(&self, lane: usize) -> std::result::Result<(), Fault> {
         on_lane!(self, lane, |t| t.quiet())
     }
-    pub fn poll(&self, lane: usize) -> std::result::Result<(), Failure> {
+    pub fn poll(&self, lane: usize) -> std::result::Result<(), Fault> {
         on_lane!(self, lane, |t| t.poll())
     }
     pub fn device_name(&self) -> String {
@@ -175,7 +171,7 @@ impl RdmaLink {
             crate::sync::lock(free).push(lane);
         }
     }
-    pub fn amo(&self, lane: usize, peer: usize, offset: usize, amo: Amo) -> std::result::Result<u64, Failure> {
+    pub fn amo(&self, lane: usize, peer: usize, offset: usize, amo: Amo) -> std::result::Result<u64, Fault> {
         on_lane!(self, lane, |t| t.amo(peer, offset, amo))
     }
     pub fn signal_word(
@@ -185,7 +181,7 @@ impl RdmaLink {
         offset: usize,
         op: SignalOp,
         value: u64,
-    ) -> std::result::Result<(), Failure> {
+    ) -> std::result::Result<(), Fault> {
         on_lane!(self, lane, |t| t.signal_word(peer, offset, op, value))
     }
     /// # Safety
@@ -198,11 +194,11 @@ impl RdmaLink {
         offset: usize,
         dst: *mut u8,
         len: usize,
-    ) -> std::result::Result<(), Failure> {
+    ) -> std::result::Result<(), Fault> {
         // SAFETY: forwarded from this function's contract.
         on_lane!(self, lane, |t| unsafe { t.get_nbi(peer, offset, dst, len) })
     }
-    pub fn fence(&self, lane: usize) -> std::result::Result<(), Failure> {
+    pub fn fence(&self, lane: usize) -> std::result::Result<(), Fault> {
         on_lane!(self, lane, |t| t.fence())
     }
 }

@@ -14,8 +14,8 @@
 //! The structures below are those of PMIx 4 (`pmix_common.h`), whose ABI
 //! the PMIx standard keeps stable across the `.so.2` versions.
 
+use crate::dynlib::Dynlib;
 use crate::error::{Error, Result};
-use crate::transport::dynlib::Dynlib;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::OnceLock;
 use std::time::Duration;

@@ -13,6 +13,7 @@
 use super::fabric::Object;
 use super::sys::*;
 use crate::transport::amo::{AmoOp, Width};
+use crate::transport::fault::Fault;
 use std::ffi::c_int;
 
 /// The forms an atomic is issued in.
@@ -92,7 +93,7 @@ impl Support {
 
     /// Asks the endpoint about every pair; refuses a provider that could
     /// not do some atomic either natively or by a compare-and-swap loop.
-    pub fn probe(ep: &Object<fid_ep>) -> Result<Support, String> {
+    pub fn probe(ep: &Object<fid_ep>) -> Result<Support, Fault> {
         let mut native = [false; 32];
         for width in [Width::W32, Width::W64] {
             for op in AmoOp::ALL {
@@ -125,7 +126,8 @@ impl Support {
                         "the provider cannot do {}-bit {} and has no compare-and-swap to do them with",
                         width.bytes() * 8,
                         missing.join(", ")
-                    ));
+                    )
+                    .into());
                 }
             }
         }

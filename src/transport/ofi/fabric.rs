@@ -10,6 +10,7 @@
 
 use super::library::Library;
 use super::sys::*;
+use crate::transport::fault::Fault;
 use std::ffi::{c_int, c_void, CStr};
 
 /// An `fi_info` list from `fi_getinfo` or `fi_dupinfo`, freed in `Drop`.
@@ -20,7 +21,7 @@ pub struct Info {
 
 impl Info {
     /// Empty hints with every attribute struct allocated (`fi_allocinfo`).
-    pub fn hints(lib: &'static Library) -> Result<Info, String> {
+    pub fn hints(lib: &'static Library) -> Result<Info, Fault> {
         // SAFETY: fi_dupinfo(NULL) allocates a zeroed fi_info with its
         // attribute structs, which fi_freeinfo frees.
         let raw = unsafe { (lib.dupinfo)(std::ptr::null()) };
@@ -31,7 +32,7 @@ impl Info {
     }
 
     /// The providers that match `hints` (`fi_getinfo`), best first.
-    pub fn get(lib: &'static Library, hints: &Info) -> Result<Info, String> {
+    pub fn get(lib: &'static Library, hints: &Info) -> Result<Info, Fault> {
         let mut raw = std::ptr::null_mut();
         // SAFETY: `hints` is a valid fi_info; `raw` receives a list we own.
         let rc = unsafe {
@@ -45,7 +46,7 @@ impl Info {
             )
         };
         if rc != 0 || raw.is_null() {
-            return Err(format!("fi_getinfo: {}", lib.error_text(rc as isize)));
+            return Err(format!("fi_getinfo: {}", lib.error_text(rc as isize)).into());
         }
         Ok(Info { raw, lib })
     }
@@ -102,14 +103,14 @@ impl<T> Object<T> {
     }
 
     /// `fi_bind`-style call: binds `other` to this object with `flags`.
-    pub fn bind(&self, other: *mut fid, flags: u64, what: &str, lib: &Library) -> Result<(), String> {
+    pub fn bind(&self, other: *mut fid, flags: u64, what: &str, lib: &Library) -> Result<(), Fault> {
         // SAFETY: a live object, its fid ops table filled by the provider.
         let rc = unsafe { ((*(*self.fid()).ops).bind)(self.fid(), other, flags) };
         check(rc, what, lib)
     }
 
     /// `fi_enable` / `fi_mr_enable`.
-    pub fn enable(&self, what: &str, lib: &Library) -> Result<(), String> {
+    pub fn enable(&self, what: &str, lib: &Library) -> Result<(), Fault> {
         // SAFETY: as in `bind`; FI_ENABLE takes no argument.
         let rc = unsafe { ((*(*self.fid()).ops).control)(self.fid(), FI_ENABLE, std::ptr::null_mut()) };
         check(rc, what, lib)
@@ -125,10 +126,10 @@ impl<T> Drop for Object<T> {
 }
 
 /// `Ok` for 0, or what failed in libfabric's words.
-pub fn check(rc: c_int, what: &str, lib: &Library) -> Result<(), String> {
+pub fn check(rc: c_int, what: &str, lib: &Library) -> Result<(), Fault> {
     match rc {
         0 => Ok(()),
-        rc => Err(format!("{what}: {}", lib.error_text(rc as isize))),
+        rc => Err(format!("{what}: {}", lib.error_text(rc as isize)).into()),
     }
 }
 
@@ -138,11 +139,11 @@ pub fn check(rc: c_int, what: &str, lib: &Library) -> Result<(), String> {
 /// # Safety
 /// `open` must store a new libfabric object of type `T` (beginning with a
 /// `struct fid`) on success, owned by the caller.
-pub unsafe fn open<T>(what: &str, lib: &Library, open: impl FnOnce(*mut *mut T) -> c_int) -> Result<Object<T>, String> {
+pub unsafe fn open<T>(what: &str, lib: &Library, open: impl FnOnce(*mut *mut T) -> c_int) -> Result<Object<T>, Fault> {
     let mut raw: *mut T = std::ptr::null_mut();
     check(open(&mut raw), what, lib)?;
     if raw.is_null() {
-        return Err(format!("{what}: the provider returned no object"));
+        return Err(format!("{what}: the provider returned no object").into());
     }
     // SAFETY: forwarded from this function's contract.
     Ok(unsafe { Object::own(raw) })

@@ -1,11 +1,12 @@
-//! libfabric, opened at run time (`transport::dynlib`): the few functions
+//! libfabric, opened at run time (`crate::dynlib`): the few functions
 //! it exports that this transport calls. Everything else (domains,
 //! endpoints, RMA, atomics, queues) is an inline function of libfabric's
 //! headers that calls through an object's ops table, which `fabric`
 //! does with the layouts of `sys`.
 
 use super::sys::{fi_fabric_attr, fi_info, fid_fabric, FI_VERSION_1_17};
-use crate::transport::dynlib::Dynlib;
+use crate::dynlib::Dynlib;
+use crate::transport::fault::Fault;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::OnceLock;
 
@@ -44,12 +45,15 @@ impl Library {
 }
 
 /// libfabric, opened and resolved on first use; the same answer after.
-pub fn load() -> Result<&'static Library, String> {
+pub fn load() -> Result<&'static Library, Fault> {
     static LOADED: OnceLock<Result<Library, String>> = OnceLock::new();
-    LOADED.get_or_init(open).as_ref().map_err(Clone::clone)
+    LOADED
+        .get_or_init(|| open().map_err(|fault| fault.to_string()))
+        .as_ref()
+        .map_err(|detail| Fault::setup("open the library", detail.as_str()))
 }
 
-fn open() -> Result<Library, String> {
+fn open() -> Result<Library, Fault> {
     let file = std::env::var(LIBRARY_VAR).unwrap_or_else(|_| SONAME.to_string());
     let lib =
         Dynlib::open(&file).map_err(|why| format!("not found ({why}); install libfabric (Debian: libfabric1)"))?;
@@ -77,7 +81,8 @@ fn open() -> Result<Library, String> {
             "{file} is libfabric {}.{}; oneside needs 1.17 or later",
             version >> 16,
             version & 0xffff
-        ));
+        )
+        .into());
     }
     Ok(library)
 }

@@ -44,7 +44,7 @@ mod wireup;
 
 pub use setup::{prepare, providers, Prepared};
 
-use super::failure::Failure;
+use super::fault::Fault;
 use fabric::{Info, Object};
 use library::Library;
 use std::ffi::c_void;
@@ -198,7 +198,7 @@ impl Ofi {
 
     /// Posts with `post` until the provider takes it, driving progress
     /// while it answers `-FI_EAGAIN`; counts it as posted.
-    fn post(&mut self, peer: usize, op: &'static str, mut post: impl FnMut(&Self) -> isize) -> Result<(), Failure> {
+    fn post(&mut self, peer: usize, op: &'static str, mut post: impl FnMut(&Self) -> isize) -> Result<(), Fault> {
         if self.posted - self.completed >= self.depth {
             self.wait_for(self.depth - 1, peer, op)?;
         }
@@ -218,14 +218,20 @@ impl Ofi {
                     }
                     if waited > self.stall_limit {
                         let secs = self.stall_limit.as_secs();
-                        return Err(self.failure(
+                        return Err(Fault::with(
                             peer,
                             op,
                             format!("the provider took no operation for {secs} s (-FI_EAGAIN)"),
                         ));
                     }
                 }
-                rc => return Err(self.failure(peer, op, format!("posting failed: {}", self.lib.error_text(rc)))),
+                rc => {
+                    return Err(Fault::with(
+                        peer,
+                        op,
+                        format!("posting failed: {}", self.lib.error_text(rc)),
+                    ))
+                }
             }
         }
         self.posted += 1;
@@ -237,7 +243,7 @@ impl Ofi {
 
     /// Reads the CQ once: drives a manual-progress provider, and turns an
     /// error completion into a failure naming `peer` (the operation's).
-    pub fn progress(&mut self, peer: usize, op: &'static str) -> Result<(), Failure> {
+    pub fn progress(&mut self, peer: usize, op: &'static str) -> Result<(), Fault> {
         self.own_polls += 1;
         match self.read_cq() {
             n if n == -FI_EAVAIL => Err(self.read_error(peer, op)),
@@ -259,13 +265,13 @@ impl Ofi {
     }
 
     /// The error entry at the head of the CQ, as a failure.
-    fn read_error(&mut self, peer: usize, op: &'static str) -> Failure {
+    fn read_error(&mut self, peer: usize, op: &'static str) -> Fault {
         // SAFETY: zeroed fi_cq_err_entry (err_data null, size 0) is valid input.
         let mut error: fi_cq_err_entry = unsafe { std::mem::zeroed() };
         // SAFETY: fi_cq_readerr through the live CQ's ops into `error`.
         let rc = unsafe { ((*(*self.cq.raw).ops).readerr)(self.cq.raw, &mut error, 0) };
         if rc < 0 {
-            return self.failure(peer, op, format!("an operation failed, and fi_cq_readerr too ({rc})"));
+            return Fault::with(peer, op, format!("an operation failed, and fi_cq_readerr too ({rc})"));
         }
         let mut buffer = [0 as std::ffi::c_char; 128];
         // SAFETY: fi_cq_strerror through the CQ's ops, into `buffer`.
@@ -279,7 +285,7 @@ impl Ofi {
             ))
         };
         let peers = self.pending_text(peer);
-        self.failure(
+        Fault::with(
             peer,
             op,
             format!(
@@ -299,25 +305,16 @@ impl Ofi {
         format!("operations in flight to {}", list.join(", "))
     }
 
-    fn failure(&self, peer: usize, op: &'static str, detail: String) -> Failure {
-        Failure {
-            peer,
-            op,
-            detail,
-            consequence: false,
-        }
-    }
-
     /// Waits until every posted operation has completed; progress is driven
     /// all along, and a stall of the stall limit names the peers.
-    pub fn quiet(&mut self) -> Result<(), Failure> {
+    pub fn quiet(&mut self) -> Result<(), Fault> {
         let peer = self.pending_peers.first().copied().unwrap_or(0);
         self.wait_all(peer, "quiet")?;
         self.pending_peers.clear();
         Ok(())
     }
 
-    fn wait_all(&mut self, peer: usize, op: &'static str) -> Result<(), Failure> {
+    fn wait_all(&mut self, peer: usize, op: &'static str) -> Result<(), Fault> {
         self.wait_for(0, peer, op)?;
         self.bounce_used = 0;
         Ok(())
@@ -325,7 +322,7 @@ impl Ofi {
 
     /// Drives progress until at most `in_flight` operations are
     /// outstanding; a stall of the stall limit names the peers.
-    fn wait_for(&mut self, in_flight: u64, peer: usize, op: &'static str) -> Result<(), Failure> {
+    fn wait_for(&mut self, in_flight: u64, peer: usize, op: &'static str) -> Result<(), Fault> {
         let mut last = self.completed;
         let mut since = Instant::now();
         let mut backoff = crate::backoff::Backoff::new(self.spin);
@@ -341,7 +338,7 @@ impl Ofi {
                 since = Instant::now();
             } else if since.elapsed() > self.stall_limit {
                 let peers = self.pending_text(peer);
-                return Err(self.failure(
+                return Err(Fault::with(
                     peer,
                     op,
                     format!(
@@ -357,7 +354,7 @@ impl Ofi {
 
     /// Copies `bytes` into the bounce buffer (after waiting for everything
     /// in flight if it is full); returns where they are.
-    fn stage(&mut self, peer: usize, op: &'static str, bytes: &[u8]) -> Result<*const c_void, Failure> {
+    fn stage(&mut self, peer: usize, op: &'static str, bytes: &[u8]) -> Result<*const c_void, Fault> {
         if self.bounce_used + bytes.len() > self.bounce.len() {
             self.wait_all(peer, op)?;
         }
@@ -368,13 +365,13 @@ impl Ofi {
     }
 
     /// Reads the CQ once (a local wait's step).
-    pub fn poll(&mut self) -> Result<(), Failure> {
+    pub fn poll(&mut self) -> Result<(), Fault> {
         let peer = self.pending_peers.first().copied().unwrap_or(0);
         self.progress(peer, "progress")
     }
 
     /// Orders later operations after earlier ones: completes them.
-    pub fn fence(&mut self) -> Result<(), Failure> {
+    pub fn fence(&mut self) -> Result<(), Fault> {
         self.quiet()
     }
 }

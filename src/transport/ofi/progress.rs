@@ -33,6 +33,7 @@
 //! when it has a core of its own.
 
 use super::Ofi;
+use crate::transport::fault::Fault;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -98,7 +99,7 @@ impl Progress {
     /// whether the thread has a core of its own (besides the rank's); `spin`
     /// says whether the thread may poll its wait descriptor for a while
     /// after an arrival (a core for each local rank's one busy thread).
-    pub fn start(rank: usize, ofi: Arc<Mutex<Ofi>>, alone: bool, spin: bool) -> std::io::Result<Progress> {
+    pub fn start(rank: usize, ofi: Arc<Mutex<Ofi>>, alone: bool, spin: bool) -> Result<Progress, Fault> {
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();
         let thread = std::thread::Builder::new()
@@ -145,7 +146,8 @@ impl Progress {
                         arrived = Some(Instant::now());
                     }
                 }
-            })?;
+            })
+            .map_err(|e| Fault::setup_io("start the libfabric progress thread", e))?;
         Ok(Progress {
             stop,
             thread: Some(thread),

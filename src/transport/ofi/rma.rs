@@ -8,7 +8,7 @@ use super::{Ofi, BOUNCE_PUT};
 use crate::segment::HEADER_BYTES;
 use crate::transport::amo::SignalOp;
 use crate::transport::amo::{Amo, AmoOp, Width};
-use crate::transport::failure::Failure;
+use crate::transport::fault::Fault;
 use std::ffi::c_void;
 
 impl Ofi {
@@ -16,7 +16,7 @@ impl Ofi {
     /// reused (copied to the bounce buffer, or completed).
     /// An empty put posts nothing: shm never completes a 0-byte `fi_write`
     /// (a collective's empty share at 3 ranks stalled there).
-    pub fn put(&mut self, peer: usize, offset: usize, src: &[u8]) -> Result<(), Failure> {
+    pub fn put(&mut self, peer: usize, offset: usize, src: &[u8]) -> Result<(), Fault> {
         if src.is_empty() {
             return Ok(());
         }
@@ -58,7 +58,7 @@ impl Ofi {
     }
 
     /// Reads heap `offset` of `peer` into `dst`; returns with the data.
-    pub fn get(&mut self, peer: usize, offset: usize, dst: &mut [u8]) -> Result<(), Failure> {
+    pub fn get(&mut self, peer: usize, offset: usize, dst: &mut [u8]) -> Result<(), Fault> {
         // SAFETY: `dst` is exclusively borrowed until the wait returns.
         unsafe { self.get_nbi(peer, offset, dst.as_mut_ptr(), dst.len()) }?;
         self.wait_all(peer, "get")
@@ -69,7 +69,7 @@ impl Ofi {
     /// # Safety
     /// `dst` must stay valid for `len` bytes of writes, untouched, until the
     /// next `quiet` returns (or any call of this transport fails).
-    pub unsafe fn get_nbi(&mut self, peer: usize, offset: usize, dst: *mut u8, len: usize) -> Result<(), Failure> {
+    pub unsafe fn get_nbi(&mut self, peer: usize, offset: usize, dst: *mut u8, len: usize) -> Result<(), Fault> {
         // SAFETY: this function's contract.
         unsafe { self.read_segment(peer, HEADER_BYTES + offset, dst, len) }
     }
@@ -85,7 +85,7 @@ impl Ofi {
         at: usize,
         dst: *mut u8,
         len: usize,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), Fault> {
         let (addr, remote, key) = self.target(peer, at);
         let mut done = 0;
         while done < len {
@@ -112,13 +112,13 @@ impl Ofi {
 
     /// Applies `amo` to the word at heap `offset` of `peer`; returns the old
     /// value when `amo.fetch` (otherwise 0; it completes at quiet).
-    pub fn amo(&mut self, peer: usize, offset: usize, amo: Amo) -> Result<u64, Failure> {
+    pub fn amo(&mut self, peer: usize, offset: usize, amo: Amo) -> Result<u64, Fault> {
         self.amo_at(peer, HEADER_BYTES + offset, amo)
     }
 
     /// Adds `value` to the 64-bit word at byte `at` of `peer`'s segment;
     /// it completes at quiet.
-    pub(super) fn add_segment_word(&mut self, peer: usize, at: usize, value: u64) -> Result<(), Failure> {
+    pub(super) fn add_segment_word(&mut self, peer: usize, at: usize, value: u64) -> Result<(), Fault> {
         let add = Amo {
             op: AmoOp::Add,
             width: Width::W64,
@@ -130,7 +130,7 @@ impl Ofi {
     }
 
     /// [`Ofi::amo`] on byte `at` of the segment (its header included).
-    fn amo_at(&mut self, peer: usize, at: usize, amo: Amo) -> Result<u64, Failure> {
+    fn amo_at(&mut self, peer: usize, at: usize, amo: Amo) -> Result<u64, Fault> {
         if self.atomics.native(amo.width, amo.op, amo.fetch) {
             return self.native_amo(peer, at, amo);
         }
@@ -161,7 +161,7 @@ impl Ofi {
         }
     }
 
-    fn native_amo(&mut self, peer: usize, at: usize, amo: Amo) -> Result<u64, Failure> {
+    fn native_amo(&mut self, peer: usize, at: usize, amo: Amo) -> Result<u64, Fault> {
         let (addr, remote, key) = self.target(peer, at);
         let (op, asked) = fi_op(amo.op, amo.fetch);
         let form = match asked {
@@ -169,7 +169,7 @@ impl Ofi {
             form => form,
         };
         if let (Some(why), Form::Fetch | Form::Compare) = (self.quirks.no_fetch, form) {
-            return Err(self.failure(peer, "atomic", why.into()));
+            return Err(Fault::with(peer, "atomic", why));
         }
         let dt = datatype(amo.width);
         let operand = Word::new(amo.width, amo.operand);
@@ -242,7 +242,7 @@ impl Ofi {
 
     /// Updates the 64-bit signal word at heap `offset` of `peer` after
     /// everything posted before it has completed (so after its data).
-    pub fn signal_word(&mut self, peer: usize, offset: usize, op: SignalOp, value: u64) -> Result<(), Failure> {
+    pub fn signal_word(&mut self, peer: usize, offset: usize, op: SignalOp, value: u64) -> Result<(), Fault> {
         self.wait_all(peer, "signal")?;
         let op = match op {
             SignalOp::Set => AmoOp::Set,
@@ -260,7 +260,7 @@ impl Ofi {
 
     /// Stores `value` into the collective step flag at heap `offset` of
     /// `peer`, after the data posted before it.
-    pub fn flag(&mut self, peer: usize, offset: usize, value: u64) -> Result<(), Failure> {
+    pub fn flag(&mut self, peer: usize, offset: usize, value: u64) -> Result<(), Fault> {
         self.signal_word(peer, offset, SignalOp::Set, value)
     }
 }

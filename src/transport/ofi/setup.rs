@@ -12,6 +12,7 @@ use super::library::{self, Library};
 use super::sys::*;
 use super::Ofi;
 use crate::segment::{RawSegment, HEADER_BYTES};
+use crate::transport::fault::Fault;
 use crate::transport::OfiCard;
 use std::ffi::{c_int, c_void};
 
@@ -53,6 +54,9 @@ pub struct Prepared {
 // mutex does; nothing here is tied to the creating thread.
 unsafe impl Send for Prepared {}
 
+/// What [`Prepared::connect`]'s faults say was being done.
+const OP_CONNECT: &str = "connect the ofi endpoint";
+
 impl Prepared {
     pub fn card(&self) -> OfiCard {
         self.card.clone()
@@ -65,16 +69,17 @@ impl Prepared {
 
     /// Inserts every rank's address in rank order; checks one provider
     /// serves the whole job.
-    pub fn connect(self, cards: &[Option<OfiCard>]) -> Result<Ofi, (usize, String)> {
+    pub fn connect(self, cards: &[Option<OfiCard>]) -> Result<Ofi, Fault> {
         let mut remote = Vec::with_capacity(cards.len());
         let mut addrs = vec![0 as fi_addr_t; cards.len()];
         for (peer, card) in cards.iter().enumerate() {
             let Some(card) = card else {
-                return Err((peer, "it has no ofi endpoint".into()));
+                return Err(Fault::with(peer, OP_CONNECT, "it has no ofi endpoint"));
             };
             if card.provider != self.card.provider {
-                return Err((
+                return Err(Fault::with(
                     peer,
+                    OP_CONNECT,
                     format!(
                         "it uses provider {}, this rank {}: set the same ONESIDE_OFI_PROVIDER everywhere",
                         card.provider, self.card.provider
@@ -97,8 +102,9 @@ impl Prepared {
             };
             if inserted != 1 {
                 let why = self.lib.error_text(inserted as isize);
-                return Err((
+                return Err(Fault::with(
                     peer,
+                    OP_CONNECT,
                     format!("fi_av_insert did not take its address ({inserted}: {why})"),
                 ));
             }
@@ -133,7 +139,7 @@ fn fabric_device_present() -> bool {
 
 /// Opens the provider and prepares this rank's endpoint for a job of `size`
 /// ranks; with `hardware_only`, only a provider of [`HARDWARE`].
-pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<Prepared, String> {
+pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<Prepared, Fault> {
     let wanted = std::env::var(PROVIDER_VAR)
         .ok()
         .filter(|p| !p.is_empty() && p != "auto");
@@ -148,7 +154,7 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<
     })?;
     let provider = info.provider();
     if hardware_only && !HARDWARE.contains(&provider.split(';').next().unwrap_or("")) {
-        return Err(format!("{provider} does its RMA in software"));
+        return Err(format!("{provider} does its RMA in software").into());
     }
     // SAFETY: fi_getinfo filled every attribute struct of its entries.
     let manual_progress = unsafe { (*info.first().domain_attr).data_progress == FI_PROGRESS_MANUAL };
@@ -303,7 +309,7 @@ fn remove_stale_shm_regions() {
 
 /// Asks `fi_getinfo` for an RDM endpoint with RMA and atomics, `extra_caps`
 /// too, from `provider` if named.
-fn get_info(lib: &'static Library, provider: Option<&str>, extra_caps: u64) -> Result<Info, String> {
+fn get_info(lib: &'static Library, provider: Option<&str>, extra_caps: u64) -> Result<Info, Fault> {
     let hints = Info::hints(lib)?;
     // SAFETY: fi_allocinfo allocated every attribute struct; strings we put
     // in are malloc'ed (strdup), as fi_freeinfo frees them.
@@ -325,7 +331,7 @@ fn get_info(lib: &'static Library, provider: Option<&str>, extra_caps: u64) -> R
 }
 
 /// The name of the provider `prepare` would pick, and its domain, for `rlaunch --check`.
-pub fn providers() -> Result<Vec<String>, String> {
+pub fn providers() -> Result<Vec<String>, Fault> {
     let lib = library::load()?;
     let hints = Info::hints(lib)?;
     // SAFETY: as in `prepare`.

@@ -19,7 +19,7 @@
 
 use super::Ofi;
 use crate::segment::WIREUP_WORD;
-use crate::transport::failure::Failure;
+use crate::transport::fault::Fault;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -35,7 +35,7 @@ impl Ofi {
     /// Connects this rank (`me`) to every other in rank order (the module
     /// docs); does nothing for a provider without connections or a job
     /// larger than [`MAX_RANKS`].
-    pub fn wire_up(&mut self, me: usize) -> Result<(), Failure> {
+    pub fn wire_up(&mut self, me: usize) -> Result<(), Fault> {
         let size = self.addrs.len();
         if !connects_on_demand(&self.info.provider()) || size > MAX_RANKS {
             return Ok(());
@@ -49,7 +49,7 @@ impl Ofi {
     }
 
     /// Reads from every rank above `me`, then adds 1 to its wire-up word.
-    fn dial_higher_ranks(&mut self, me: usize, size: usize) -> Result<(), Failure> {
+    fn dial_higher_ranks(&mut self, me: usize, size: usize) -> Result<(), Fault> {
         let mut scratch = vec![0u64; size];
         for (peer, slot) in scratch.iter_mut().enumerate().skip(me + 1) {
             let into = std::ptr::from_mut(slot).cast::<u8>();
@@ -64,7 +64,7 @@ impl Ofi {
     }
 
     /// Drives progress until every lower rank has announced itself.
-    fn wait_for_lower_ranks(&mut self, me: usize) -> Result<(), Failure> {
+    fn wait_for_lower_ranks(&mut self, me: usize) -> Result<(), Fault> {
         // SAFETY: the wire-up word lies in this rank's registered segment
         // header, 8-byte aligned; peers change it only by atomics.
         let word = unsafe { &*self.own_segment.add(WIREUP_WORD).cast::<AtomicU64>() };
@@ -81,7 +81,7 @@ impl Ofi {
             blocked.get_or_insert_with(|| crate::watch::blocked(crate::watch::Waiting::Answer { rank: arrived }));
             self.progress(arrived, "connect")?;
             if started.elapsed() > self.stall_limit {
-                return Err(self.failure(
+                return Err(Fault::with(
                     arrived,
                     "connect",
                     format!(

@@ -26,6 +26,7 @@ use super::ready::{ReadySet, BATCH};
 use super::serve::{serve, Conn, Verdict};
 use crate::protocol::listen;
 use crate::segment::RawSegment;
+use crate::transport::fault::Fault;
 use mio::net::TcpListener;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
@@ -93,7 +94,11 @@ impl ProgressEngine {
         secret: Vec<u8>,
         memory: RawSegment,
         spin: bool,
-    ) -> io::Result<ProgressEngine> {
+    ) -> Result<ProgressEngine, Fault> {
+        Self::listen(rank, ip, secret, memory, spin).map_err(|e| Fault::setup_io("start the TCP progress engine", e))
+    }
+
+    fn listen(rank: usize, ip: IpAddr, secret: Vec<u8>, memory: RawSegment, spin: bool) -> io::Result<ProgressEngine> {
         let poll = Poll::new()?;
         let mut listener = listen::bind_wide(SocketAddr::new(ip, 0))?;
         poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;

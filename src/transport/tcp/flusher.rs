@@ -23,6 +23,7 @@
 //! a flush of its own, does not nudge.
 
 use super::TcpPeer;
+use crate::transport::fault::Fault;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread::JoinHandle;
@@ -177,11 +178,12 @@ pub struct Flusher {
 
 impl Flusher {
     /// Starts the flusher thread for the links registered with `nudge`.
-    pub fn start(rank: usize, nudge: Nudge) -> std::io::Result<Flusher> {
+    pub fn start(rank: usize, nudge: Nudge) -> Result<Flusher, Fault> {
         let shared = Arc::clone(&nudge.0);
         let thread = std::thread::Builder::new()
             .name(format!("oneside-flush-{rank}"))
-            .spawn(move || shared.run())?;
+            .spawn(move || shared.run())
+            .map_err(|e| Fault::setup_io("start the TCP flusher thread", e))?;
         Ok(Flusher {
             nudge,
             thread: Some(thread),

@@ -28,6 +28,7 @@ mod serve;
 use crate::protocol::auth::{self, HandshakeError};
 use crate::protocol::wire::{recv_blocking, send_blocking, Msg, MAX_UNAUTHENTICATED_FRAME};
 use crate::transport::amo::Amo;
+use crate::transport::fault::Fault;
 use answer::read_answer;
 use engine::Driver;
 use flusher::Nudge;
@@ -36,6 +37,9 @@ use std::collections::VecDeque;
 use std::io::{self, IoSlice, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
+
+/// What every operation of a link returns: a broken connection is a [`Fault`] naming the peer.
+type Result<T> = std::result::Result<T, Fault>;
 
 /// Puts up to this size are batched.
 pub const BATCH_PUT_BYTES: usize = 1024;
@@ -85,7 +89,24 @@ unsafe impl Send for TcpPeer {}
 impl TcpPeer {
     /// Connects to a peer's progress engine and runs the handshake.
     /// `rank` is this rank, `peer` the one at `addr`.
-    pub fn connect(rank: usize, peer: usize, addr: SocketAddr, dial: &Dial) -> io::Result<TcpPeer> {
+    pub fn connect(rank: usize, peer: usize, addr: SocketAddr, dial: &Dial) -> Result<TcpPeer> {
+        let stream = Self::handshake(rank, addr, dial).map_err(|e| Fault::io(peer, "connect", e))?;
+        Ok(TcpPeer {
+            stream,
+            peer,
+            driver: dial.driver.clone(),
+            nudge: dial.nudge.clone(),
+            batch: Vec::with_capacity(BATCH_LIMIT),
+            batches: 0,
+            unquieted: false,
+            next_token: 0,
+            pending_gets: VecDeque::new(),
+            broken: false,
+        })
+    }
+
+    /// Dials `addr` and says hello, authenticated by the job's secret.
+    fn handshake(rank: usize, addr: SocketAddr, dial: &Dial) -> io::Result<TcpStream> {
         let mut stream = TcpStream::connect_timeout(&addr, dial.timeout)?;
         stream.set_nodelay(true)?;
         stream.set_read_timeout(Some(dial.timeout))?;
@@ -104,28 +125,17 @@ impl TcpPeer {
             }
         }
         stream.set_read_timeout(None)?;
-        Ok(TcpPeer {
-            stream,
-            peer,
-            driver: dial.driver.clone(),
-            nudge: dial.nudge.clone(),
-            batch: Vec::with_capacity(BATCH_LIMIT),
-            batches: 0,
-            unquieted: false,
-            next_token: 0,
-            pending_gets: VecDeque::new(),
-            broken: false,
-        })
+        Ok(stream)
     }
 
     /// Sends `src` to heap offset `offset`; returns when `src` may be reused.
-    pub fn put(&mut self, offset: usize, src: &[u8]) -> io::Result<()> {
+    pub fn put(&mut self, offset: usize, src: &[u8]) -> Result<()> {
         if src.len() <= BATCH_PUT_BYTES {
             return self.put_nbi(offset, src);
         }
         let header = Request::Put {
             offset: offset as u64,
-            len: len32(src.len())?,
+            len: self.len32(src.len())?,
         }
         .encode();
         self.unquieted = true;
@@ -136,7 +146,7 @@ impl TcpPeer {
 
     /// Adds a put of any size to the batch, which leaves when it fills, at
     /// the next operation that waits, or at the flusher's next tick.
-    pub fn put_nbi(&mut self, offset: usize, src: &[u8]) -> io::Result<()> {
+    pub fn put_nbi(&mut self, offset: usize, src: &[u8]) -> Result<()> {
         self.note_batching();
         self.append_put(offset, src)
     }
@@ -164,10 +174,10 @@ impl TcpPeer {
     }
 
     /// Appends a put to the batch; sends it once it is full.
-    fn append_put(&mut self, offset: usize, src: &[u8]) -> io::Result<()> {
+    fn append_put(&mut self, offset: usize, src: &[u8]) -> Result<()> {
         let header = Request::Put {
             offset: offset as u64,
-            len: len32(src.len())?,
+            len: self.len32(src.len())?,
         }
         .encode();
         self.unquieted = true;
@@ -183,7 +193,7 @@ impl TcpPeer {
     /// step): batched up to [`BATCH_LIMIT`], so that the data and the flag
     /// leave in one write and arrive in one segment train, and written
     /// straight from `src` above that.
-    pub fn put_before_flag(&mut self, offset: usize, src: &[u8]) -> io::Result<()> {
+    pub fn put_before_flag(&mut self, offset: usize, src: &[u8]) -> Result<()> {
         match src.len() <= BATCH_LIMIT {
             true => self.append_put(offset, src),
             false => self.put(offset, src),
@@ -191,10 +201,10 @@ impl TcpPeer {
     }
 
     /// Reads `dst.len()` bytes from heap offset `offset`.
-    pub fn get(&mut self, offset: usize, dst: &mut [u8]) -> io::Result<()> {
+    pub fn get(&mut self, offset: usize, dst: &mut [u8]) -> Result<()> {
         self.request_answer(Request::Get {
             offset: offset as u64,
-            len: len32(dst.len())?,
+            len: self.len32(dst.len())?,
         })?;
         let got = self.read_answer(dst.as_mut_ptr(), dst.len());
         self.check(got)
@@ -206,10 +216,10 @@ impl TcpPeer {
     /// # Safety
     /// `dst` must stay valid for `len` bytes of writes, and untouched, until
     /// the next `finish_quiet` on this link returns or the link breaks.
-    pub unsafe fn get_nbi(&mut self, offset: usize, dst: *mut u8, len: usize) -> io::Result<()> {
+    pub unsafe fn get_nbi(&mut self, offset: usize, dst: *mut u8, len: usize) -> Result<()> {
         let header = Request::Get {
             offset: offset as u64,
-            len: len32(len)?,
+            len: self.len32(len)?,
         }
         .encode();
         self.unquieted = true;
@@ -221,7 +231,7 @@ impl TcpPeer {
 
     /// Applies an atomic at heap offset `offset`; waits for the old value
     /// only when `amo.fetch` (a non-fetching one joins the batch).
-    pub fn amo(&mut self, offset: usize, amo: Amo) -> io::Result<u64> {
+    pub fn amo(&mut self, offset: usize, amo: Amo) -> Result<u64> {
         if !amo.fetch {
             self.note_batching();
         }
@@ -230,13 +240,13 @@ impl TcpPeer {
 
     /// A non-fetching atomic sent at once with the batch before it (a
     /// collective's flag, a context's signal): nothing is left to flush.
-    pub fn amo_now(&mut self, offset: usize, amo: Amo) -> io::Result<()> {
+    pub fn amo_now(&mut self, offset: usize, amo: Amo) -> Result<()> {
         debug_assert!(!amo.fetch, "a fetching atomic waits for its answer in `amo`");
         self.append_amo(offset, amo)?;
         self.flush()
     }
 
-    fn append_amo(&mut self, offset: usize, amo: Amo) -> io::Result<u64> {
+    fn append_amo(&mut self, offset: usize, amo: Amo) -> Result<u64> {
         let header = Request::Atomic {
             offset: offset as u64,
             code: request::atomic_code(&amo),
@@ -262,7 +272,7 @@ impl TcpPeer {
 
     /// First half of a quiet: asks for an acknowledgement if anything was
     /// sent since the last one. Returns whether an answer is now owed.
-    pub fn start_quiet(&mut self) -> io::Result<bool> {
+    pub fn start_quiet(&mut self) -> Result<bool> {
         if !self.unquieted {
             return Ok(false);
         }
@@ -275,7 +285,7 @@ impl TcpPeer {
 
     /// Second half of a quiet: reads the replies of non-blocking gets, then
     /// waits for the acknowledgement.
-    pub fn finish_quiet(&mut self) -> io::Result<()> {
+    pub fn finish_quiet(&mut self) -> Result<()> {
         self.drain_pending_gets()?;
         let mut token = [0u8; 8];
         let got = self.read_answer(token.as_mut_ptr(), 8);
@@ -294,7 +304,7 @@ impl TcpPeer {
     /// them: for a collective's own traffic, whose completion nobody
     /// awaits (the receiver waits for the flag behind it instead). A
     /// request made earlier is still acknowledged at the next quiet.
-    pub fn untracked<R>(&mut self, ops: impl FnOnce(&mut TcpPeer) -> io::Result<R>) -> io::Result<R> {
+    pub fn untracked<R>(&mut self, ops: impl FnOnce(&mut TcpPeer) -> Result<R>) -> Result<R> {
         let unquieted = self.unquieted;
         let result = ops(self);
         self.unquieted = unquieted;
@@ -302,11 +312,12 @@ impl TcpPeer {
     }
 
     /// Sends any batched requests now.
-    pub fn flush(&mut self) -> io::Result<()> {
+    pub fn flush(&mut self) -> Result<()> {
         if self.broken {
-            return Err(io::Error::new(
-                io::ErrorKind::BrokenPipe,
-                "the connection broke earlier",
+            return Err(Fault::io(
+                self.peer,
+                "the TCP link",
+                io::Error::new(io::ErrorKind::BrokenPipe, "the connection broke earlier"),
             ));
         }
         if !self.batch.is_empty() {
@@ -319,13 +330,13 @@ impl TcpPeer {
 
     /// Queues a request that is answered, sends it with the batch, and
     /// reads the answers owed to earlier non-blocking gets.
-    fn request_answer(&mut self, request: Request) -> io::Result<()> {
+    fn request_answer(&mut self, request: Request) -> Result<()> {
         self.batch.extend_from_slice(&request.encode());
         self.flush()?;
         self.drain_pending_gets()
     }
 
-    fn drain_pending_gets(&mut self) -> io::Result<()> {
+    fn drain_pending_gets(&mut self) -> Result<()> {
         while let Some(&(dst, len)) = self.pending_gets.front() {
             let got = self.read_answer(dst, len);
             self.check(got)?;
@@ -342,14 +353,22 @@ impl TcpPeer {
         unsafe { read_answer(&self.stream, self.peer, dst, len, self.driver.as_ref()) }
     }
 
+    /// A transfer's length as the wire carries it.
+    fn len32(&self, len: usize) -> Result<u32> {
+        u32::try_from(len).map_err(|_| {
+            let e = io::Error::new(io::ErrorKind::InvalidInput, "a single transfer is limited to 4 GiB");
+            Fault::io(self.peer, "the TCP link", e)
+        })
+    }
+
     /// Passes a result through; on an error, marks the link broken and
     /// forgets every owed destination, so nothing is ever written into them.
-    fn check<T>(&mut self, result: io::Result<T>) -> io::Result<T> {
+    fn check<T>(&mut self, result: io::Result<T>) -> Result<T> {
         if result.is_err() {
             self.broken = true;
             self.pending_gets.clear();
         }
-        result.map_err(closed_plainly)
+        result.map_err(|e| Fault::io(self.peer, "the TCP link", closed_plainly(e)))
     }
 }
 
@@ -359,10 +378,6 @@ fn closed_plainly(e: io::Error) -> io::Error {
         io::ErrorKind::UnexpectedEof => io::Error::new(io::ErrorKind::UnexpectedEof, "the connection was closed"),
         _ => e,
     }
-}
-
-fn len32(len: usize) -> io::Result<u32> {
-    u32::try_from(len).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a single transfer is limited to 4 GiB"))
 }
 
 fn write_all_vectored(stream: &mut TcpStream, mut slices: &mut [IoSlice<'_>]) -> io::Result<()> {

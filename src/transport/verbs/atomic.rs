@@ -18,7 +18,7 @@
 //! is only posted and completes at quiet. Loops wait at every step.
 
 use super::work::{Op, Source, Wr};
-use super::{Failure, Verbs};
+use super::{Fault, Verbs};
 use crate::transport::amo::SignalOp;
 use crate::transport::amo::{Amo, AmoOp, Width};
 
@@ -28,7 +28,7 @@ impl Verbs {
     /// Applies `amo` to the word at heap `offset` of `peer` (aligned to its
     /// width, checked by the caller); returns the old value, zero-extended,
     /// when `amo.fetch` (otherwise possibly 0).
-    pub fn amo(&mut self, peer: usize, offset: usize, amo: Amo) -> Result<u64, Failure> {
+    pub fn amo(&mut self, peer: usize, offset: usize, amo: Amo) -> Result<u64, Fault> {
         match amo.width {
             Width::W64 => self.amo64(peer, offset, amo),
             Width::W32 => self.amo32(peer, offset, amo),
@@ -41,7 +41,7 @@ impl Verbs {
     /// aligned 8-byte RDMA WRITE (WRITEs keep order on RC), fenced by `post`
     /// if a READ or ATOMIC is outstanding, which it could overtake. A set is
     /// a plain write: it is not atomic with NIC atomics on the same word.
-    pub fn signal_word(&mut self, peer: usize, offset: usize, op: SignalOp, value: u64) -> Result<(), Failure> {
+    pub fn signal_word(&mut self, peer: usize, offset: usize, op: SignalOp, value: u64) -> Result<(), Fault> {
         let remote = self.heap_addr(peer, offset);
         match op {
             SignalOp::Add => self.atomic(peer, Op::SignalAdd, remote, (value, 0), false).map(drop),
@@ -49,7 +49,7 @@ impl Verbs {
         }
     }
 
-    fn amo64(&mut self, peer: usize, offset: usize, amo: Amo) -> Result<u64, Failure> {
+    fn amo64(&mut self, peer: usize, offset: usize, amo: Amo) -> Result<u64, Fault> {
         let remote = self.heap_addr(peer, offset);
         match amo.op {
             AmoOp::Add => self.atomic(peer, Op::FetchAdd, remote, (amo.operand, 0), amo.fetch),
@@ -59,7 +59,7 @@ impl Verbs {
         }
     }
 
-    fn amo32(&mut self, peer: usize, offset: usize, amo: Amo) -> Result<u64, Failure> {
+    fn amo32(&mut self, peer: usize, offset: usize, amo: Amo) -> Result<u64, Fault> {
         let word = self.heap_addr(peer, offset & !7);
         // The bit position of this half in the 64-bit word as the NIC sees
         // it, in host byte order (as rxe and hardware NICs apply atomics).
@@ -88,7 +88,7 @@ impl Verbs {
     /// as a FETCH_AND_ADD of 0 would. A failed step that saw a value the
     /// update would not change ends the loop too: the operation took effect
     /// at that (atomic) read, as a failed compare-and-swap does.
-    fn cas_loop(&mut self, peer: usize, remote: u64, update: impl Fn(u64) -> u64) -> Result<u64, Failure> {
+    fn cas_loop(&mut self, peer: usize, remote: u64, update: impl Fn(u64) -> u64) -> Result<u64, Fault> {
         let mut guess = 0;
         loop {
             let seen = self.atomic(peer, Op::CompareSwap, remote, (guess, update(guess)), true)?;
@@ -102,7 +102,7 @@ impl Verbs {
     /// Posts one ATOMIC (`op` is FetchAdd, CompareSwap or SignalAdd) with
     /// operands (compare or add, swap), its result landing in staging. With
     /// `wait`, returns the word's old value; otherwise 0 at once.
-    fn atomic(&mut self, peer: usize, op: Op, remote: u64, operands: (u64, u64), wait: bool) -> Result<u64, Failure> {
+    fn atomic(&mut self, peer: usize, op: Op, remote: u64, operands: (u64, u64), wait: bool) -> Result<u64, Fault> {
         let at = self.reserve(peer, 8)?;
         let wr = Wr {
             compare_add: operands.0,

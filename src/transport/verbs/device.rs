@@ -5,6 +5,7 @@
 
 use super::library::Library;
 use super::sys as ffi;
+use crate::transport::fault::Fault;
 use std::ffi::CStr;
 
 /// An open RDMA device (`ibv_context`).
@@ -16,7 +17,7 @@ pub struct Context {
 
 impl Context {
     /// Opens the device named `wanted`, or the first one, through `lib`.
-    pub fn open(lib: &'static Library, wanted: Option<&str>) -> Result<Context, String> {
+    pub fn open(lib: &'static Library, wanted: Option<&str>) -> Result<Context, Fault> {
         let mut count = 0;
         // SAFETY: ibv_get_device_list returns a NULL-terminated array we free below.
         let list = unsafe { (lib.get_device_list)(&mut count) };
@@ -43,7 +44,7 @@ impl Context {
             }
             names.push(name);
         }
-        let result = match chosen {
+        let result: Result<Context, String> = match chosen {
             None => Err(format!(
                 "no RDMA device named '{}' (found: {})",
                 wanted.unwrap_or(""),
@@ -64,7 +65,7 @@ impl Context {
         };
         // SAFETY: `list` came from ibv_get_device_list and is freed once.
         unsafe { (lib.free_device_list)(list) };
-        result
+        Ok(result?)
     }
 
     pub fn raw(&self) -> *mut ffi::ibv_context {
@@ -72,7 +73,7 @@ impl Context {
     }
 
     /// The attributes of `port`.
-    pub fn port(&self, port: u8) -> Result<ffi::ibv_port_attr, String> {
+    pub fn port(&self, port: u8) -> Result<ffi::ibv_port_attr, Fault> {
         let mut attr = ffi::ibv_port_attr::default();
         // SAFETY: `ibv_query_port` (the exported compat symbol, as verbs.h's
         // inline wrapper calls it) fills a prefix of ibv_port_attr, which we
@@ -83,24 +84,25 @@ impl Context {
                 "cannot query port {port} of {}: {}",
                 self.name,
                 std::io::Error::from_raw_os_error(rc)
-            ));
+            )
+            .into());
         }
         Ok(attr)
     }
 
     /// GID `index` of `port`.
-    pub fn gid(&self, port: u8, index: u8) -> Result<[u8; 16], String> {
+    pub fn gid(&self, port: u8, index: u8) -> Result<[u8; 16], Fault> {
         let mut gid = ffi::ibv_gid::default();
         // SAFETY: the context is open and `gid` is a valid out-parameter.
         let rc = unsafe { (self.lib.query_gid)(self.raw, port, index as i32, &mut gid) };
         if rc != 0 {
-            return Err(format!("cannot read GID {index} of {} port {port}", self.name));
+            return Err(format!("cannot read GID {index} of {} port {port}", self.name).into());
         }
         Ok(gid.raw)
     }
 
     /// The device's attributes.
-    pub fn attributes(&self) -> Result<ffi::ibv_device_attr, String> {
+    pub fn attributes(&self) -> Result<ffi::ibv_device_attr, Fault> {
         let mut attr = ffi::ibv_device_attr::default();
         // SAFETY: the context is open and `attr` is a valid out-parameter.
         let rc = unsafe { (self.lib.query_device)(self.raw, &mut attr) };
@@ -109,7 +111,8 @@ impl Context {
                 "cannot query device {}: {}",
                 self.name,
                 std::io::Error::from_raw_os_error(rc)
-            ));
+            )
+            .into());
         }
         Ok(attr)
     }
@@ -129,14 +132,15 @@ pub struct ProtectionDomain {
 }
 
 impl ProtectionDomain {
-    pub fn new(context: &Context) -> Result<ProtectionDomain, String> {
+    pub fn new(context: &Context) -> Result<ProtectionDomain, Fault> {
         // SAFETY: the context is open.
         let raw = unsafe { (context.lib.alloc_pd)(context.raw()) };
         if raw.is_null() {
             return Err(format!(
                 "cannot allocate a protection domain: {}",
                 std::io::Error::last_os_error()
-            ));
+            )
+            .into());
         }
         Ok(ProtectionDomain { raw, lib: context.lib })
     }
@@ -165,7 +169,7 @@ impl MemoryRegion {
     ///
     /// # Safety
     /// `addr..addr+len` must stay mapped for the life of the region.
-    pub unsafe fn register(pd: &ProtectionDomain, addr: *mut u8, len: usize) -> Result<MemoryRegion, String> {
+    pub unsafe fn register(pd: &ProtectionDomain, addr: *mut u8, len: usize) -> Result<MemoryRegion, Fault> {
         let access = ffi::IBV_ACCESS_LOCAL_WRITE
             | ffi::IBV_ACCESS_REMOTE_WRITE
             | ffi::IBV_ACCESS_REMOTE_READ
@@ -174,10 +178,7 @@ impl MemoryRegion {
         let raw = unsafe { (pd.lib.reg_mr)(pd.raw(), addr.cast(), len, access as i32) };
         if raw.is_null() {
             let err = std::io::Error::last_os_error();
-            return Err(format!(
-                "cannot register {len} bytes of memory: {err}{}",
-                memlock_hint(len)
-            ));
+            return Err(format!("cannot register {len} bytes of memory: {err}{}", memlock_hint(len)).into());
         }
         Ok(MemoryRegion { raw, lib: pd.lib })
     }

@@ -1,12 +1,13 @@
 //! libibverbs, opened at run time: the table of the entry points this
 //! transport calls, resolved once with `dlopen`/`dlsym` (as NCCL's
-//! `ibvwrap` does; see `transport::dynlib`), so no build of oneside links
+//! `ibvwrap` does; see `crate::dynlib`), so no build of oneside links
 //! against it and a machine without it simply has no verbs transport.
 //! `ibv_post_send` and `ibv_poll_cq` are inline in verbs.h and go through
 //! the context's ops table instead (see `queue`).
 
 use super::sys::*;
-use crate::transport::dynlib::Dynlib;
+use crate::dynlib::Dynlib;
+use crate::transport::fault::Fault;
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::OnceLock;
 
@@ -46,12 +47,15 @@ pub struct Library {
 }
 
 /// libibverbs, opened and resolved on first use; the same answer after.
-pub fn load() -> Result<&'static Library, String> {
+pub fn load() -> Result<&'static Library, Fault> {
     static LOADED: OnceLock<Result<Library, String>> = OnceLock::new();
-    LOADED.get_or_init(open).as_ref().map_err(Clone::clone)
+    LOADED
+        .get_or_init(|| open().map_err(|fault| fault.to_string()))
+        .as_ref()
+        .map_err(|detail| Fault::setup("open the library", detail.as_str()))
 }
 
-fn open() -> Result<Library, String> {
+fn open() -> Result<Library, Fault> {
     let file = std::env::var(LIBRARY_VAR).unwrap_or_else(|_| SONAME.to_string());
     let lib = Dynlib::open(&file).map_err(|why| {
         format!("not found ({why}); install rdma-core's libibverbs (Debian: libibverbs1 ibverbs-providers)")

@@ -52,7 +52,7 @@ mod work;
 
 pub use setup::{prepare, Prepared, Settings};
 
-use super::failure::Failure;
+use super::fault::Fault;
 use crate::segment::HEADER_BYTES;
 use queue::{CompletionQueue, QueuePair, Ready};
 use std::collections::VecDeque;
@@ -153,7 +153,7 @@ impl Verbs {
         &self.device.context.name
     }
 
-    pub fn put(&mut self, peer: usize, offset: usize, src: &[u8]) -> Result<(), Failure> {
+    pub fn put(&mut self, peer: usize, offset: usize, src: &[u8]) -> Result<(), Fault> {
         let remote = self.heap_addr(peer, offset);
         if src.len() <= self.inline_max {
             return self.post(peer, Wr::new(Op::Put, remote, Source::Inline(src)));
@@ -168,7 +168,7 @@ impl Verbs {
         Ok(())
     }
 
-    pub fn get(&mut self, peer: usize, offset: usize, dst: &mut [u8]) -> Result<(), Failure> {
+    pub fn get(&mut self, peer: usize, offset: usize, dst: &mut [u8]) -> Result<(), Fault> {
         let remote = self.heap_addr(peer, offset);
         for (i, chunk) in dst.chunks_mut(self.chunk_bytes).enumerate() {
             let at = self.reserve(peer, chunk.len())?;
@@ -190,7 +190,7 @@ impl Verbs {
     /// `dst` must stay valid for `len` bytes of writes, and untouched, until
     /// the next `quiet` returns, or until any call of this transport fails
     /// (a failure forgets every pending destination).
-    pub unsafe fn get_nbi(&mut self, peer: usize, offset: usize, dst: *mut u8, len: usize) -> Result<(), Failure> {
+    pub unsafe fn get_nbi(&mut self, peer: usize, offset: usize, dst: *mut u8, len: usize) -> Result<(), Fault> {
         let remote = self.heap_addr(peer, offset);
         let mut done = 0;
         while done < len {
@@ -212,7 +212,7 @@ impl Verbs {
 
     /// Writes `value` into the collective step flag at heap `offset` of
     /// `peer` (a single-writer word), after the data already posted to it.
-    pub fn flag(&mut self, peer: usize, offset: usize, value: u64) -> Result<(), Failure> {
+    pub fn flag(&mut self, peer: usize, offset: usize, value: u64) -> Result<(), Fault> {
         let remote = self.heap_addr(peer, offset);
         self.write_word(peer, Op::Flag, remote, value)
     }
@@ -222,7 +222,7 @@ impl Verbs {
     /// IBV_SEND_FENCE where one is still outstanding (`post` decides), or,
     /// for a rank whose puts are CPU stores that no fence on a queue pair
     /// can order, this waits until its outstanding ATOMICs have completed.
-    pub fn fence(&mut self) -> Result<(), Failure> {
+    pub fn fence(&mut self) -> Result<(), Fault> {
         for peer in 0..self.peers.len() {
             let Some(p) = self.peers[peer].as_mut() else { continue };
             match p.cpu_data {
@@ -240,11 +240,11 @@ impl Verbs {
     /// every non-blocking get has been copied to its destination.
     /// Polls the completion queue once, so a waiting rank learns of a failed
     /// work request (whose peer may never answer) instead of waiting forever.
-    pub fn poll(&mut self) -> Result<(), Failure> {
+    pub fn poll(&mut self) -> Result<(), Fault> {
         self.progress()
     }
 
-    pub fn quiet(&mut self) -> Result<(), Failure> {
+    pub fn quiet(&mut self) -> Result<(), Fault> {
         for peer in 0..self.peers.len() {
             let Some(p) = &self.peers[peer] else { continue };
             if p.since_signal > 0 {
@@ -263,7 +263,7 @@ impl Verbs {
 
     /// Writes one aligned 8-byte word at `remote` of `peer` (inline if the
     /// queue pairs allow it).
-    fn write_word(&mut self, peer: usize, op: Op, remote: u64, value: u64) -> Result<(), Failure> {
+    fn write_word(&mut self, peer: usize, op: Op, remote: u64, value: u64) -> Result<(), Fault> {
         let bytes = value.to_ne_bytes();
         if self.inline_max >= bytes.len() {
             return self.post(peer, Wr::new(op, remote, Source::Inline(&bytes)));

@@ -6,6 +6,7 @@
 use super::device::{Context, ProtectionDomain};
 use super::library::Library;
 use super::sys as ffi;
+use crate::transport::fault::Fault;
 use std::marker::PhantomData;
 
 /// Send queue depth of every queue pair.
@@ -21,21 +22,18 @@ pub struct CompletionQueue {
 
 impl CompletionQueue {
     /// A CQ with room for `depth` completions.
-    pub fn new(context: &Context, depth: i32) -> Result<CompletionQueue, String> {
+    pub fn new(context: &Context, depth: i32) -> Result<CompletionQueue, Fault> {
         // SAFETY: the context is open; no channel, no vector: we poll.
         let raw =
             unsafe { (context.lib.create_cq)(context.raw(), depth, std::ptr::null_mut(), std::ptr::null_mut(), 0) };
         if raw.is_null() {
-            return Err(format!(
-                "cannot create a completion queue: {}",
-                std::io::Error::last_os_error()
-            ));
+            return Err(format!("cannot create a completion queue: {}", std::io::Error::last_os_error()).into());
         }
         Ok(CompletionQueue { raw, lib: context.lib })
     }
 
     /// Polls up to `out.len()` completions; returns how many arrived.
-    pub fn poll(&self, out: &mut [ffi::ibv_wc]) -> Result<usize, String> {
+    pub fn poll(&self, out: &mut [ffi::ibv_wc]) -> Result<usize, Fault> {
         // SAFETY: ibv_poll_cq is inline in verbs.h: it calls the provider's
         // poll_cq through the context's ops table, which we do here. The CQ
         // is live and `out` has room for `out.len()` entries.
@@ -45,7 +43,7 @@ impl CompletionQueue {
             poll(self.raw, out.len() as i32, out.as_mut_ptr())
         };
         if n < 0 {
-            return Err(format!("polling the completion queue failed ({n})"));
+            return Err(format!("polling the completion queue failed ({n})").into());
         }
         Ok(n as usize)
     }
@@ -99,7 +97,7 @@ impl QueuePair<Init> {
         cq: &CompletionQueue,
         local: &LocalPort,
         psn: u32,
-    ) -> Result<QueuePair<Init>, String> {
+    ) -> Result<QueuePair<Init>, Fault> {
         let mut last_error = String::new();
         // Ask for inline room; providers that offer less refuse, so step down.
         for max_inline in [256, 128, 64, 0] {
@@ -144,11 +142,11 @@ impl QueuePair<Init> {
             qp.modify(&mut attr, mask, "INIT")?;
             return Ok(qp);
         }
-        Err(format!("cannot create a queue pair: {last_error}"))
+        Err(format!("cannot create a queue pair: {last_error}").into())
     }
 
     /// Connects to `remote`: INIT → RTR → RTS.
-    pub fn connect(self, local: &LocalPort, remote: &RemoteEnd) -> Result<QueuePair<Ready>, String> {
+    pub fn connect(self, local: &LocalPort, remote: &RemoteEnd) -> Result<QueuePair<Ready>, Fault> {
         let mut attr = ffi::ibv_qp_attr {
             qp_state: ffi::IBV_QPS_RTR,
             path_mtu: local.mtu.min(remote.mtu),
@@ -221,7 +219,7 @@ impl<S> QueuePair<S> {
         unsafe { (*self.raw).qp_num }
     }
 
-    fn modify(&self, attr: &mut ffi::ibv_qp_attr, mask: i32, state: &str) -> Result<(), String> {
+    fn modify(&self, attr: &mut ffi::ibv_qp_attr, mask: i32, state: &str) -> Result<(), Fault> {
         // SAFETY: the QP is live and `attr` is initialized for every bit in `mask`.
         let rc = unsafe { (self.lib.modify_qp)(self.raw, attr, mask) };
         if rc != 0 {
@@ -229,7 +227,8 @@ impl<S> QueuePair<S> {
                 "cannot move queue pair {} to {state}: {}",
                 self.qpn(),
                 std::io::Error::from_raw_os_error(rc)
-            ));
+            )
+            .into());
         }
         Ok(())
     }

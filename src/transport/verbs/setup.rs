@@ -12,6 +12,7 @@ use super::queue::{CompletionQueue, Init, LocalPort, QueuePair, RemoteEnd, CQ_DE
 use super::sys as ffi;
 use super::{Device, Peer, Verbs, CTX_RING_BYTES, RING_BYTES};
 use crate::segment::RawSegment;
+use crate::transport::fault::Fault;
 use crate::transport::VerbsCard;
 use std::collections::VecDeque;
 
@@ -28,16 +29,19 @@ pub struct Settings {
 /// Context lanes when `ONESIDE_VERBS_CONTEXTS` is not set.
 const DEFAULT_CONTEXT_LANES: u8 = 4;
 
+/// What the connection's faults say was being done.
+const OP_CONNECT: &str = "connect the queue pair";
+
 impl Settings {
-    pub fn from_env() -> Result<Settings, String> {
-        let number = |var: &str| -> Result<Option<u8>, String> {
+    pub fn from_env() -> Result<Settings, Fault> {
+        let number = |var: &str| -> Result<Option<u8>, Fault> {
             match std::env::var(var) {
                 Err(_) => Ok(None),
                 Ok(v) => v
                     .trim()
                     .parse()
                     .map(Some)
-                    .map_err(|_| format!("{var}={v:?} is not a number from 0 to 255")),
+                    .map_err(|_| format!("{var}={v:?} is not a number from 0 to 255").into()),
             }
         };
         Ok(Settings {
@@ -72,14 +76,15 @@ pub struct Prepared {
 }
 
 /// Opens the device and prepares one queue pair for each of the job's `size` ranks, this one's included.
-pub fn prepare(size: usize, segment: RawSegment, settings: &Settings) -> Result<Prepared, String> {
+pub fn prepare(size: usize, segment: RawSegment, settings: &Settings) -> Result<Prepared, Fault> {
     let context = Context::open(super::library::load()?, settings.device.as_deref())?;
     let port = context.port(settings.port)?;
     if port.state != ffi::IBV_PORT_ACTIVE {
         return Err(format!(
             "port {} of {} is not active (state {}): check the link (`ibv_devinfo`, `rdma link`)",
             settings.port, context.name, port.state
-        ));
+        )
+        .into());
     }
     let ethernet = port.link_layer == ffi::IBV_LINK_LAYER_ETHERNET;
     let gid_index = match settings.gid_index {
@@ -92,14 +97,16 @@ pub fn prepare(size: usize, segment: RawSegment, settings: &Settings) -> Result<
         return Err(format!(
             "GID {gid_index} of {} port {} is empty; pick another with --gid-index",
             context.name, settings.port
-        ));
+        )
+        .into());
     }
     let device = context.attributes()?;
     if device.atomic_cap == ffi::IBV_ATOMIC_NONE {
         return Err(format!(
             "{} has no RDMA atomics (atomic_cap NONE), which a verbs job needs for every atomic",
             context.name
-        ));
+        )
+        .into());
     }
     let local = LocalPort {
         port: settings.port,
@@ -160,7 +167,7 @@ pub fn prepare(size: usize, segment: RawSegment, settings: &Settings) -> Result<
 }
 
 /// The RoCE v2 IPv4-mapped GID if there is one, else the first non-empty GID.
-fn pick_gid(context: &Context, port: u8, table_len: i32) -> Result<u8, String> {
+fn pick_gid(context: &Context, port: u8, table_len: i32) -> Result<u8, Fault> {
     let types = format!("/sys/class/infiniband/{}/ports/{port}/gid_attrs/types", context.name);
     let mut first = None;
     let mut seen = Vec::new();
@@ -169,7 +176,7 @@ fn pick_gid(context: &Context, port: u8, table_len: i32) -> Result<u8, String> {
         let gid = match context.gid(port, index) {
             Ok(gid) => gid,
             Err(e) => {
-                seen.push(e);
+                seen.push(e.to_string());
                 continue;
             }
         };
@@ -189,6 +196,7 @@ fn pick_gid(context: &Context, port: u8, table_len: i32) -> Result<u8, String> {
             context.name,
             seen.join("; ")
         )
+        .into()
     })
 }
 
@@ -217,12 +225,7 @@ impl Prepared {
     /// rank that has a card (this rank's own card connects its loopback
     /// pair to itself); `by_rdma[p]` says whether rank `p`'s data goes by
     /// RDMA rather than by CPU. Lane 0 comes first.
-    pub fn connect(
-        self,
-        rank: usize,
-        cards: &[Option<VerbsCard>],
-        by_rdma: &[bool],
-    ) -> Result<Vec<Verbs>, (usize, String)> {
+    pub fn connect(self, rank: usize, cards: &[Option<VerbsCard>], by_rdma: &[bool]) -> Result<Vec<Verbs>, Fault> {
         let size = cards.len().max(1);
         let lanes_in_every_card = cards
             .iter()
@@ -235,9 +238,10 @@ impl Prepared {
             let peer = cards
                 .iter()
                 .position(|c| c.as_ref().is_some_and(|c| c.qpns.len() < size));
-            return Err((
+            return Err(Fault::with(
                 peer.unwrap_or(rank),
-                "its card has no queue pair for this rank".to_string(),
+                OP_CONNECT,
+                "its card has no queue pair for this rank",
             ));
         }
         let credits = (u64::from(SQ_DEPTH) - 1).min(self.cq_depth as u64 / size as u64).max(1);
@@ -264,7 +268,7 @@ fn connect_lane(
     local: &LocalPort,
     (rank, cards, by_rdma): (usize, &[Option<VerbsCard>], &[bool]),
     credits: u64,
-) -> Result<Verbs, (usize, String)> {
+) -> Result<Verbs, Fault> {
     let size = cards.len();
     let mut peers = Vec::with_capacity(size);
     for (peer, card) in cards.iter().enumerate() {
@@ -279,7 +283,9 @@ fn connect_lane(
             gid: card.gid,
             mtu: card.mtu,
         };
-        let qp = qp.connect(local, &remote).map_err(|e| (peer, e))?;
+        let qp = qp
+            .connect(local, &remote)
+            .map_err(|fault| Fault::with(peer, OP_CONNECT, fault.to_string()))?;
         peers.push(Some(Peer {
             qp,
             remote_base: card.addr,

@@ -12,7 +12,7 @@
 //! it is needed only on a WR posted while one of those is outstanding.
 
 use super::sys as ffi;
-use super::{Failure, Verbs, SIGNAL_EVERY};
+use super::{Fault, Verbs, SIGNAL_EVERY};
 use ffi as opcode;
 
 /// What a WR is for; its code travels in the `wr_id` and names it in errors.
@@ -112,7 +112,7 @@ impl<'a> Wr<'a> {
 impl Verbs {
     /// Hands out `len` contiguous bytes of `peer`'s staging ring, 8-byte
     /// aligned (as ATOMIC results need).
-    pub(super) fn reserve(&mut self, peer: usize, len: usize) -> Result<usize, Failure> {
+    pub(super) fn reserve(&mut self, peer: usize, len: usize) -> Result<usize, Fault> {
         let len = len.next_multiple_of(8);
         let ring = self.ring_bytes;
         loop {
@@ -132,7 +132,7 @@ impl Verbs {
     /// Posts one WR to `peer`, waiting for a send-queue credit first. Staged
     /// and zero-length WRs are always signalled (their completion retires
     /// ring space or ends a quiet).
-    pub(super) fn post(&mut self, peer: usize, wr: Wr) -> Result<(), Failure> {
+    pub(super) fn post(&mut self, peer: usize, wr: Wr) -> Result<(), Fault> {
         while self.peer(peer).posted - self.peer(peer).completed >= self.credits {
             self.progress()?;
         }
@@ -217,7 +217,7 @@ impl Verbs {
     }
 
     /// Polls until `peer`'s WR number `seq` (and so every earlier one) has completed.
-    pub(super) fn wait_for(&mut self, peer: usize, seq: u64) -> Result<(), Failure> {
+    pub(super) fn wait_for(&mut self, peer: usize, seq: u64) -> Result<(), Fault> {
         while self.peer(peer).completed < seq {
             self.progress()?;
         }
@@ -226,10 +226,10 @@ impl Verbs {
 
     /// Polls the CQ once; retires completed WRs and their ring space, after
     /// copying every non-blocking get they finished to its destination.
-    pub(super) fn progress(&mut self) -> Result<(), Failure> {
+    pub(super) fn progress(&mut self) -> Result<(), Fault> {
         let n = match self.cq.poll(&mut self.completions[..]) {
             Ok(n) => n,
-            Err(detail) => return Err(self.failed(0, "poll the CQ", detail)),
+            Err(fault) => return Err(self.failed(0, "poll the CQ", fault.to_string())),
         };
         for index in 0..n {
             let wc = self.completions[index];
@@ -285,15 +285,10 @@ impl Verbs {
     /// Builds the failure of `op` with `peer`, and forgets every pending
     /// non-blocking get: after a failure nothing is written into the
     /// destinations, whose owners may reuse them once they see the error.
-    pub(super) fn failed(&mut self, peer: usize, op: &'static str, detail: String) -> Failure {
+    pub(super) fn failed(&mut self, peer: usize, op: &'static str, detail: String) -> Fault {
         for p in self.peers.iter_mut().flatten() {
             p.landings.clear();
         }
-        Failure {
-            peer,
-            op,
-            detail,
-            consequence: false,
-        }
+        Fault::with(peer, op, detail)
     }
 }

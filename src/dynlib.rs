@@ -1,6 +1,7 @@
-//! Shared objects opened at run time (`dlopen`), for the fabric libraries
-//! no build of oneside links against: libibverbs (`verbs::library`) and
-//! libfabric (`ofi::library`). Each resolves its table of entry points once;
+//! Shared objects opened at run time (`dlopen`), for the libraries no build
+//! of oneside links against: libibverbs (`transport::verbs::library`),
+//! libfabric (`transport::ofi::library`) and libpmix
+//! (`bootstrap::pmi::pmix`). Each resolves its table of entry points once;
 //! the handle is never closed, so every resolved pointer stays valid for the
 //! life of the process.
 
