@@ -5,18 +5,14 @@
 use crate::bootstrap::{self, LauncherLink};
 use crate::error::{Error, Result};
 use crate::heap::Allocator;
-use crate::links::{CtxConnect, Links, Parts, Stream};
+use crate::links::wire::{Offer, Wired};
+use crate::links::{Links, Stream};
 use crate::protocol::env::heap_size_from_env;
 use crate::segment::Segment;
 use crate::sym::{Pod, Sym};
 use crate::team::layout::{Layout, MAX_TEAMS};
 use crate::team::Team;
-use crate::transport::cards::CardTable;
-use crate::transport::rdma::{self, RdmaLink};
-use crate::transport::tcp::engine::ProgressEngine;
-use crate::transport::tcp::flusher::{Flusher, Nudge};
-use crate::transport::tcp::Dial;
-use crate::transport::{self, Card, Choice, Path};
+use crate::transport::Choice;
 use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
 
@@ -99,18 +95,7 @@ pub fn init_with(options: Options) -> Result<World> {
         bootstrap::in_mpi::check_world(0, 1, "no launcher, as a singleton")?;
         let own = Segment::anonymous(0, segment_heap_bytes(heap_bytes, 1), data)?;
         let host = crate::protocol::route::hostname();
-        let links = Links::new(Parts {
-            rank: 0,
-            size: 1,
-            paths: vec![Path::Local],
-            cards: CardTable::empty(),
-            own_heap: own.heap_base(),
-            block_waits: crate::backoff::block_waits(1),
-            engine: None,
-            flusher: None,
-            rdma: None,
-            ctx_connect: None,
-        });
+        let links = Links::alone(own.heap_base());
         let mut world = World::assemble(0, 1, 0, 1, host, own, links, vec![0], None);
         world.data = data;
         return Ok(world);
@@ -119,10 +104,6 @@ pub fn init_with(options: Options) -> Result<World> {
     bootstrap::in_mpi::check_world(env.rank, env.size, &how)?;
     crate::protocol::limits::raise_open_files();
     let choice = Choice::from_env(env.rank)?;
-    let remote_peers = env.local_size < env.size;
-    let want_tcp = choice == Choice::Tcp || (choice == Choice::Auto && remote_peers);
-    let want_rdma = choice == Choice::Verbs || (choice == Choice::Auto && remote_peers);
-    let want_ofi = choice == Choice::Ofi || (choice == Choice::Auto && remote_peers);
     // A segment file is only for same-host peers that shared memory will reach.
     let segment_heap = segment_heap_bytes(heap_bytes, env.size);
     let (own, shm) = if env.local_size > 1 && matches!(choice, Choice::Auto | Choice::Shm) {
@@ -131,134 +112,18 @@ pub fn init_with(options: Options) -> Result<World> {
     } else {
         (Segment::anonymous(env.rank, segment_heap, data)?, None)
     };
-    let pending_rdma = match want_rdma {
-        true => rdma::prepare(env.rank, env.size, own.raw(), choice == Choice::Verbs)?,
-        false => None,
-    };
-    // `auto` looks for a hardware provider only where there is no verbs device.
-    let pending_ofi = match want_ofi && pending_rdma.is_none() {
-        true => rdma::prepare_ofi(env.rank, env.size, own.raw(), choice == Choice::Ofi)?,
-        false => None,
-    };
-    let mut engine = None;
-    // A rank with a TCP engine spins in its waits only if every local rank
-    // and its engine have a core; its links drive the engine while they
-    // wait for answers, as its local waits do.
-    let spin_with_engine = crate::backoff::may_spin(env.local_size, 2);
-    let make_card = |local_ip| {
-        let tcp = match want_tcp {
-            true => {
-                let started =
-                    ProgressEngine::start(env.rank, local_ip, env.secret.clone(), own.raw(), spin_with_engine)
-                        .map_err(|fault| Error::TcpListen {
-                            rank: env.rank,
-                            source: fault.into_io(),
-                        })?;
-                let addr = started.addr().to_string();
-                engine = Some(started);
-                Some(addr)
-            }
-            false => None,
-        };
-        let verbs = pending_rdma.as_ref().map(rdma::Pending::card);
-        let ofi = pending_ofi.as_ref().map(transport::ofi::Prepared::card);
-        let card = Card {
-            host: env.host.clone(),
-            heap_bytes: heap_bytes as u64,
-            shm,
-            tcp,
-            verbs,
-            ofi,
-        };
-        Ok(postcard::to_stdvec(&card).expect("postcard encoding into a Vec cannot fail"))
-    };
+    let mut offer = Offer::open(&env, choice, (own.raw(), own.heap_base()), shm, heap_bytes)?;
     let (table, launcher) = match pmi {
-        Some(pmi) => pmi.exchange_cards(&env, make_card(bootstrap::under_pmi::local_ip())?)?,
-        None => bootstrap::exchange_cards(&env, make_card)?,
+        Some(pmi) => pmi.exchange_cards(&env, offer.card(bootstrap::under_pmi::local_ip())?)?,
+        None => bootstrap::exchange_cards(&env, |local_ip| offer.card(local_ip))?,
     };
     let launcher = Some(launcher);
-    let cards = CardTable::new(Box::new(table)).map_err(|e| Error::BootstrapProtocol {
-        rank: env.rank,
-        peer: "the card table".into(),
-        detail: format!("undecodable: {e}"),
-    })?;
-    let timeout = std::time::Duration::from_secs(env.bootstrap_timeout_secs.max(1));
-    let dial = Dial {
-        secret: env.secret.clone(),
-        timeout,
-        driver: engine.as_ref().map(|e: &ProgressEngine| e.driver().clone()),
-        nudge: Some(Nudge::new()),
-    };
-    let lazy_shm = env.local_size > transport::shm::eager_peers() + 1;
-    let nic = transport::job_nic(choice, &cards);
-    let transport::Wired { paths, nodes: node_of } =
-        transport::connect_all(env.rank, (choice, nic), &cards, &dial, lazy_shm)?;
-    // A verbs job sends every atomic through the NIC (the rule in the crate
-    // docs), so it needs a queue pair to every rank, this one included,
-    // whatever the data path; `connect_all` has checked every card has one.
-    let rdma = match (nic == transport::JobNic::Verbs, pending_rdma) {
-        (true, Some(pending)) => {
-            let rdma_cards = (0..env.size)
-                .map(|p| transport::read_card(env.rank, &cards, p).map(|card| card.verbs))
-                .collect::<Result<Vec<_>>>()?;
-            let by_rdma: Vec<_> = paths.iter().map(|path| matches!(path, Path::Verbs)).collect();
-            Some(pending.connect(env.rank, &rdma_cards, &by_rdma)?)
-        }
-        (true, None) => {
-            return Err(Error::RdmaSetup {
-                rank: env.rank,
-                detail: "the job uses verbs, but this rank opened no RDMA device".into(),
-            })
-        }
-        (false, _) => None,
-    };
-    // Likewise an ofi job: every rank is in the address vector.
-    let rdma = match (nic == transport::JobNic::Ofi, pending_ofi) {
-        (true, Some(pending)) => {
-            let ofi_cards = (0..env.size)
-                .map(|p| transport::read_card(env.rank, &cards, p).map(|card| card.ofi))
-                .collect::<Result<Vec<_>>>()?;
-            Some(rdma::connect_ofi(pending, env.rank, env.local_size, &ofi_cards)?)
-        }
-        (true, None) => {
-            return Err(Error::OfiSetup {
-                rank: env.rank,
-                detail: "the job uses ofi, but this rank opened no libfabric endpoint".into(),
-            })
-        }
-        (false, _) => rdma,
-    };
-    let tcp_peers = paths.iter().any(|path| matches!(path, Path::Tcp(_)));
-    let (mut flusher, mut ctx_connect) = (None, None);
-    if tcp_peers {
-        if let Some(nudge) = dial.nudge.clone() {
-            flusher = Some(Flusher::start(env.rank, nudge).map_err(|fault| Error::ThreadStart {
-                rank: env.rank,
-                thread: "TCP flusher",
-                source: fault.into_io(),
-            })?);
-        }
-        ctx_connect = Some(CtxConnect {
-            addrs: (0..env.size)
-                .map(|p| cards.view(p).ok().as_ref().and_then(transport::tcp_addr))
-                .collect(),
-            dial,
-            live: Default::default(),
-        });
-    }
-    let spin_waits = engine.as_ref().map(|engine| engine.driver().spin());
-    let links = Links::new(Parts {
-        rank: env.rank,
-        size: env.size,
-        paths,
-        cards,
-        own_heap: own.heap_base(),
-        block_waits: crate::backoff::block_waits(env.local_size),
-        engine,
-        flusher,
-        rdma,
-        ctx_connect,
-    });
+    let Wired {
+        links,
+        node_of,
+        spin_waits,
+        lazy_shm,
+    } = offer.connect(table)?;
     let mut world = World::assemble(
         env.rank,
         env.size,
@@ -383,12 +248,12 @@ impl World {
     /// The address of this rank's TCP progress engine, if it runs one
     /// (diagnostics: it is where peers' TCP requests arrive).
     pub fn tcp_endpoint(&self) -> Option<std::net::SocketAddr> {
-        self.links.engine.as_ref().map(ProgressEngine::addr)
+        self.links.tcp_endpoint()
     }
 
     /// The RDMA device this rank uses, if the job uses verbs.
     pub fn rdma_device(&self) -> Option<String> {
-        self.links.rdma.as_ref().map(RdmaLink::device_name)
+        self.links.rdma_device()
     }
 
     /// Symmetric heap size per rank, in bytes (what `alloc` can hand out).

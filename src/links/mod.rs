@@ -12,6 +12,7 @@
 
 pub(crate) mod primitives;
 pub(crate) mod stream;
+pub(crate) mod wire;
 
 use crate::error::Error;
 use crate::transport::cards::CardTable;
@@ -103,6 +104,16 @@ impl Links {
             block_waits: parts.block_waits,
             broken: AtomicBool::new(false),
         }
+    }
+
+    /// The address of this rank's TCP progress engine, if it runs one.
+    pub(crate) fn tcp_endpoint(&self) -> Option<std::net::SocketAddr> {
+        self.engine.as_ref().map(ProgressEngine::addr)
+    }
+
+    /// The NIC this rank's RDMA transport uses, if the job has one.
+    pub(crate) fn rdma_device(&self) -> Option<String> {
+        self.rdma.as_ref().map(RdmaLink::device_name)
     }
 
     /// Every atomic goes through the NIC: the job uses verbs or ofi.
