@@ -126,7 +126,7 @@ impl Offer {
         let cards = CardTable::new(Box::new(table)).map_err(|e| Error::BootstrapProtocol {
             rank,
             peer: "the card table".into(),
-            detail: format!("undecodable: {e}"),
+            detail: e.to_string(),
         })?;
         let dial = Dial {
             secret: self.secret,

@@ -10,6 +10,7 @@
 //! shared-memory card, is decoded when that peer is first mapped
 //! ([`super::shm::PeerSegment`]).
 
+use super::fault::Fault;
 use super::{OfiCard, VerbsCard};
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -114,10 +115,17 @@ impl<'a, V: Copy> ByHost<'a, V> {
 
 impl CardTable {
     /// Finds the cards in an encoded table (`protocol::wire::encode_table`):
-    /// one walk over their lengths, no card decoded.
-    pub fn new(bytes: Box<dyn AsRef<[u8]> + Send + Sync>) -> Result<CardTable, postcard::Error> {
+    /// one walk over their lengths, no card decoded. A span is two `u32`s,
+    /// so a table is at most 4 GiB (40 million cards of ~100 bytes); a
+    /// larger one is refused, never wrapped.
+    pub fn new(bytes: Box<dyn AsRef<[u8]> + Send + Sync>) -> Result<CardTable, Fault> {
         let all = (*bytes).as_ref();
-        let entries: Vec<&[u8]> = postcard::from_bytes(all)?;
+        if u32::try_from(all.len()).is_err() {
+            let detail = format!("{} bytes, above the 4 GiB a card table may hold", all.len());
+            return Err(Fault::setup("read the card table", detail));
+        }
+        let entries: Vec<&[u8]> =
+            postcard::from_bytes(all).map_err(|e| Fault::setup("read the card table", format!("undecodable: {e}")))?;
         let base = all.as_ptr() as usize;
         let spans = entries
             .iter()
