@@ -13,7 +13,10 @@
 # slots per host, Open MPI would bind each host's ranks to cores 0 and 1 and
 # spin without yielding, two ranks per core (barriers of ~10 ms); so it runs
 # with --bind-to none and mpi_yield_when_idle 1, which it picks by itself
-# when it knows it is oversubscribed (as in compare_coll.sh). Metric names and timing conventions as in
+# when it knows it is oversubscribed (as in compare_coll.sh); oneside gets
+# the same word, ONESIDE_YIELD_WHEN_IDLE=1 (its waits neither spin nor keep
+# polling: each host's counts say a core per rank, which these hosts do not
+# have). Metric names and timing conventions as in
 # bench/compare_coll.sh (OSU's); medians over the rounds, ours / MPI.
 # Trust the ratios, not the absolute numbers.
 #
@@ -68,7 +71,7 @@ run() {
   case $side in
     ours)
       local transport=tcp; [ "$mode" = mixed ] && transport=auto
-      timeout -k 5 "$RUN_TIMEOUT" target/release/rlaunch --ssh "$SSH" -f "$cluster/two-each" -n 4 --transport "$transport" \
+      timeout -k 5 "$RUN_TIMEOUT" target/release/rlaunch --ssh "$SSH" -f "$cluster/two-each" -n 4 --transport "$transport" -x ONESIDE_YIELD_WHEN_IDLE=1 \
         target/release/examples/bench --only-coll "${EXTRA[@]}" >"$raw.out" 2>"$raw.err" || rc=$?
       grep -E '^(coll_barrier_lat|bcast_lat|reduce_[a-z0-9]+_[a-z]+_lat|fcollect_lat|collect_lat|alltoall_lat) [0-9]+ [0-9.]+ us$' \
         "$raw.out" >> "$OUT/ours-$mode.txt" || true ;;

@@ -281,7 +281,7 @@ impl World {
         let _blocked = crate::watch::blocked(waiting);
         let driver = engine.driver();
         let mut driving = Some(driver.start_driving());
-        let mut backoff = Backoff::new(self.spin_waits);
+        let mut backoff = Backoff::new(self.spin_waits).keep_polling(driver.keeps_polling());
         loop {
             self.links.check_links()?;
             if let Some(result) = ready() {
@@ -355,8 +355,9 @@ impl World {
             return Ok(result);
         }
         let _blocked = crate::watch::blocked(waiting);
-        let mut driving = self.links.engine.as_ref().map(|engine| engine.driver().start_driving());
-        let mut backoff = Backoff::new(self.spin_waits);
+        let driver = self.links.engine.as_ref().map(|engine| engine.driver());
+        let mut driving = driver.map(|driver| driver.start_driving());
+        let mut backoff = Backoff::new(self.spin_waits).keep_polling(driver.is_some_and(|d| d.keeps_polling()));
         loop {
             self.links.check_links()?;
             backoff.pause();

@@ -7,13 +7,16 @@
 //!
 //! ```text
 //! rlaunch -n 2 target/release/examples/bench [--smoke] [--only-barrier] [--only-ops] [--only-coll] [--osu-iters] [--max BYTES]
+//!         [--busy-target]
 //!         [--csv FILE] [--plot FILE.svg] [--peer FILE] [--peer-name NAME]
 //! ```
 //!
 //! Prints a table, then one machine-readable line per figure:
 //! `<metric> <bytes> <value> <unit>`. `--peer` reads the same lines from
 //! another implementation (`bench/mpi_rma.c`) to draw next to ours.
-//! `--osu-iters` runs each collective OSU's number of calls per size
+//! `--busy-target` has the other ranks compute outside oneside, rather
+//! than wait in a barrier, while rank 0 measures a one-sided figure (the
+//! case an MPI target cannot serve). `--osu-iters` runs each collective OSU's number of calls per size
 //! (`coll::Counts::Osu`), as `bench/mpi_coll.c` does.
 
 mod coll;
@@ -32,6 +35,7 @@ struct Options {
     only_barrier: bool,
     only_ops: bool,
     only_coll: bool,
+    busy_target: bool,
     osu_iters: bool,
     max: usize,
     csv: Option<PathBuf>,
@@ -54,6 +58,7 @@ fn parse_options() -> Result<Options, String> {
             "--only-barrier" => opts.only_barrier = true,
             "--only-ops" => opts.only_ops = true,
             "--only-coll" => opts.only_coll = true,
+            "--busy-target" => opts.busy_target = true,
             "--osu-iters" => opts.osu_iters = true,
             "--max" => opts.max = value()?.parse().map_err(|_| "--max takes a byte count".to_string())?,
             "--csv" => opts.csv = Some(value()?.into()),
@@ -123,6 +128,9 @@ fn run(opts: &Options) -> Result<ExitCode, Box<dyn std::error::Error>> {
         words: world.alloc::<u64>(4)?,
         signals: world.alloc::<u64>(2)?,
         smoke: opts.smoke,
+        busy_target: opts.busy_target,
+        done: world.alloc::<u64>(1)?,
+        measured: std::cell::Cell::new(0),
     };
     let mut figures = Vec::new();
     let mut keep = |metric: &str, bytes: usize, value: Option<f64>, unit: &'static str| {

@@ -82,6 +82,14 @@ pub struct Bench<'w> {
     /// Signal words of the put-with-signal ping-pong: 0 for rank 1, 1 for rank 0.
     pub signals: Sym<u64>,
     pub smoke: bool,
+    /// `--busy-target`: while rank 0 measures, the others compute outside
+    /// oneside (reading only a local word between chunks of arithmetic)
+    /// instead of waiting in a barrier, so their progress thread serves.
+    pub busy_target: bool,
+    /// The word rank 0 sets to end a busy target's computing, and the
+    /// last value it set.
+    pub done: Sym<u64>,
+    pub measured: std::cell::Cell<u64>,
 }
 
 impl Bench<'_> {
@@ -232,11 +240,45 @@ impl Bench<'_> {
         }
     }
 
-    /// Rank 0 measures while the others wait in a barrier; one-sided ops
-    /// need nothing from the target.
+    /// Rank 0 measures while the others wait in a barrier (or compute,
+    /// with `busy_target`); one-sided ops need nothing from the target.
     pub fn on_rank0(&self, measure: impl FnOnce() -> oneside::Result<f64>) -> oneside::Result<Option<f64>> {
-        let result = if self.world.rank() == 0 { Some(measure()?) } else { None };
+        let round = self.measured.get() + 1;
+        self.measured.set(round);
+        let result = match (self.world.rank(), self.busy_target) {
+            (0, false) => Some(measure()?),
+            (0, true) => {
+                let result = measure()?;
+                for target in 1..self.world.size() {
+                    self.world.put_value(&self.done, target, 0, round)?;
+                }
+                self.world.quiet()?;
+                Some(result)
+            }
+            (_, true) => {
+                self.compute_until(round)?;
+                None
+            }
+            (_, false) => None,
+        };
         self.world.barrier()?;
         Ok(result)
+    }
+
+    /// Computes (about 10 µs of arithmetic between looks) until rank 0
+    /// has set `done` to `round`, calling nothing of oneside that could
+    /// serve a peer: a local read is a copy.
+    fn compute_until(&self, round: u64) -> oneside::Result<()> {
+        let mut x = 1u64;
+        let mut seen = [0u64];
+        loop {
+            for _ in 0..20_000 {
+                x = std::hint::black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
+            }
+            self.world.local_read(&self.done, 0, &mut seen)?;
+            if seen[0] >= round {
+                return Ok(());
+            }
+        }
     }
 }

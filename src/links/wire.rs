@@ -12,7 +12,7 @@ use crate::segment::{RawSegment, ShmCard};
 use crate::transport::cards::CardTable;
 use crate::transport::ofi::Prepared as PreparedOfi;
 use crate::transport::rdma::{self, RdmaLink};
-use crate::transport::tcp::engine::ProgressEngine;
+use crate::transport::tcp::engine::{ProgressEngine, WaitPolicy};
 use crate::transport::tcp::flusher::{Flusher, Nudge};
 use crate::transport::tcp::Dial;
 use crate::transport::{self, Card, Choice, JobNic, Path};
@@ -93,13 +93,17 @@ impl Offer {
     /// This rank's card, encoded: starts the TCP progress engine on
     /// `local_ip` (the address peers reach this host by) if TCP is wanted.
     /// A rank with an engine spins in its waits only if every local rank
-    /// and its engine have a core.
+    /// and its engine have a core, and keeps polling in long waits if it
+    /// has a core of its own (the engine's thread sleeps while it does).
     pub(crate) fn card(&mut self, local_ip: IpAddr) -> Result<Vec<u8>> {
         let mut tcp = None;
         if self.want_tcp {
-            let spin = crate::backoff::may_spin(self.local_size, 2);
+            let waits = WaitPolicy {
+                spin: crate::backoff::may_spin(self.local_size, 2),
+                keep_polling: crate::backoff::may_spin(self.local_size, 1),
+            };
             let engine =
-                ProgressEngine::start(self.rank, local_ip, self.secret.clone(), self.own, spin).map_err(|fault| {
+                ProgressEngine::start(self.rank, local_ip, self.secret.clone(), self.own, waits).map_err(|fault| {
                     Error::TcpListen {
                         rank: self.rank,
                         source: fault.into_io(),

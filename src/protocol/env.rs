@@ -30,6 +30,11 @@ pub const TRANSPORT: &str = "ONESIDE_TRANSPORT";
 /// Set to `1` when the launcher pinned this rank to CPUs of its own
 /// (`rlaunch --bind-to core`), so its waits may spin on them.
 pub const BOUND: &str = "ONESIDE_BOUND";
+/// Set to `1` to say this rank shares its cores with others, whatever
+/// the counts show (as Open MPI's `mpi_yield_when_idle`): its waits
+/// never spin nor keep polling, they yield and then sleep. For hosts that
+/// are one machine's namespaces or VMs sharing its cores.
+pub const YIELD_WHEN_IDLE: &str = "ONESIDE_YIELD_WHEN_IDLE";
 
 /// Prefix of every shared-memory file a job creates in `/dev/shm`.
 pub const SHM_PREFIX: &str = "oneside-";

@@ -40,7 +40,8 @@ pub(super) unsafe fn read_answer(
         Some(_) => libc::MSG_DONTWAIT,
         None => 0,
     };
-    let mut backoff = Backoff::new(driver.is_some_and(Driver::spin));
+    let mut backoff =
+        Backoff::new(driver.is_some_and(Driver::spin)).keep_polling(driver.is_some_and(Driver::keeps_polling));
     let mut driving = None;
     let mut blocked = None;
     let mut done = 0;

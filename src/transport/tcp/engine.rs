@@ -87,18 +87,24 @@ struct Conns {
 
 impl ProgressEngine {
     /// Listens on an ephemeral port of `ip` and serves `memory` for rank
-    /// `rank`; `spin` is whether the rank's waits that drive it may spin.
+    /// `rank`; `waits` is how the rank's waits that drive it pass the time.
     pub fn start(
         rank: usize,
         ip: IpAddr,
         secret: Vec<u8>,
         memory: RawSegment,
-        spin: bool,
+        waits: WaitPolicy,
     ) -> Result<ProgressEngine, Fault> {
-        Self::listen(rank, ip, secret, memory, spin).map_err(|e| Fault::setup_io("start the TCP progress engine", e))
+        Self::listen(rank, ip, secret, memory, waits).map_err(|e| Fault::setup_io("start the TCP progress engine", e))
     }
 
-    fn listen(rank: usize, ip: IpAddr, secret: Vec<u8>, memory: RawSegment, spin: bool) -> io::Result<ProgressEngine> {
+    fn listen(
+        rank: usize,
+        ip: IpAddr,
+        secret: Vec<u8>,
+        memory: RawSegment,
+        waits: WaitPolicy,
+    ) -> io::Result<ProgressEngine> {
         let poll = Poll::new()?;
         let mut listener = listen::bind_wide(SocketAddr::new(ip, 0))?;
         poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
@@ -128,7 +134,7 @@ impl ProgressEngine {
         Ok(ProgressEngine {
             addr,
             stop,
-            driver: Driver { table, spin },
+            driver: Driver { table, waits },
             thread: Some(thread),
         })
     }
@@ -150,7 +156,21 @@ impl ProgressEngine {
 #[derive(Clone)]
 pub struct Driver {
     table: Arc<Table>,
-    spin: bool,
+    waits: WaitPolicy,
+}
+
+/// How a rank's waits that drive its engine pass the time, decided at
+/// init from the rank's share of the cores (`backoff`).
+#[derive(Clone, Copy, Debug)]
+pub struct WaitPolicy {
+    /// Spin before yielding: every local rank and its engine have a core.
+    pub spin: bool,
+    /// Keep polling however long the wait, never handing the connections
+    /// back to the progress thread to sleep: the rank has a core of its
+    /// own, so a peer's request is served the moment it arrives, as an MPI
+    /// rank polls its sockets in a wait. The progress thread still serves
+    /// while the rank computes.
+    pub keep_polling: bool,
 }
 
 impl Driver {
@@ -183,7 +203,13 @@ impl Driver {
     /// Whether the waits that drive may spin (every local rank and its
     /// engine have a core).
     pub fn spin(&self) -> bool {
-        self.spin
+        self.waits.spin
+    }
+
+    /// Whether the waits that drive keep polling for as long as they
+    /// last ([`WaitPolicy::keep_polling`]).
+    pub fn keeps_polling(&self) -> bool {
+        self.waits.keep_polling
     }
 
     /// Sleeps until a connection of the engine has news, or `socket` (a
