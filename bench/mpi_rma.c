@@ -1,7 +1,8 @@
 /*
  * The peer of examples/bench: the same measurements, the same way, with MPI
  * RMA (passive target: MPI_Win_allocate + MPI_Win_lock_all, MPI_Put/MPI_Get +
- * MPI_Win_flush, MPI_Barrier). Same sizes, same calibration (the iteration
+ * MPI_Win_flush, MPI_Fetch_and_op / MPI_Compare_and_swap + MPI_Win_flush,
+ * MPI_Barrier). Same sizes, same calibration (the iteration
  * count doubles until a batch lasts 10 ms; counts that several ranks must
  * share are decided by rank 0), same warm-up and median of 7 batches, same
  * output lines:
@@ -11,6 +12,7 @@
  *   mpi_rma trivial          (MPI_Init + MPI_Finalize, for launch timing)
  */
 #include <mpi.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +88,27 @@ static void rate_batch(size_t size, size_t windows, char *buf, int target) {
         MPI_Win_flush(target, win);
     }
 }
+/* Atomics on the first 8 bytes of the target's window (examples/bench's
+ * fadd_lat and cswap_lat): one fetching atomic + flush per iteration. */
+static void fadd_batch(size_t size, size_t iters, char *buf, int target) {
+    (void)size;
+    uint64_t one = 1, old;
+    for (size_t i = 0; i < iters; i++) {
+        MPI_Fetch_and_op(&one, &old, MPI_UINT64_T, target, 0, MPI_SUM, win);
+        MPI_Win_flush(target, win);
+    }
+    buf[0] = (char)old;
+}
+
+static void cswap_batch(size_t size, size_t iters, char *buf, int target) {
+    (void)size;
+    uint64_t compare = 0, value = 1, old;
+    for (size_t i = 0; i < iters; i++) {
+        MPI_Compare_and_swap(&value, &compare, &old, MPI_UINT64_T, target, 0, win);
+        MPI_Win_flush(target, win);
+    }
+    buf[0] = (char)old;
+}
 
 static void barrier_batch(size_t size, size_t iters, char *buf, int target) {
     (void)size; (void)buf; (void)target;
@@ -149,6 +172,13 @@ int main(int argc, char **argv) {
         if (rank == 0) {
             size_t windows = calibrate(rate_batch, 8, 1000000, buf, 1);
             report("msg_rate", 8, (double)(windows * WINDOW) / timed(rate_batch, 8, windows, buf, 1), "msg/s");
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0) {
+            size_t n = calibrate(fadd_batch, 8, 10000000, buf, 1);
+            report("fadd_lat", 8, timed(fadd_batch, 8, n, buf, 1) * 1e6 / n, "us");
+            n = calibrate(cswap_batch, 8, 10000000, buf, 1);
+            report("cswap_lat", 8, timed(cswap_batch, 8, n, buf, 1) * 1e6 / n, "us");
         }
         MPI_Barrier(MPI_COMM_WORLD);
     }

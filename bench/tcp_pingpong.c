@@ -6,10 +6,14 @@
  *   tcp_pingpong server PORT          (serves one client, then exits)
  *   tcp_pingpong client HOST PORT
  *
- * tcp_rtt:  8-byte message and 8-byte reply, TCP_NODELAY (compare with put + quiet)
+ * tcp_rtt:  8-byte message and 8-byte reply, TCP_NODELAY, blocking reads (the
+ *           floor for a target whose thread must be woken: one computing)
+ * tcp_rtt_poll: the same, both sides polling with MSG_DONTWAIT (the floor
+ *           for a target that polls in a wait: compare with put + quiet)
  * tcp_bw:   windows of 64 × 1 MiB, then a 1-byte acknowledgement (compare with put bandwidth)
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -32,6 +36,18 @@ static void full(int fd, void *buf, size_t len, int sending) {
     while (len > 0) {
         ssize_t n = sending ? write(fd, p, len) : read(fd, p, len);
         if (n <= 0) die(sending ? "write" : "read");
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+/* Reads len bytes by polling: a non-blocking recv in a loop. */
+static void polled(int fd, void *buf, size_t len) {
+    char *p = buf;
+    while (len > 0) {
+        ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) die("recv");
+        if (n < 0) continue;
         p += n;
         len -= (size_t)n;
     }
@@ -88,6 +104,17 @@ int main(int argc, char **argv) {
     }
     qsort(samples, BATCHES, sizeof(double), cmp);
     if (!server) printf("tcp_rtt 8 %.4f us\n", samples[BATCHES / 2] * 1e6 / RTT_ITERS);
+
+    for (int b = -1; b < BATCHES; b++) {
+        double start = now();
+        for (int i = 0; i < RTT_ITERS; i++) {
+            if (server) { polled(fd, buf, 8); full(fd, buf, 8, 1); }
+            else { full(fd, buf, 8, 1); polled(fd, buf, 8); }
+        }
+        if (b >= 0) samples[b] = now() - start;
+    }
+    qsort(samples, BATCHES, sizeof(double), cmp);
+    if (!server) printf("tcp_rtt_poll 8 %.4f us\n", samples[BATCHES / 2] * 1e6 / RTT_ITERS);
 
     for (int b = -1; b < BATCHES; b++) {
         double start = now();

@@ -123,11 +123,34 @@ impl World {
         }
     }
 
-    /// Whether this rank's own element `index` satisfies `cmp` now.
+    /// Whether this rank's own element `index` satisfies `cmp` now. A test
+    /// that finds it false drives this rank's progress once (see
+    /// [`progress`](Self::progress)) and looks again, so a loop of tests
+    /// moves data as a wait does.
     pub fn test<T: Pod + PartialOrd>(&self, sym: &Sym<T>, index: usize, cmp: Cmp<T>) -> Result<bool> {
         let ptr = self.local_ptr("test", sym, index, 1)?.cast::<T>();
+        self.tested(|| self.holds(ptr, cmp).then_some(true))
+            .map(|found| found.unwrap_or(false))
+    }
+
+    /// Serves what this rank's peers sent it and completes what its
+    /// transports can, once, without waiting: its TCP engine's arrived
+    /// requests, the NIC transport's completions. Every wait does this
+    /// between its polls; a program that polls memory itself (a loop of
+    /// tests, or its own flag reads) may call it in its loop.
+    pub fn progress(&self) -> Result<()> {
+        self.links.check_links()
+    }
+
+    /// A test's one look: sends this rank's batches, evaluates `look`, and
+    /// if it finds nothing drives progress once and looks again.
+    fn tested<R>(&self, mut look: impl FnMut() -> Option<R>) -> Result<Option<R>> {
         self.links.send_batches()?;
-        Ok(self.holds(ptr, cmp))
+        if let Some(found) = look() {
+            return Ok(Some(found));
+        }
+        self.progress()?;
+        Ok(look())
     }
 
     /// Waits until every element at `indices` satisfies `cmp`.
@@ -192,8 +215,8 @@ impl World {
         I: IntoIterator<Item = usize>,
     {
         let ptrs = self.element_ptrs("test_all", sym, indices)?;
-        self.links.send_batches()?;
-        Ok(ptrs.iter().all(|&p| self.holds(p, cmp)))
+        let all = self.tested(|| ptrs.iter().all(|&p| self.holds(p, cmp)).then_some(()))?;
+        Ok(all.is_some())
     }
 
     /// The first index among `indices` whose element satisfies `cmp` now.
@@ -203,8 +226,7 @@ impl World {
         I: IntoIterator<Item = usize>,
     {
         let (ptrs, list) = self.indexed_ptrs("test_any", sym, indices)?;
-        self.links.send_batches()?;
-        Ok(ptrs.iter().position(|&p| self.holds(p, cmp)).map(|i| list[i]))
+        self.tested(|| ptrs.iter().position(|&p| self.holds(p, cmp)).map(|i| list[i]))
     }
 
     /// Every index among `indices` whose element satisfies `cmp` now.
@@ -214,11 +236,14 @@ impl World {
         I: IntoIterator<Item = usize>,
     {
         let (ptrs, list) = self.indexed_ptrs("test_some", sym, indices)?;
-        self.links.send_batches()?;
-        Ok((0..ptrs.len())
-            .filter(|&i| self.holds(ptrs[i], cmp))
-            .map(|i| list[i])
-            .collect())
+        let some = |()| -> Vec<usize> {
+            (0..ptrs.len())
+                .filter(|&i| self.holds(ptrs[i], cmp))
+                .map(|i| list[i])
+                .collect()
+        };
+        let found = self.tested(|| Some(some(())).filter(|found| !found.is_empty()))?;
+        Ok(found.unwrap_or_default())
     }
 
     /// What a typed wait on the elements at `ptrs` waits for.
