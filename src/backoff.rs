@@ -117,8 +117,9 @@ impl Backoff {
     /// where a nap or a sleep would hand each request to a thread that
     /// must first be woken (put+quiet 8 B over TCP to a rank waiting in a
     /// barrier, 2 ranks on 2 cores: 31-35 µs napping, 8.5-8.8 µs polling).
-    /// Past [`YIELD_FOR`] it still shows the watchdog it is idle, so hang
-    /// reports see it as they see a napping wait.
+    /// It changes only what happens past [`YIELD_FOR`], where the wait
+    /// would nap: it yields between polls instead, and still shows the
+    /// watchdog it is idle, so hang reports see it as a napping wait.
     #[inline]
     pub(crate) fn keep_polling(mut self, busy: bool) -> Backoff {
         self.busy = busy;
@@ -160,7 +161,7 @@ impl Backoff {
     /// [`YIELDS_BEFORE_SLEEP`] times, until it turns into naps.
     #[inline]
     pub(crate) fn pause_or_sleep(&mut self, sleep: impl FnOnce()) {
-        if self.spin || self.busy || self.polls < YIELDS_BEFORE_SLEEP || self.napping() {
+        if self.spin || self.polls < YIELDS_BEFORE_SLEEP || self.napping() || self.polling_on() {
             return self.pause();
         }
         self.polls = self.polls.saturating_add(1);
@@ -183,6 +184,16 @@ impl Backoff {
         let waited = self.since.get_or_insert_with(Instant::now).elapsed();
         crate::watch::idle();
         block((waited / 20).clamp(BLOCK_MIN, BLOCK_MAX));
+    }
+
+    /// Whether a wait that keeps polling has lasted past [`YIELD_FOR`],
+    /// where another wait would nap: it yields between polls from then on,
+    /// instead of sleeping in `poll(2)`. A short wait (a collective's
+    /// lockstep) passes its time as any other, so ranks that share cores
+    /// unawares still sleep through each other's turns there.
+    #[inline]
+    fn polling_on(&self) -> bool {
+        self.busy && self.since.is_some_and(|since| since.elapsed() >= YIELD_FOR)
     }
 
     /// Whether the wait has turned into naps (a long wait: the rank is
@@ -274,12 +285,15 @@ mod tests {
     fn a_wait_that_keeps_polling_never_naps_nor_sleeps() {
         let mut wait = Backoff::new(false).keep_polling(true);
         let start = Instant::now();
+        while start.elapsed() < YIELD_FOR {
+            wait.pause_or_sleep(|| std::thread::sleep(Duration::from_micros(100)));
+        }
         let mut slept = false;
-        while start.elapsed() < YIELD_FOR + Duration::from_millis(5) {
+        for _ in 0..100 {
             wait.pause_or_sleep(|| slept = true);
         }
         assert!(!wait.napping(), "a polling wait turned into naps");
-        assert!(!slept, "a polling wait slept");
+        assert!(!slept, "a polling wait slept past the point where others nap");
         let mut plain = Backoff::new(false);
         let start = Instant::now();
         while start.elapsed() < YIELD_FOR + Duration::from_millis(5) {

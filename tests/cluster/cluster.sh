@@ -55,6 +55,10 @@ UsePAM no
 StrictModes no
 PidFile $dir/sshd.$i.pid
 LogLevel ERROR
+# These hosts share this machine's cores, whatever each one's count says:
+# ranks started here must not poll in their waits (as mpirun is told
+# mpi_yield_when_idle where it would not know).
+SetEnv ONESIDE_YIELD_WHEN_IDLE=1
 CFG
     ip netns exec "$ns" unshare --uts --mount --propagation private -- sh -c \
       "hostname $ns && mount -t tmpfs -o mode=1777 tmpfs /dev/shm && exec /usr/sbin/sshd -D -e -f $dir/sshd_config.$i" \
