@@ -16,13 +16,17 @@
 # and mpirun. Each figure is the median of its rounds. Trust the ratios,
 # not the absolute numbers.
 #
-#   bench/compare_tcp.sh        (ROUNDS=3 MAX=1048576 LAUNCHES=5;
+#   bench/compare_tcp.sh        (ROUNDS=3 MAX=1048576 LAUNCHES=5 PLACES="one two";
 #                                results in target/compare-tcp/)
+# The namespace hosts tell their ranks ONESIDE_YIELD_WHEN_IDLE=1 (they share
+# this machine's cores); with one rank on each of them the cores are not
+# shared, so the two-host runs say 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 LAUNCHES=${LAUNCHES:-5}
 MAX=${MAX:-1048576}
+PLACES=${PLACES:-one two}
 OUT=target/compare-tcp
 rm -rf "$OUT"; mkdir -p "$OUT"
 if ! command -v mpicc >/dev/null || ! command -v sshd >/dev/null; then
@@ -55,8 +59,8 @@ run() {
     ours-one)  target/release/rlaunch -n 2 --transport tcp "${bench[@]}" ;;
     busy-one)  target/release/rlaunch -n 2 --transport tcp "${bench[@]}" --busy-target ;;
     mpi-one)   mpirun -n 2 "${MPI_TCP[@]}" "$OUT/mpi_rma" --max "$MAX" ;;
-    ours-two)  target/release/rlaunch --ssh "$SSH" -f "$cluster/one-each" -n 2 "${bench[@]}" ;;
-    busy-two)  target/release/rlaunch --ssh "$SSH" -f "$cluster/one-each" -n 2 "${bench[@]}" --busy-target ;;
+    ours-two)  target/release/rlaunch --ssh "$SSH" -f "$cluster/one-each" -n 2 -x ONESIDE_YIELD_WHEN_IDLE=0 "${bench[@]}" ;;
+    busy-two)  target/release/rlaunch --ssh "$SSH" -f "$cluster/one-each" -n 2 -x ONESIDE_YIELD_WHEN_IDLE=0 "${bench[@]}" --busy-target ;;
     mpi-two)   "${MPIRUN_2H[@]}" -H $H1,$H2 -n 2 "$OUT/mpi_rma" --max "$MAX" ;;
     raw-one)   "$OUT/tcp_pingpong" server 7777 & sleep 0.2
                "$OUT/tcp_pingpong" client 127.0.0.1 7777; wait ;;
@@ -69,7 +73,7 @@ run() {
 for round in $(seq "$ROUNDS"); do
   order="ours busy mpi raw"
   [ $((round % 2)) = 0 ] && order="raw mpi busy ours"
-  for place in one two; do
+  for place in $PLACES; do
     echo "== round $round/$ROUNDS, $place host(s)"
     for side in $order; do run "$side" "$place"; done
   done
@@ -91,7 +95,7 @@ as_figures() { # FILE METRIC -> lines named after every figure one round trip bo
   for op in put_lat get_lat fadd_lat cswap_lat; do grep "^$2 8" "$1" | sed "s/^$2/$op/"; done
 }
 : > "$OUT/ratios.txt"
-for place in one two; do
+for place in $PLACES; do
   case $place in one) where="2 ranks on one host" ;; two) where="1 rank on each of 2 namespace hosts" ;; esac
   {
     echo

@@ -26,8 +26,8 @@
 //! * **Nap** after [`YIELD_FOR`], so a rank idle in a long wait (a master
 //!   waiting for workers) does not burn a core forever: sleeps of a
 //!   twentieth of the wait so far, from 50 µs up to [`MAX_NAP`] (10 ms).
-//! * **Keep polling** instead, however long the wait, when the wait serves
-//!   its rank's TCP peers itself and the rank has a core of its own
+//! * **Keep polling** instead of napping, however long the wait, when the
+//!   wait serves its rank's TCP peers itself and the rank has a core of its own
 //!   ([`Backoff::keep_polling`]): as an MPI rank polls its sockets in a
 //!   wait, a peer's put or get is then served the moment it arrives,
 //!   rather than by a thread that must first be woken. Measured here (2

@@ -206,7 +206,7 @@ impl Driver {
         self.waits.spin
     }
 
-    /// Whether the waits that drive keep polling for as long as they
+    /// Whether the waits that drive keep polling, past where others nap, for as long as they
     /// last ([`WaitPolicy::keep_polling`]).
     pub fn keeps_polling(&self) -> bool {
         self.waits.keep_polling
