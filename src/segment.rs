@@ -28,6 +28,11 @@ const MAGIC: u64 = u64::from_le_bytes(*b"1sideSEG");
 /// transport wires connections in rank order (`transport::ofi::wireup`);
 /// after magic, token and heap size.
 pub const WIREUP_WORD: usize = 24;
+/// Byte offset in the header of the first of [`CHECK_SLOTS`] words in which
+/// peers check that they write this segment directly
+/// (`transport::ofi::completion`); rank `r` uses slot `r % CHECK_SLOTS`.
+pub const CHECK_WORDS: usize = 64;
+pub const CHECK_SLOTS: usize = (HEADER_BYTES - CHECK_WORDS) / 8;
 
 /// What a same-host peer needs to map this segment; part of the rank's card.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

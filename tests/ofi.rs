@@ -5,8 +5,9 @@
 //! is named within 10 s, a rank killed over shm leaves no region behind,
 //! the providers' known faults in atomics (shm, udp;ofi_rxd) give exact
 //! answers or a clear error, never a wrong answer, a rank idle in a long
-//! wait answers its peers promptly, and a rank that computes keeps its
-//! core while it serves them.
+//! wait answers its peers promptly, a rank that computes keeps its
+//! core while it serves them, and shm's writes skip the delivery flag
+//! only where the start-up check proved cross-memory attach.
 
 mod common;
 use common::*;
@@ -197,4 +198,46 @@ fn fetching_atomics_over_rxd_are_a_clear_error_not_a_crash() {
         "{out:?}"
     );
     assert!(!out.stderr.contains("signal 11"), "{out:?}");
+}
+
+/// Over shm, writes skip the delivery flag only where the start-up check
+/// proved they land inside `fi_write` (cross-memory attach): the bench
+/// names the path ("direct writes"), and with CMA forced off
+/// (`FI_SHM_DISABLE_CMA=1`) the writes keep the flag, and the memory-model
+/// check and a 3-rank ring stay exact either way.
+#[test]
+fn shm_writes_skip_the_delivery_flag_only_where_cma_is_proved() {
+    for (cma, vars) in [(true, vec![]), (false, vec![("FI_SHM_DISABLE_CMA", "1")])] {
+        let out = rlaunch_with_env(&refs(&over("shm", "bench", &["--smoke"])), &vars);
+        assert_eq!(out.code, Some(0), "{out:?}");
+        let header = out
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("# oneside bench"))
+            .unwrap_or_default();
+        assert!(header.contains("ofi shm"), "{out:?}");
+        assert_eq!(header.contains("direct writes"), cma, "CMA {cma}: {header}");
+        for n in ["2", "3"] {
+            let model = example("model_check");
+            let args = [
+                "-n",
+                n,
+                "--transport",
+                "ofi",
+                "--ofi-provider",
+                "shm",
+                &model,
+                "21",
+                "30",
+            ];
+            let out = rlaunch_with_env(&args, &vars);
+            assert_eq!(out.code, Some(0), "{n} ranks, CMA {cma}: {out:?}");
+            let ok = out.lines().iter().filter(|l| l.contains(" ok: 30 phases")).count();
+            assert_eq!(ok.to_string(), n, "{n} ranks, CMA {cma}: {out:?}");
+            let ring = example("ring");
+            let args = ["-n", n, "--transport", "ofi", "--ofi-provider", "shm", &ring];
+            let out = rlaunch_with_env(&args, &vars);
+            assert_eq!(out.code, Some(0), "ring at {n}, CMA {cma}: {out:?}");
+        }
+    }
 }

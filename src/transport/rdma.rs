@@ -78,6 +78,7 @@ pub fn connect_ofi(
     let mut link = prepared.connect(cards).map_err(|fault| fault.into_error(rank))?;
     link.spin = crate::backoff::may_spin(local_size, if manual { 2 } else { 1 });
     link.wire_up(rank).map_err(|fault| fault.into_error(rank))?;
+    link.check_direct_writes(rank).map_err(|fault| fault.into_error(rank))?;
     let link = std::sync::Arc::new(std::sync::Mutex::new(link));
     let progress = match manual {
         true => Some(

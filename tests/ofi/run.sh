@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The ofi suite on one host, through Debian's libfabric (1.17): the
 # integration tests (examples, course, collectives, the model test, threads)
-# over tcp;ofi_rxm at 2 and 4 ranks, the ofi-specific tests of tests/ofi.rs,
-# the same suites and the collectives over shm at 2, 3 and 4 ranks, examples and collectives over
+# over tcp;ofi_rxm at 2 and 4 ranks (the model test and collectives at 3),
+# the ofi-specific tests of tests/ofi.rs, the same suites and the
+# collectives over shm at 2, 3 and 4 ranks and again at 2 and 3 with
+# cross-memory attach off (shm's writes then keep the delivery flag,
+# src/transport/ofi/completion.rs), examples and collectives over
 # udp;ofi_rxd at 2 and 4, the demo over sockets, and a
 # subset of Sandia OpenSHMEM's test suite (tests/sos/verbs-subset.txt) over
 # tcp;ofi_rxm through oshrun. Every run is bounded. Needs libfabric1 (the
@@ -25,6 +28,10 @@ ONESIDE_TEST_TRANSPORTS=ofi ONESIDE_OFI_PROVIDER='tcp;ofi_rxm' ONESIDE_TEST_SIZE
   cargo test -p rlaunch --features ofi-tests --test examples --test course --test coll --test model \
   --test threads --test ofi -- --test-threads=1
 
+echo "== over tcp;ofi_rxm, 3 ranks: the model test and collectives"
+ONESIDE_TEST_TRANSPORTS=ofi ONESIDE_OFI_PROVIDER='tcp;ofi_rxm' ONESIDE_TEST_SIZES=3 \
+  cargo test -p rlaunch --test model --test coll -- --test-threads=1
+
 echo "== over shm, 2, 3 and 4 ranks: examples, model, threads, course, collectives"
 # At 3 ranks the collectives' uneven shares include empty puts, which shm
 # never completes if posted: they stalled here until the transport stopped
@@ -32,6 +39,10 @@ echo "== over shm, 2, 3 and 4 ranks: examples, model, threads, course, collectiv
 ONESIDE_TEST_TRANSPORTS=ofi ONESIDE_OFI_PROVIDER=shm ONESIDE_TEST_SIZES=2,3,4 \
   cargo test -p rlaunch --test examples --test model --test threads --test course --test coll \
   -- --test-threads=1
+
+echo "== over shm with cross-memory attach off (FI_SHM_DISABLE_CMA=1), 2 and 3 ranks: writes keep the delivery flag"
+FI_SHM_DISABLE_CMA=1 ONESIDE_TEST_TRANSPORTS=ofi ONESIDE_OFI_PROVIDER=shm ONESIDE_TEST_SIZES=2,3 \
+  cargo test -p rlaunch --test examples --test model --test coll -- --test-threads=1
 
 echo "== the fault campaign over tcp;ofi_rxm and shm: 56 faults each (tests/fault_campaign.rs)"
 for provider in 'tcp;ofi_rxm' shm; do

@@ -4,7 +4,7 @@
 //! it opens at run time ([`library`]), its ABI declared by hand in `sys`.
 //!
 //! * RMA: a put up to [`BOUNCE_PUT`] (32 KiB) is copied into a bounce buffer
-//!   and written from there with `fi_write` (the source is reusable at
+//!   and written from there with `fi_writemsg` (the source is reusable at
 //!   once; the space comes back when everything has completed, at the
 //!   latest when the buffer is full). A larger one is an `fi_write` from the
 //!   source, waited for. Never `fi_inject_write`: rxm completes an injected
@@ -13,8 +13,9 @@
 //!   `fi_read` completed at quiet. Transfers larger than the provider's
 //!   message size are split.
 //! * Completions: every operation reports one CQ entry (success) or one
-//!   error entry, counted as they are read; `FI_DELIVERY_COMPLETE` makes a
-//!   completed write visible at the target. `quiet` waits until the count
+//!   error entry, counted as they are read; a completed write is visible
+//!   at the target ([`completion`]: `FI_DELIVERY_COMPLETE`, or shm's
+//!   direct writes, proved at start). `quiet` waits until the count
 //!   reaches the number posted. Not a counter: some providers count a
 //!   fetching atomic as a read and as a write, and a counter that runs
 //!   ahead lets `quiet` return, and the bounce buffer be reused, too soon.
@@ -34,6 +35,7 @@
 
 mod arrivals;
 mod atomics;
+mod completion;
 mod fabric;
 pub mod library;
 pub mod progress;
@@ -116,6 +118,8 @@ pub struct Ofi {
     wait_fd: Option<std::ffi::c_int>,
     /// Reads of the CQ by the rank's own calls (not the progress thread's).
     own_polls: u64,
+    /// The peers this rank writes without the delivery flag ([`completion`]).
+    direct: Vec<bool>,
     /// How long a post or wait may make no progress before it fails:
     /// [`STALL_LIMIT`], or [`CONNECT_LIMIT`] during wire-up.
     stall_limit: Duration,
@@ -181,13 +185,17 @@ impl Ofi {
             own_segment: prepared.own_segment,
             wait_fd: prepared.wait_fd,
             own_polls: 0,
+            direct: Vec::new(),
             stall_limit: STALL_LIMIT,
         }
     }
 
     /// "ofi tcp;ofi_rxm", for messages and benchmarks.
     pub fn device_name(&self) -> String {
-        format!("ofi {}", self.info.provider())
+        match self.writes_direct() {
+            true => format!("ofi {}, direct writes", self.info.provider()),
+            false => format!("ofi {}", self.info.provider()),
+        }
     }
 
     /// The address of byte `at` of `peer`'s segment (header included), and its key.

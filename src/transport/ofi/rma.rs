@@ -4,6 +4,8 @@
 //! `fi_compare_atomic` of libfabric's headers).
 
 use super::atomics::{datatype, fi_op, Form};
+use super::completion::READ_FLAGS;
+use super::sys::{fi_ioc, fi_msg_atomic, fi_msg_rma, fi_rma_ioc, fi_rma_iov};
 use super::{Ofi, BOUNCE_PUT};
 use crate::segment::HEADER_BYTES;
 use crate::transport::amo::SignalOp;
@@ -20,41 +22,76 @@ impl Ofi {
         if src.is_empty() {
             return Ok(());
         }
-        let (addr, remote, key) = self.target(peer, HEADER_BYTES + offset);
+        let at = HEADER_BYTES + offset;
+        let flags = self.write_flags(peer);
         if src.len() <= BOUNCE_PUT.min(self.msg_max) {
             let staged = self.stage(peer, "put", src)?;
             // SAFETY: the staged copy stays untouched until every operation
             // has completed (`wait_all` frees the bounce buffer only then).
-            return self.post(peer, "put", |me| unsafe {
-                ((*(*me.ep.raw).rma).write)(
-                    me.ep.raw,
-                    staged,
-                    src.len(),
-                    std::ptr::null_mut(),
-                    addr,
-                    remote,
-                    key,
-                    std::ptr::null_mut(),
-                )
-            });
+            return unsafe { self.post_write(peer, "put", staged, src.len(), at, flags) };
         }
         for (i, chunk) in src.chunks(self.msg_max).enumerate() {
-            let at = remote + (i * self.msg_max) as u64;
+            let at = at + i * self.msg_max;
             // SAFETY: `chunk` stays borrowed until the wait below completes the write.
-            self.post(peer, "put", |me| unsafe {
-                ((*(*me.ep.raw).rma).write)(
-                    me.ep.raw,
-                    chunk.as_ptr().cast(),
-                    chunk.len(),
-                    std::ptr::null_mut(),
-                    addr,
-                    at,
-                    key,
-                    std::ptr::null_mut(),
-                )
-            })?;
+            unsafe { self.post_write(peer, "put", chunk.as_ptr().cast(), chunk.len(), at, flags) }?;
         }
         self.wait_all(peer, "put")
+    }
+
+    /// Posts one `fi_writemsg` of `len` bytes at `src` to byte `at` of
+    /// `peer`'s segment, asking for `flags`.
+    ///
+    /// # Safety
+    /// `src` must stay valid and untouched until the write completes.
+    pub(super) unsafe fn post_write(
+        &mut self,
+        peer: usize,
+        op: &'static str,
+        src: *const c_void,
+        len: usize,
+        at: usize,
+        flags: u64,
+    ) -> Result<(), Fault> {
+        let (addr, remote, key) = self.target(peer, at);
+        let iov = libc::iovec {
+            iov_base: src.cast_mut(),
+            iov_len: len,
+        };
+        let rma = fi_rma_iov { addr: remote, len, key };
+        let msg = rma_msg(&iov, addr, &rma);
+        // SAFETY: the message and what it points to live through the call;
+        // the source, by this function's contract.
+        self.post(peer, op, |me| unsafe {
+            ((*(*me.ep.raw).rma).writemsg)(me.ep.raw, &msg, flags)
+        })
+    }
+
+    /// Posts one `fi_readmsg` of `len` bytes at byte `at` of `peer`'s
+    /// segment into `dst`, asking for `flags`.
+    ///
+    /// # Safety
+    /// `dst` must stay valid for `len` bytes of writes, untouched, until
+    /// the read completes.
+    pub(super) unsafe fn post_read(
+        &mut self,
+        peer: usize,
+        op: &'static str,
+        dst: *mut u8,
+        len: usize,
+        at: usize,
+        flags: u64,
+    ) -> Result<(), Fault> {
+        let (addr, remote, key) = self.target(peer, at);
+        let iov = libc::iovec {
+            iov_base: dst.cast(),
+            iov_len: len,
+        };
+        let rma = fi_rma_iov { addr: remote, len, key };
+        let msg = rma_msg(&iov, addr, &rma);
+        // SAFETY: as in `post_write`; the destination, by this function's contract.
+        self.post(peer, op, |me| unsafe {
+            ((*(*me.ep.raw).rma).readmsg)(me.ep.raw, &msg, flags)
+        })
     }
 
     /// Reads heap `offset` of `peer` into `dst`; returns with the data.
@@ -86,25 +123,11 @@ impl Ofi {
         dst: *mut u8,
         len: usize,
     ) -> Result<(), Fault> {
-        let (addr, remote, key) = self.target(peer, at);
         let mut done = 0;
         while done < len {
             let n = (len - done).min(self.msg_max);
-            let into = dst.wrapping_add(done);
-            let at = remote + done as u64;
             // SAFETY: the destination is valid until quiet (this function's contract).
-            self.post(peer, "get", |me| unsafe {
-                ((*(*me.ep.raw).rma).read)(
-                    me.ep.raw,
-                    into.cast(),
-                    n,
-                    std::ptr::null_mut(),
-                    addr,
-                    at,
-                    key,
-                    std::ptr::null_mut(),
-                )
-            })?;
+            unsafe { self.post_read(peer, "get", dst.wrapping_add(done), n, at + done, READ_FLAGS) }?;
             done += n;
         }
         Ok(())
@@ -196,42 +219,44 @@ impl Ofi {
                     )
                 })
             }
-            // SAFETY: operand and result live on this frame until the wait below.
-            Form::Fetch => self.post(peer, name, |me| unsafe {
-                ((*(*me.ep.raw).atomic).readwrite)(
-                    me.ep.raw,
-                    operand.ptr(),
-                    1,
-                    std::ptr::null_mut(),
-                    result.ptr_mut(),
-                    std::ptr::null_mut(),
-                    addr,
-                    remote,
+            // SAFETY: operand, compare and result live on this frame until
+            // the wait below; the message's parts through the call.
+            Form::Fetch | Form::Compare => unsafe {
+                let ioc = |word: &Word| fi_ioc {
+                    addr: word.ptr().cast_mut(),
+                    count: 1,
+                };
+                let source = ioc(&operand);
+                let against = ioc(&compare);
+                let mut into = fi_ioc {
+                    addr: result.ptr_mut(),
+                    count: 1,
+                };
+                let rma = fi_rma_ioc {
+                    addr: remote,
+                    count: 1,
                     key,
-                    dt,
-                    op,
-                    std::ptr::null_mut(),
-                )
-            }),
-            // SAFETY: as for Fetch, with the compare operand too.
-            Form::Compare => self.post(peer, name, |me| unsafe {
-                ((*(*me.ep.raw).atomic).compwrite)(
-                    me.ep.raw,
-                    operand.ptr(),
-                    1,
-                    std::ptr::null_mut(),
-                    compare.ptr(),
-                    std::ptr::null_mut(),
-                    result.ptr_mut(),
-                    std::ptr::null_mut(),
+                };
+                let msg = fi_msg_atomic {
+                    msg_iov: &source,
+                    desc: std::ptr::null_mut(),
+                    iov_count: 1,
                     addr,
-                    remote,
-                    key,
-                    dt,
+                    rma_iov: &rma,
+                    rma_iov_count: 1,
+                    datatype: dt,
                     op,
-                    std::ptr::null_mut(),
-                )
-            }),
+                    context: std::ptr::null_mut(),
+                    data: 0,
+                };
+                let null = std::ptr::null_mut();
+                self.post(peer, name, |me| match form {
+                    Form::Compare => ((*(*me.ep.raw).atomic).compwritemsg)(
+                        me.ep.raw, &msg, &against, null, 1, &mut into, null, 1, READ_FLAGS,
+                    ),
+                    _ => ((*(*me.ep.raw).atomic).readwritemsg)(me.ep.raw, &msg, &mut into, null, 1, READ_FLAGS),
+                })
+            },
         }?;
         if form == Form::Write {
             return Ok(0);
@@ -262,6 +287,20 @@ impl Ofi {
     /// `peer`, after the data posted before it.
     pub fn flag(&mut self, peer: usize, offset: usize, value: u64) -> Result<(), Fault> {
         self.signal_word(peer, offset, SignalOp::Set, value)
+    }
+}
+
+/// A message of one local and one remote range, without context or data.
+fn rma_msg(iov: &libc::iovec, addr: u64, rma: &fi_rma_iov) -> fi_msg_rma {
+    fi_msg_rma {
+        msg_iov: iov,
+        desc: std::ptr::null_mut(),
+        iov_count: 1,
+        addr,
+        rma_iov: rma,
+        rma_iov_count: 1,
+        context: std::ptr::null_mut(),
+        data: 0,
     }
 }
 

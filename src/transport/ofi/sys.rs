@@ -245,12 +245,88 @@ pub struct fi_ops_rma {
     pub size: usize,
     pub read: RmaRead,
     _readv: *const c_void,
-    _readmsg: *const c_void,
+    pub readmsg: RmaMsg,
     pub write: RmaWrite,
     _writev: *const c_void,
-    _writemsg: *const c_void,
+    pub writemsg: RmaMsg,
     _inject: *const c_void,
 }
+
+/// `fi_readmsg` and `fi_writemsg`: one operation with its own flags.
+pub type RmaMsg = unsafe extern "C" fn(ep: *mut fid_ep, msg: *const fi_msg_rma, flags: u64) -> isize;
+
+/// `struct fi_rma_iov`: a range of the target's registered memory.
+#[repr(C)]
+pub struct fi_rma_iov {
+    pub addr: u64,
+    pub len: usize,
+    pub key: u64,
+}
+
+/// `struct fi_msg_rma`.
+#[repr(C)]
+pub struct fi_msg_rma {
+    pub msg_iov: *const libc::iovec,
+    pub desc: *mut *mut c_void,
+    pub iov_count: usize,
+    pub addr: fi_addr_t,
+    pub rma_iov: *const fi_rma_iov,
+    pub rma_iov_count: usize,
+    pub context: *mut c_void,
+    pub data: u64,
+}
+
+/// `struct fi_ioc`: `count` elements of an atomic's datatype at `addr`.
+#[repr(C)]
+pub struct fi_ioc {
+    pub addr: *mut c_void,
+    pub count: usize,
+}
+
+/// `struct fi_rma_ioc`: the target's side of an atomic.
+#[repr(C)]
+pub struct fi_rma_ioc {
+    pub addr: u64,
+    pub count: usize,
+    pub key: u64,
+}
+
+/// `struct fi_msg_atomic`.
+#[repr(C)]
+pub struct fi_msg_atomic {
+    pub msg_iov: *const fi_ioc,
+    pub desc: *mut *mut c_void,
+    pub iov_count: usize,
+    pub addr: fi_addr_t,
+    pub rma_iov: *const fi_rma_ioc,
+    pub rma_iov_count: usize,
+    pub datatype: c_int,
+    pub op: c_int,
+    pub context: *mut c_void,
+    pub data: u64,
+}
+
+/// `fi_fetch_atomicmsg`.
+pub type AtomicReadWriteMsg = unsafe extern "C" fn(
+    ep: *mut fid_ep,
+    msg: *const fi_msg_atomic,
+    resultv: *mut fi_ioc,
+    result_desc: *mut *mut c_void,
+    result_count: usize,
+    flags: u64,
+) -> isize;
+/// `fi_compare_atomicmsg`.
+pub type AtomicCompWriteMsg = unsafe extern "C" fn(
+    ep: *mut fid_ep,
+    msg: *const fi_msg_atomic,
+    comparev: *const fi_ioc,
+    compare_desc: *mut *mut c_void,
+    compare_count: usize,
+    resultv: *mut fi_ioc,
+    result_desc: *mut *mut c_void,
+    result_count: usize,
+    flags: u64,
+) -> isize;
 
 pub type AtomicWrite = unsafe extern "C" fn(
     ep: *mut fid_ep,
@@ -305,10 +381,10 @@ pub struct fi_ops_atomic {
     _inject: *const c_void,
     pub readwrite: AtomicReadWrite,
     _readwritev: *const c_void,
-    _readwritemsg: *const c_void,
+    pub readwritemsg: AtomicReadWriteMsg,
     pub compwrite: AtomicCompWrite,
     _compwritev: *const c_void,
-    _compwritemsg: *const c_void,
+    pub compwritemsg: AtomicCompWriteMsg,
     pub writevalid: AtomicValid,
     pub readwritevalid: AtomicValid,
     pub compwritevalid: AtomicValid,
@@ -411,6 +487,7 @@ pub const FI_RECV: u64 = 1 << 10;
 pub const FI_TRANSMIT: u64 = 1 << 11;
 pub const FI_REMOTE_READ: u64 = 1 << 12;
 pub const FI_REMOTE_WRITE: u64 = 1 << 13;
+pub const FI_COMPLETION: u64 = 1 << 24;
 pub const FI_DELIVERY_COMPLETE: u64 = 1 << 28;
 pub const FI_RMA_EVENT: u64 = 1 << 56;
 
@@ -479,7 +556,15 @@ const _: () = {
     assert!(offset_of!(fid_ep, atomic) == 64);
     assert!(offset_of!(fi_ops_cm, getname) == 16);
     assert!(offset_of!(fi_ops_rma, write) == 32);
+    assert!(offset_of!(fi_ops_rma, readmsg) == 24);
+    assert!(offset_of!(fi_ops_rma, writemsg) == 48);
     assert!(offset_of!(fi_ops_rma, _inject) == 56);
+    assert!(size_of::<fi_msg_rma>() == 64);
+    assert!(size_of::<fi_rma_iov>() == 24);
+    assert!(size_of::<fi_msg_atomic>() == 72);
+    assert!(offset_of!(fi_msg_atomic, context) == 56);
+    assert!(offset_of!(fi_ops_atomic, readwritemsg) == 56);
+    assert!(offset_of!(fi_ops_atomic, compwritemsg) == 80);
     assert!(offset_of!(fi_ops_atomic, _inject) == 32);
     assert!(offset_of!(fi_ops_atomic, readwrite) == 40);
     assert!(offset_of!(fi_ops_atomic, compwrite) == 64);
