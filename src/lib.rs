@@ -272,6 +272,7 @@ pub mod protocol;
 mod raw;
 mod rma;
 mod segment;
+mod service;
 mod signal;
 mod sym;
 mod sync;

@@ -69,6 +69,35 @@ pub trait Rma: Endpoint {
         })
     }
 
+    /// [`put_nbi`](Rma::put_nbi) from a buffer the caller keeps unchanged
+    /// until the next quiet (the C API's `shmem_put_nbi`, as OpenSHMEM
+    /// defines it): over libfabric a put larger than its bounce buffer
+    /// is then posted from `src` itself and completes at quiet, so a
+    /// window of them is posted at once and waited for once.
+    ///
+    /// # Safety
+    /// `src` must be valid for `len` elements of reads, and nothing may
+    /// write it, until this endpoint's next `quiet` returns.
+    unsafe fn put_nbi_from<T: Pod>(
+        &self,
+        sym: &Sym<T>,
+        target: usize,
+        index: usize,
+        src: *const T,
+        len: usize,
+    ) -> Result<()> {
+        let w = self.world();
+        let bytes = len * std::mem::size_of::<T>();
+        profile::leaf!(Family::PutNbi, Some(target), bytes, {
+            let offset = w.checked_offset("put_nbi", sym, target, index, len)?;
+            // SAFETY: forwarded from this function's contract.
+            unsafe {
+                w.links
+                    .copy_in_nbi_from(self.stream(), target, offset, src.cast(), bytes)
+            }
+        })
+    }
+
     /// Starts reading `len` elements of `target`'s copy of `sym` from
     /// `index` into `dst`, which is filled after the next
     /// [`quiet`](Rma::quiet) of this endpoint. For bindings whose callers

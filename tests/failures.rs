@@ -377,3 +377,25 @@ fn without_libibverbs_verbs_is_a_clear_error_and_auto_still_runs() {
     let out = rlaunch_with_env(&["--check", "-H", "localhost"], &missing);
     assert!(out.stdout.contains("localhost: libibverbs: not found ("), "{out:?}");
 }
+
+/// A panic in one of oneside's own threads (here the TCP progress
+/// engine, every rank's) ends the rank with a message naming it and the
+/// thread, and the job at once with that rank's exit code (70), rather
+/// than leaving the thread dead and the peers waiting.
+#[test]
+fn a_panic_in_a_service_thread_ends_the_job_naming_the_rank() {
+    let started = std::time::Instant::now();
+    let out = rlaunch_with_env(
+        &["-n", "2", "--transport", "tcp", &example("hello_put")],
+        &[("ONESIDE_TEST_PANIC", "TCP progress")],
+    );
+    assert_eq!(out.code, Some(70), "{out:?}");
+    assert!(started.elapsed() < Duration::from_secs(10), "{out:?}");
+    assert!(
+        out.stderr
+            .contains(": the TCP progress thread failed (ONESIDE_TEST_PANIC=TCP progress)"),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains("oneside: rank "), "{out:?}");
+    assert!(!out.stdout.contains("received"), "{out:?}");
+}

@@ -241,3 +241,18 @@ fn shm_writes_skip_the_delivery_flag_only_where_cma_is_proved() {
         }
     }
 }
+
+/// A panic in the libfabric progress thread ends the job with a message
+/// naming the rank and the thread (src/service.rs), never a job whose
+/// ranks wait on a thread that is gone.
+#[test]
+fn a_panic_in_the_progress_thread_ends_the_job_naming_the_rank() {
+    let started = std::time::Instant::now();
+    let out = rlaunch_with_env(
+        &refs(&over("tcp;ofi_rxm", "hello_put", &[])),
+        &[("ONESIDE_TEST_PANIC", "ofi progress")],
+    );
+    assert_eq!(out.code, Some(70), "{out:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "{out:?}");
+    assert!(out.stderr.contains(": the ofi progress thread failed"), "{out:?}");
+}

@@ -43,11 +43,11 @@ pub unsafe fn put_nbi<T: Pod>(
 ) {
     let e = endpoint(api, ctx);
     let w = e.world();
-    // SAFETY: as in `put`.
-    ok(
-        api,
-        e.put_nbi(&sym(api, w, dest, n), pe(target), 0, unsafe { src(source, n) }),
-    );
+    // SAFETY: the caller leaves the source unchanged until the next quiet
+    // (the C API's contract for non-blocking puts).
+    ok(api, unsafe {
+        e.put_nbi_from(&sym(api, w, dest, n), pe(target), 0, source, n)
+    });
 }
 
 #[inline(always)]

@@ -83,6 +83,32 @@ impl Links {
         }
     }
 
+    /// Like `copy_in_nbi`, from a buffer that stays unchanged until quiet:
+    /// over a NIC the put may then be posted from `src` and complete at
+    /// quiet.
+    ///
+    /// # Safety
+    /// `src` must stay valid for `len` bytes of reads, and nothing may
+    /// write it, until this rank's next `quiet` returns.
+    pub(crate) unsafe fn copy_in_nbi_from(
+        &self,
+        stream: Stream<'_>,
+        target: usize,
+        offset: usize,
+        src: *const u8,
+        len: usize,
+    ) -> Result<()> {
+        match self.route(stream, target)? {
+            Route::Rdma => {
+                // SAFETY: forwarded from this function's contract.
+                let posted = unsafe { self.rdma_link().put_nbi(stream.lane(), target, offset, src, len) };
+                posted.map_err(|f| self.failed(f))
+            }
+            // SAFETY: the caller's buffer holds `len` bytes (this function's contract).
+            _ => self.copy_in_nbi(stream, target, offset, unsafe { std::slice::from_raw_parts(src, len) }),
+        }
+    }
+
     /// Reads heap offset `offset` of `target` into `dst`; returns with the data.
     #[inline(always)]
     pub(crate) fn copy_out(&self, stream: Stream<'_>, target: usize, offset: usize, dst: &mut [u8]) -> Result<()> {

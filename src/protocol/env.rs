@@ -36,6 +36,11 @@ pub const BOUND: &str = "ONESIDE_BOUND";
 /// are one machine's namespaces or VMs sharing its cores.
 pub const YIELD_WHEN_IDLE: &str = "ONESIDE_YIELD_WHEN_IDLE";
 
+/// For tests: names a service thread (`ofi progress`, `TCP progress`,
+/// `TCP flusher`, `watchdog`) that panics on its first step, to show that
+/// such a panic ends the rank and the job with a message (`service`).
+pub const TEST_PANIC: &str = "ONESIDE_TEST_PANIC";
+
 /// Prefix of every shared-memory file a job creates in `/dev/shm`.
 pub const SHM_PREFIX: &str = "oneside-";
 

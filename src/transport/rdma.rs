@@ -199,6 +199,20 @@ impl RdmaLink {
         // SAFETY: forwarded from this function's contract.
         on_lane!(self, lane, |t| unsafe { t.get_nbi(peer, offset, dst, len) })
     }
+    /// # Safety
+    /// `src` must stay valid for `len` bytes of reads, unchanged, until
+    /// the next `quiet` returns (or fails).
+    pub unsafe fn put_nbi(
+        &self,
+        lane: usize,
+        peer: usize,
+        offset: usize,
+        src: *const u8,
+        len: usize,
+    ) -> std::result::Result<(), Fault> {
+        // SAFETY: forwarded from this function's contract.
+        on_lane!(self, lane, |t| unsafe { t.put_nbi(peer, offset, src, len) })
+    }
     pub fn fence(&self, lane: usize) -> std::result::Result<(), Fault> {
         on_lane!(self, lane, |t| t.fence())
     }

@@ -29,7 +29,8 @@ pub(crate) fn start(rank: usize, reporter: Option<Reporter>, own_core: bool) {
     }
     WATCHING.store(true, Ordering::Relaxed);
     super::keep_reporter(rank, reporter.clone());
-    let spawned = std::thread::Builder::new().name("oneside-watch".into()).spawn(move || {
+    let spawned = crate::service::spawn("oneside-watch".into(), rank, "watchdog", move || {
+        crate::service::panic_if_asked("watchdog");
         if own_core {
             run_only_when_idle();
         }

@@ -102,52 +102,51 @@ impl Progress {
     pub fn start(rank: usize, ofi: Arc<Mutex<Ofi>>, alone: bool, spin: bool) -> Result<Progress, Fault> {
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name(format!("oneside-ofi-{rank}"))
-            .spawn(move || {
-                let mut seen = u64::MAX;
-                let mut refusals = 0;
-                // When a peer's operation last woke the thread, if it may spin.
-                let mut arrived: Option<Instant> = None;
-                while !stopping.load(Ordering::Relaxed) {
-                    // Polling without sleeping takes the core from a rank
-                    // that shares it and computes: only while the thread
-                    // has a core, or the rank's waits give theirs away.
-                    let may_poll = spin && (alone || crate::backoff::some_wait_gives_way());
-                    let spinning = may_poll && arrived.is_some_and(|at| at.elapsed() < SPIN_AFTER_ARRIVAL);
-                    let next = match ofi.try_lock() {
-                        Ok(mut ofi) => ofi.visit(&mut seen, spinning),
-                        Err(_) if spinning => Next::Poll,
-                        Err(_) => Next::Sleep,
-                    };
-                    let readable = match next {
-                        Next::Spin(fd) => poll_readable_until(fd, Instant::now() + SPIN_STRETCH),
-                        Next::Wait(fd) => {
-                            refusals = 0;
-                            wait_readable(fd)
-                        }
-                        Next::Arrived if may_poll => true,
-                        Next::Poll => {
-                            std::thread::yield_now();
-                            false
-                        }
-                        Next::Again if refusals < TRYWAIT_REFUSALS => {
-                            refusals += 1;
-                            std::thread::yield_now();
-                            false
-                        }
-                        Next::Again | Next::Sleep | Next::Arrived => {
-                            refusals = 0;
-                            std::thread::sleep(PERIOD);
-                            false
-                        }
-                    };
-                    if readable && may_poll {
-                        arrived = Some(Instant::now());
+        let thread = crate::service::spawn(format!("oneside-ofi-{rank}"), rank, "ofi progress", move || {
+            crate::service::panic_if_asked("ofi progress");
+            let mut seen = u64::MAX;
+            let mut refusals = 0;
+            // When a peer's operation last woke the thread, if it may spin.
+            let mut arrived: Option<Instant> = None;
+            while !stopping.load(Ordering::Relaxed) {
+                // Polling without sleeping takes the core from a rank
+                // that shares it and computes: only while the thread
+                // has a core, or the rank's waits give theirs away.
+                let may_poll = spin && (alone || crate::backoff::some_wait_gives_way());
+                let spinning = may_poll && arrived.is_some_and(|at| at.elapsed() < SPIN_AFTER_ARRIVAL);
+                let next = match ofi.try_lock() {
+                    Ok(mut ofi) => ofi.visit(&mut seen, spinning),
+                    Err(_) if spinning => Next::Poll,
+                    Err(_) => Next::Sleep,
+                };
+                let readable = match next {
+                    Next::Spin(fd) => poll_readable_until(fd, Instant::now() + SPIN_STRETCH),
+                    Next::Wait(fd) => {
+                        refusals = 0;
+                        wait_readable(fd)
                     }
+                    Next::Arrived if may_poll => true,
+                    Next::Poll => {
+                        std::thread::yield_now();
+                        false
+                    }
+                    Next::Again if refusals < TRYWAIT_REFUSALS => {
+                        refusals += 1;
+                        std::thread::yield_now();
+                        false
+                    }
+                    Next::Again | Next::Sleep | Next::Arrived => {
+                        refusals = 0;
+                        std::thread::sleep(PERIOD);
+                        false
+                    }
+                };
+                if readable && may_poll {
+                    arrived = Some(Instant::now());
                 }
-            })
-            .map_err(|e| Fault::setup_io("start the libfabric progress thread", e))?;
+            }
+        })
+        .map_err(|e| Fault::setup_io("start the libfabric progress thread", e))?;
         Ok(Progress {
             stop,
             thread: Some(thread),

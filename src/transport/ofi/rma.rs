@@ -38,6 +38,31 @@ impl Ofi {
         self.wait_all(peer, "put")
     }
 
+    /// Writes `len` bytes at `src` to heap `offset` of `peer`, completed
+    /// at quiet: a put up to the bounce size is staged as by `put`; a
+    /// larger one is posted from `src` itself and not waited for (posting
+    /// waits only while the provider's queue is full).
+    ///
+    /// # Safety
+    /// `src` must stay valid for `len` bytes of reads, unchanged, until the
+    /// next `quiet` returns (or any call of this transport fails).
+    pub unsafe fn put_nbi(&mut self, peer: usize, offset: usize, src: *const u8, len: usize) -> Result<(), Fault> {
+        if len <= BOUNCE_PUT.min(self.msg_max) {
+            // SAFETY: this function's contract.
+            return self.put(peer, offset, unsafe { std::slice::from_raw_parts(src, len) });
+        }
+        let at = HEADER_BYTES + offset;
+        let flags = self.write_flags(peer);
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(self.msg_max);
+            // SAFETY: the source stays unchanged until quiet (this function's contract).
+            unsafe { self.post_write(peer, "put_nbi", src.wrapping_add(done).cast(), n, at + done, flags) }?;
+            done += n;
+        }
+        Ok(())
+    }
+
     /// Posts one `fi_writemsg` of `len` bytes at `src` to byte `at` of
     /// `peer`'s segment, asking for `flags`.
     ///

@@ -128,9 +128,10 @@ impl ProgressEngine {
         });
         table.arm()?;
         let (stop_flag, shared) = (Arc::clone(&stop), Arc::clone(&table));
-        let thread = std::thread::Builder::new()
-            .name(format!("oneside-progress-{rank}"))
-            .spawn(move || run(poll, listener, &shared, &stop_flag))?;
+        let thread = crate::service::spawn(format!("oneside-progress-{rank}"), rank, "TCP progress", move || {
+            crate::service::panic_if_asked("TCP progress");
+            run(poll, listener, &shared, &stop_flag)
+        })?;
         Ok(ProgressEngine {
             addr,
             stop,

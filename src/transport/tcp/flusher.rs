@@ -180,10 +180,11 @@ impl Flusher {
     /// Starts the flusher thread for the links registered with `nudge`.
     pub fn start(rank: usize, nudge: Nudge) -> Result<Flusher, Fault> {
         let shared = Arc::clone(&nudge.0);
-        let thread = std::thread::Builder::new()
-            .name(format!("oneside-flush-{rank}"))
-            .spawn(move || shared.run())
-            .map_err(|e| Fault::setup_io("start the TCP flusher thread", e))?;
+        let thread = crate::service::spawn(format!("oneside-flush-{rank}"), rank, "TCP flusher", move || {
+            crate::service::panic_if_asked("TCP flusher");
+            shared.run()
+        })
+        .map_err(|e| Fault::setup_io("start the TCP flusher thread", e))?;
         Ok(Flusher {
             nudge,
             thread: Some(thread),

@@ -168,6 +168,16 @@ impl Verbs {
         Ok(())
     }
 
+    /// A put whose source stays unchanged until quiet: as `put`, which
+    /// stages what it does not inline and so never waits for the write.
+    ///
+    /// # Safety
+    /// `src` must be valid for `len` bytes of reads.
+    pub unsafe fn put_nbi(&mut self, peer: usize, offset: usize, src: *const u8, len: usize) -> Result<(), Fault> {
+        // SAFETY: this function's contract.
+        self.put(peer, offset, unsafe { std::slice::from_raw_parts(src, len) })
+    }
+
     pub fn get(&mut self, peer: usize, offset: usize, dst: &mut [u8]) -> Result<(), Fault> {
         let remote = self.heap_addr(peer, offset);
         for (i, chunk) in dst.chunks_mut(self.chunk_bytes).enumerate() {
