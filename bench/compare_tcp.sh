@@ -94,6 +94,13 @@ ROWS="put_lat 8|get_lat 8|fadd_lat 8|cswap_lat 8|put_bw 65536|put_bw 1048576|put
 as_figures() { # FILE METRIC -> lines named after every figure one round trip bounds
   for op in put_lat get_lat fadd_lat cswap_lat; do grep "^$2 8" "$1" | sed "s/^$2/$op/"; done
 }
+# One floor table: TITLE METRIC TAG PEER SIDE (the place's ours or busy figures).
+floor() {
+  echo "== $where, $1"
+  as_figures "$OUT/raw-$place.txt" "$2" > "$OUT/floor-$3-$place.txt"
+  awk -v peer="$4" -f bench/ratios.awk -v rows="put_lat 8|get_lat 8|fadd_lat 8|cswap_lat 8" \
+    "$OUT/$5-$place.txt" "$OUT/floor-$3-$place.txt"
+}
 : > "$OUT/ratios.txt"
 for place in $PLACES; do
   case $place in one) where="2 ranks on one host" ;; two) where="1 rank on each of 2 namespace hosts" ;; esac
@@ -102,18 +109,13 @@ for place in $PLACES; do
     echo "== $where, target waiting: oneside TCP / Open MPI (btl self,tcp, osc pt2pt), medians of $ROUNDS rounds"
     awk -v peer="Open MPI" -f bench/ratios.awk -v rows="$ROWS" "$OUT/ours-$place.txt" "$OUT/mpi-$place.txt"
     echo
-    echo "== $where, target waiting: oneside TCP / polling raw TCP ping-pong (the floor)"
-    as_figures "$OUT/raw-$place.txt" tcp_rtt_poll > "$OUT/floor-poll-$place.txt"
-    awk -v peer="raw polled" -f bench/ratios.awk -v rows="put_lat 8|get_lat 8|fadd_lat 8|cswap_lat 8" \
-      "$OUT/ours-$place.txt" "$OUT/floor-poll-$place.txt"
+    floor "target waiting: oneside TCP / polling raw TCP ping-pong (the floor)" tcp_rtt_poll poll "raw polled" ours
     echo
     echo "== $where, target computing outside oneside: / the same target waiting (Open MPI cannot serve this case)"
     awk -v peer="waiting" -f bench/ratios.awk -v rows="$ROWS" "$OUT/busy-$place.txt" "$OUT/ours-$place.txt"
     echo
-    echo "== $where, target computing: / blocking raw TCP ping-pong (the floor of a target that must be woken)"
-    as_figures "$OUT/raw-$place.txt" tcp_rtt > "$OUT/floor-block-$place.txt"
-    awk -v peer="raw blocking" -f bench/ratios.awk -v rows="put_lat 8|get_lat 8|fadd_lat 8|cswap_lat 8" \
-      "$OUT/busy-$place.txt" "$OUT/floor-block-$place.txt"
+    floor "target computing: / blocking raw TCP ping-pong (the floor of a target that must be woken)" tcp_rtt block \
+      "raw blocking" busy
   } | tee -a "$OUT/ratios.txt"
 done
 {

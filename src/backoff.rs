@@ -193,14 +193,20 @@ impl Backoff {
     /// unawares still sleep through each other's turns there.
     #[inline]
     fn polling_on(&self) -> bool {
-        self.busy && self.since.is_some_and(|since| since.elapsed() >= YIELD_FOR)
+        self.busy && self.past_yielding()
     }
 
     /// Whether the wait has turned into naps (a long wait: the rank is
     /// idle, not in a collective's lockstep).
     #[inline]
     pub(crate) fn napping(&self) -> bool {
-        !self.busy && self.since.is_some_and(|since| since.elapsed() >= YIELD_FOR)
+        !self.busy && self.past_yielding()
+    }
+
+    /// Whether the wait has lasted past [`YIELD_FOR`].
+    #[inline]
+    fn past_yielding(&self) -> bool {
+        self.since.is_some_and(|since| since.elapsed() >= YIELD_FOR)
     }
 
     #[inline(never)]
@@ -208,13 +214,12 @@ impl Backoff {
         self.gives_way();
         let waited = self.since.get_or_insert_with(Instant::now).elapsed();
         if waited < YIELD_FOR {
-            std::thread::yield_now();
-        } else if self.busy {
-            crate::watch::idle();
-            std::thread::yield_now();
-        } else {
-            crate::watch::idle();
-            std::thread::sleep((waited / 20).clamp(NAP, MAX_NAP));
+            return std::thread::yield_now();
+        }
+        crate::watch::idle();
+        match self.busy {
+            true => std::thread::yield_now(),
+            false => std::thread::sleep((waited / 20).clamp(NAP, MAX_NAP)),
         }
     }
 }

@@ -236,13 +236,13 @@ impl World {
         I: IntoIterator<Item = usize>,
     {
         let (ptrs, list) = self.indexed_ptrs("test_some", sym, indices)?;
-        let some = |()| -> Vec<usize> {
+        let some = || -> Vec<usize> {
             (0..ptrs.len())
                 .filter(|&i| self.holds(ptrs[i], cmp))
                 .map(|i| list[i])
                 .collect()
         };
-        let found = self.tested(|| Some(some(())).filter(|found| !found.is_empty()))?;
+        let found = self.tested(|| Some(some()).filter(|found| !found.is_empty()))?;
         Ok(found.unwrap_or_default())
     }
 

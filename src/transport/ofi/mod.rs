@@ -110,7 +110,8 @@ pub struct Ofi {
     /// of it in use (all free again once every operation has completed).
     bounce: Box<[u8]>,
     bounce_used: usize,
-    /// Whether waits may spin (a core for each local rank and its threads).
+    /// Whether waits may spin (a core for each local rank; its progress
+    /// thread is busy only while it naps).
     pub(crate) spin: bool,
     /// The first byte of this rank's segment (its header).
     own_segment: *mut u8,
