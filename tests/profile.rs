@@ -175,3 +175,44 @@ fn profile_cost_counts_only_its_counting_blocks() {
         "{out:?}"
     );
 }
+
+/// When a rank dies, rlaunch ends the others with SIGTERM; those still
+/// write their profile and trace (src/profile/on_term.rs), so the merged
+/// profile lists only the dead rank as missing, and the job keeps the
+/// dead rank's exit status.
+#[test]
+fn the_ranks_that_lived_write_their_profile_when_the_job_is_ended() {
+    for (transport, _) in transports() {
+        let dir = fresh_dir(&format!("ended-{transport}"));
+        let profile = format!("--profile={}", dir.join("p").display());
+        let trace = format!("--trace={}", dir.join("t").display());
+        let faults = example("faults");
+        let args = [
+            "-n",
+            "3",
+            "--transport",
+            transport,
+            &profile,
+            &trace,
+            &faults,
+            "signal",
+            "1",
+        ];
+        let out = rlaunch(&args);
+        assert_eq!(out.code, Some(128 + 9), "{transport}: {out:?}");
+        for rank in [0, 2] {
+            assert!(
+                dir.join(format!("p/rank-{rank}.prof")).exists(),
+                "{transport}, rank {rank}: {out:?}"
+            );
+            assert!(
+                dir.join(format!("t/rank-{rank}.trace")).exists(),
+                "{transport}, rank {rank}: {out:?}"
+            );
+        }
+        assert!(!dir.join("p/rank-1.prof").exists(), "{transport}: {out:?}");
+        let json = std::fs::read_to_string(dir.join("p/profile.json")).expect("profile.json");
+        assert!(json.contains("\"missing_ranks\":[1],"), "{transport}: {json}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -28,6 +28,7 @@
 
 mod file;
 pub(crate) mod level;
+mod on_term;
 mod record;
 mod trace;
 
@@ -178,6 +179,9 @@ pub(crate) fn start(rank: usize, size: usize, host: &str) {
     let counters = record::Counters::new(outputs, rank, size, host);
     if COUNTERS.set(counters).is_ok() {
         level_changed(level::profiling_level());
+        if let Err(why) = on_term::write_on_sigterm(rank) {
+            eprintln!("oneside: rank {rank}: its profile will not be written if the job is ended ({why})");
+        }
     }
 }
 

@@ -1,0 +1,73 @@
+//! A profiled or traced rank that is ended with SIGTERM still writes its
+//! files. When one rank fails, rlaunch (as mpirun and srun do) sends the
+//! others SIGTERM, and SIGKILL after a grace; without this, the ranks
+//! that lived left no profile, just when the profile would say where
+//! they were.
+//!
+//! The handler only writes a byte to a pipe (what a signal handler may
+//! do); a thread waiting on the pipe writes the files, then puts back
+//! SIGTERM's default action and raises it again, so the rank still ends
+//! as killed by SIGTERM. A program that installed its own SIGTERM
+//! handler before oneside started keeps it, and nothing is written on
+//! SIGTERM.
+
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+/// The pipe's writing end, for the handler (-1: none).
+static WAKE: AtomicI32 = AtomicI32::new(-1);
+
+extern "C" fn on_sigterm(_signal: c_int) {
+    let fd = WAKE.load(Ordering::Relaxed);
+    if fd >= 0 {
+        // SAFETY: write(2) is async-signal-safe; one byte from a static.
+        unsafe { libc::write(fd, b"t".as_ptr().cast(), 1) };
+    }
+}
+
+/// Installs the handler and starts the thread that writes rank `rank`'s
+/// files on SIGTERM (the module docs); says why not, if it cannot.
+pub(super) fn write_on_sigterm(rank: usize) -> Result<(), String> {
+    // SAFETY: a zeroed sigaction is valid output for sigaction(2)'s query.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: querying the current action (no new action given).
+    if unsafe { libc::sigaction(libc::SIGTERM, std::ptr::null(), &mut old) } != 0 {
+        return Err(std::io::Error::last_os_error().to_string());
+    }
+    if old.sa_sigaction != libc::SIG_DFL {
+        return Ok(());
+    }
+    let mut fds = [-1; 2];
+    // SAFETY: pipe2 fills two descriptors into `fds`.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error().to_string());
+    }
+    let [read_end, write_end] = fds;
+    crate::service::spawn(format!("oneside-term-{rank}"), rank, "profile writer", move || {
+        let mut byte = 0u8;
+        // SAFETY: reading one byte into a local from the pipe this thread owns.
+        if unsafe { libc::read(read_end, std::ptr::from_mut(&mut byte).cast(), 1) } != 1 {
+            return;
+        }
+        if let Err(e) = super::finish() {
+            eprintln!("oneside: rank {rank} could not write its profile: {e}");
+        }
+        // SAFETY: back to the default action, then the signal again: the
+        // process ends as killed by SIGTERM, as it would have.
+        unsafe {
+            libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            libc::raise(libc::SIGTERM);
+        }
+    })
+    .map_err(|e| e.to_string())?;
+    WAKE.store(write_end, Ordering::Relaxed);
+    // SAFETY: a zeroed sigaction with a handler and SA_RESTART is valid.
+    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+    action.sa_sigaction = on_sigterm as extern "C" fn(c_int) as usize;
+    action.sa_flags = libc::SA_RESTART;
+    // SAFETY: installing a handler that only calls write(2).
+    if unsafe { libc::sigaction(libc::SIGTERM, &action, std::ptr::null_mut()) } != 0 {
+        return Err(std::io::Error::last_os_error().to_string());
+    }
+    Ok(())
+}
