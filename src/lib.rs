@@ -115,6 +115,8 @@
 //! world.atomic_set(&flags, 0, me, 1)?;
 //! if me == 0 {
 //!     world.wait_until_all(&flags, 0..n, Cmp::Eq(1))?;
+//!     world.wait_until(&flags, 0, Cmp::Eq(1))?;            // one element: a comparison,
+//!     world.wait_until(&flags, 0, |v| v % 2 == 1)?;        // or any predicate
 //! }
 //! let lock = world.alloc_lock()?;
 //! {
@@ -299,7 +301,7 @@ pub use sym::{Pod, Sym};
 pub use team::{Team, MAX_TEAMS};
 pub use transport::amo::SignalOp;
 pub use transport::{built_in as transports_built_in, probe_libraries};
-pub use wait::Cmp;
+pub use wait::{Cmp, Until};
 
 /// A `World` and its teams can be shared between threads and moved to
 /// another one; checked at compile time.

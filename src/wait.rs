@@ -63,13 +63,43 @@ impl<T: Pod> Cmp<T> {
     }
 }
 
+/// What [`World::wait_until`] waits for: a comparison, as the other waits
+/// take (`Cmp::Ge(1)`), or any predicate on the element (`|v| v % 2 == 1`).
+pub trait Until<T> {
+    /// Whether `value` is what the wait waits for.
+    fn reached(&mut self, value: T) -> bool;
+    /// The comparison's symbol and operand bits, for hang reports, when
+    /// the condition is a comparison.
+    fn comparison(&self) -> Option<(&'static str, u64)> {
+        None
+    }
+}
+
+impl<T: Pod + PartialOrd> Until<T> for Cmp<T> {
+    fn reached(&mut self, value: T) -> bool {
+        self.holds(value)
+    }
+    fn comparison(&self) -> Option<(&'static str, u64)> {
+        Some(self.watched())
+    }
+}
+
+impl<T, F: FnMut(T) -> bool> Until<T> for F {
+    fn reached(&mut self, value: T) -> bool {
+        self(value)
+    }
+}
+
 impl World {
-    /// Waits until this rank's own element `index` of `sym` satisfies `done`,
-    /// and returns it (OpenSHMEM's `shmem_wait_until` with any predicate).
+    /// Waits until this rank's own element `index` of `sym` satisfies
+    /// `until`, and returns it (OpenSHMEM's `shmem_wait_until`): a
+    /// comparison, `wait_until(&flag, 0, Cmp::Ge(1))`, or any predicate,
+    /// `wait_until(&flag, 0, |v| v % 2 == 1)`.
     #[track_caller]
-    pub fn wait_until<T: Pod>(&self, sym: &Sym<T>, index: usize, done: impl FnMut(T) -> bool) -> Result<T> {
+    pub fn wait_until<T: Pod>(&self, sym: &Sym<T>, index: usize, mut until: impl Until<T>) -> Result<T> {
         let _call = crate::watch::call("wait_until");
-        self.wait_element("wait_until", sym, index, None, done)
+        let cmp = until.comparison();
+        self.wait_element("wait_until", sym, index, cmp, move |v| until.reached(v))
     }
 
     /// [`wait_until`](Self::wait_until) under the name `op`; `cmp` is the

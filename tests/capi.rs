@@ -489,3 +489,25 @@ fn every_c_block_of_the_guide_compiles() {
     }
     assert!(compiled >= 3, "only {compiled} C blocks found");
 }
+
+/// A failed `shmem_malloc` returns NULL and keeps a note: a program that
+/// writes through the NULL dies of SIGSEGV with the note (what was asked,
+/// the heap, `SHMEM_SYMMETRIC_SIZE`) before rlaunch's line; one that
+/// checks goes on, silent, unless under `--debug`, which prints it at once.
+#[test]
+fn a_failed_malloc_is_named_when_the_program_crashes_on_its_null() {
+    let exe = compile("unchecked_malloc");
+    let note = "shmem_malloc: PE 0: returned NULL: asked for 1099511627776 bytes, the largest free block is";
+    let out = oshrun(2, "shm", &exe, &[]);
+    assert_eq!(out.code, Some(128 + 11), "{out:?}");
+    assert!(out.stderr.contains(note), "{out:?}");
+    assert!(out.stderr.contains("SHMEM_SYMMETRIC_SIZE"), "{out:?}");
+    assert!(out.stderr.contains("(SIGSEGV)"), "{out:?}");
+    let out = oshrun(2, "shm", &exe, &["check"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(out.stdout, "unchecked_malloc: NULL, as the specification says\n");
+    assert!(!out.stderr.contains("returned NULL"), "{out:?}");
+    let out = oshrun_with(2, "shm", &["--debug"], &exe, &["check"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(out.stderr.contains(note), "{out:?}");
+}

@@ -399,3 +399,92 @@ fn a_panic_in_a_service_thread_ends_the_job_naming_the_rank() {
     assert!(out.stderr.contains("oneside: rank "), "{out:?}");
     assert!(!out.stdout.contains("received"), "{out:?}");
 }
+
+/// The job's own key (read from a rank's environment, which only the
+/// job's user can) gets a Confirm at a rank's TCP port, so what follows
+/// is refused for its proof and not for a broken exchange: that same
+/// proof replayed on a new connection, and a proof made with another key,
+/// get no Confirm, and the ranks' memory stays untouched.
+#[test]
+fn a_replayed_or_wrong_key_handshake_at_a_ranks_tcp_port_is_refused() {
+    use oneside::protocol::auth::Connector;
+    use oneside::protocol::wire::{recv_blocking, send_blocking, MAX_FRAME};
+    use std::net::TcpStream;
+    let mut child = spawn_rlaunch(&["-n", "2", "--transport", "tcp", &example("faults"), "guard", "3"]);
+    let (ready, rest) = wait_for_lines(&mut child, "ready", 2);
+    for line in &ready {
+        let (pid, addr) = (field(line, "pid"), field(line, "tcp"));
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+        let hex = environ
+            .split(|&b| b == 0)
+            .find_map(|v| v.strip_prefix(b"ONESIDE_JOB_SECRET="))
+            .expect("the rank's secret");
+        let secret: Vec<u8> = hex
+            .chunks(2)
+            .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).unwrap(), 16).unwrap())
+            .collect();
+        let connect = || {
+            let mut stream = TcpStream::connect(addr).unwrap();
+            stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let challenge = recv_blocking(&mut stream, MAX_FRAME).unwrap();
+            (stream, challenge)
+        };
+
+        let (mut honest, challenge) = connect();
+        let (connector, proof) = Connector::respond(&secret, &challenge).unwrap();
+        send_blocking(&mut honest, &proof).unwrap();
+        let confirm = recv_blocking(&mut honest, MAX_FRAME).expect("the real key is confirmed");
+        connector.finish(&secret, &confirm).expect("by the rank itself");
+        drop(honest);
+
+        let (mut replay, _) = connect();
+        send_blocking(&mut replay, &proof).unwrap();
+        assert!(
+            recv_blocking(&mut replay, MAX_FRAME).is_err(),
+            "a replayed proof must get no Confirm"
+        );
+
+        let (mut stranger, challenge) = connect();
+        let (_, wrong) = Connector::respond(&[7; 32], &challenge).unwrap();
+        send_blocking(&mut stranger, &wrong).unwrap();
+        assert!(
+            recv_blocking(&mut stranger, MAX_FRAME).is_err(),
+            "another key must get no Confirm"
+        );
+    }
+    let out = finish(child);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let stdout = rest.rest();
+    assert_eq!(stdout.matches("object intact: true").count(), 2, "{stdout}");
+}
+
+/// A misspelt host in a hostfile is named with its `file:line` and the
+/// name it likely meant, not answered with advice about addresses; and
+/// `--check` reports it in its own row and checks the other hosts.
+#[test]
+fn a_misspelt_host_is_named_with_its_line_and_a_likely_fix() {
+    let dir = std::env::temp_dir().join(format!("oneside-typo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let hosts = dir.join("hosts");
+    std::fs::write(&hosts, "localhost slots=1\nlocalhots slots=1\n").unwrap();
+    let hosts = hosts.display().to_string();
+    let said = format!("host 'localhots' ({hosts}:2) is not a name this machine can resolve");
+    let out = rlaunch(&["-n", "2", "-f", &hosts, &example("hello_put")]);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(out.stderr.contains(&said), "{out:?}");
+    assert!(out.stderr.contains("did you mean 'localhost'?"), "{out:?}");
+    assert!(!out.stderr.contains("--bootstrap-addr"), "{out:?}");
+    let out = rlaunch(&["--check", "-f", &hosts]);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    let row = |name: &str| {
+        out.stdout
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(row("localhost ").contains(" ok "), "{out:?}");
+    assert!(row("localhots ").contains("FAILED"), "{out:?}");
+    assert!(out.stdout.contains(&format!("  localhots: {said}")), "{out:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -25,6 +25,7 @@ mod types;
 mod convert;
 
 mod active_set;
+mod alloc_note;
 mod amo;
 mod coll;
 mod ctx;

@@ -192,7 +192,16 @@ fn allocate(api: &'static str, size: usize, align: usize) -> *mut c_void {
         Ok(object) => w.address_of(&object).cast(),
         // The same on every PE (the heap is symmetric): all return NULL,
         // as the specification asks, and none waits in the barrier.
-        Err(oneside::Error::HeapExhausted { .. }) => std::ptr::null_mut(),
+        Err(oneside::Error::HeapExhausted {
+            requested,
+            largest_free,
+            heap_size,
+            ..
+        }) => {
+            let line = crate::alloc_note::text(api, w.rank(), requested, largest_free, heap_size);
+            crate::alloc_note::keep(&line, w.checking());
+            std::ptr::null_mut()
+        }
         Err(e) => ok(api, Err(e)),
     }
 }

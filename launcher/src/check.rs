@@ -29,7 +29,17 @@ struct Row {
 
 /// Runs the doctor; returns the exit status (0 when every host is fine).
 pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
-    let ip = crate::job::address::bootstrap_ip(plan)?;
+    // A host whose name does not resolve gets its row (and the reason),
+    // and the others are still checked.
+    let unknown: Vec<Option<String>> = (plan.hosts.iter().zip(&plan.agents))
+        .map(|(host, agent)| match agent.is_local() {
+            true => None,
+            false => crate::known_hosts::unresolved(&host.host)
+                .map(|why| crate::known_hosts::unknown_host(host, &why, &plan.hosts)),
+        })
+        .collect();
+    let skip: Vec<bool> = unknown.iter().map(Option::is_some).collect();
+    let ip = crate::job::address::bootstrap_ip_skipping(plan, &skip)?;
     let listener = TcpListener::bind((ip, 0)).map_err(|source| LaunchError::BootstrapListen { source })?;
     let back = listener
         .local_addr()
@@ -51,7 +61,17 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
             .hosts
             .iter()
             .zip(&plan.agents)
-            .map(|(host, &agent)| scope.spawn(move || probe_host(plan, host, agent, rlaunch, back)))
+            .zip(&unknown)
+            .map(|((host, &agent), unknown)| {
+                scope.spawn(move || match unknown {
+                    Some(why) => Row {
+                        host: host.login(),
+                        ssh: why.clone(),
+                        fields: Vec::new(),
+                    },
+                    None => probe_host(plan, host, agent, rlaunch, back),
+                })
+            })
             .collect();
         probes
             .into_iter()

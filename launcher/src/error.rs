@@ -53,6 +53,9 @@ pub enum LaunchError {
     #[error("cannot choose the bootstrap address: {detail}")]
     Address { detail: String },
 
+    #[error("{detail}")]
+    UnknownHost { detail: String },
+
     #[error("--ssh '{command}': {reason}")]
     BadSsh { command: String, reason: String },
 

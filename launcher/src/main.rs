@@ -8,6 +8,7 @@ mod error;
 mod foreign;
 mod hostfile;
 mod job;
+mod known_hosts;
 mod manpage;
 mod plan;
 mod profile;

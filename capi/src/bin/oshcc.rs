@@ -95,7 +95,7 @@ impl Layout {
             },
             None => Layout {
                 include: concat!(env!("CARGO_MANIFEST_DIR"), "/include").into(),
-                libdir: exe_dir.to_path_buf(),
+                libdir: build_tree_libdir(exe_dir),
                 prefix: None,
             },
         }
@@ -103,10 +103,7 @@ impl Layout {
 
     /// Why the library cannot be linked, with what to do, if it is missing.
     fn missing_library(&self) -> Option<String> {
-        let present = ["liboneside_shmem.so", "liboneside_shmem.a"]
-            .iter()
-            .any(|file| self.libdir.join(file).exists());
-        if present {
+        if has_library(&self.libdir) {
             return None;
         }
         let lib = self.libdir.join("liboneside_shmem.so");
@@ -129,6 +126,39 @@ impl Layout {
             }
         })
     }
+}
+
+/// Whether `dir` holds the library, shared or static.
+fn has_library(dir: &Path) -> bool {
+    ["liboneside_shmem.so", "liboneside_shmem.a"]
+        .iter()
+        .any(|file| dir.join(file).exists())
+}
+
+/// The library's directory in a Cargo build tree: oshcc's own. `cargo
+/// build --bins` (the README's quick start) builds the library in every
+/// crate type, since it is oshcc's own package's, but copies up only what
+/// it was asked for, leaving the `.so` and `.a` in `deps/` (and an older
+/// copy, if any, in place): oshcc then copies them up itself (a hard
+/// link, as Cargo does), next to the soname's link the build script made,
+/// so programs link and run against the library just built.
+fn build_tree_libdir(exe_dir: &Path) -> PathBuf {
+    let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    for file in ["liboneside_shmem.so", "liboneside_shmem.a"] {
+        let (from, to) = (exe_dir.join("deps").join(file), exe_dir.join(file));
+        let Some(built) = modified(&from) else { continue };
+        if modified(&to).is_some_and(|up| up >= built) {
+            continue;
+        }
+        // Beside it first, then renamed over it: a program linking at the
+        // same moment sees the old file or the new, never none.
+        let staged = exe_dir.join(format!("{file}.oshcc-{}", std::process::id()));
+        let _ = std::fs::remove_file(&staged);
+        if std::fs::hard_link(&from, &staged).is_ok() || std::fs::copy(&from, &staged).is_ok() {
+            let _ = std::fs::rename(&staged, &to);
+        }
+    }
+    exe_dir.to_path_buf()
 }
 
 fn main() -> ExitCode {

@@ -7,6 +7,12 @@ use crate::plan::LaunchPlan;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 
 pub fn bootstrap_ip(plan: &LaunchPlan) -> Result<IpAddr, LaunchError> {
+    bootstrap_ip_skipping(plan, &[])
+}
+
+/// [`bootstrap_ip`], leaving out the hosts whose index `skip` marks true
+/// (`--check`, which reports a host it cannot resolve in its row).
+pub fn bootstrap_ip_skipping(plan: &LaunchPlan, skip: &[bool]) -> Result<IpAddr, LaunchError> {
     if let Some(ip) = plan.bootstrap_addr {
         return Ok(ip);
     }
@@ -15,10 +21,19 @@ pub fn bootstrap_ip(plan: &LaunchPlan) -> Result<IpAddr, LaunchError> {
             detail: format!("interface '{name}' has no IPv4 address (see `ip addr`)"),
         });
     }
-    let remote = plan.hosts.iter().zip(&plan.agents).find(|(_, agent)| !agent.is_local());
+    let remote = (plan.hosts.iter().zip(&plan.agents).enumerate())
+        .find(|&(i, (_, agent))| !agent.is_local() && !skip.get(i).copied().unwrap_or(false))
+        .map(|(_, pair)| pair);
     let Some((remote, _)) = remote else {
         return Ok(IpAddr::V4(Ipv4Addr::LOCALHOST));
     };
+    // A name that does not resolve is the hostfile's mistake, not the
+    // address's: say where it was written, and what it may have meant.
+    if let Some(why) = crate::known_hosts::unresolved(&remote.host) {
+        return Err(LaunchError::UnknownHost {
+            detail: crate::known_hosts::unknown_host(remote, &why, &plan.hosts),
+        });
+    }
     route_source(&remote.host).map_err(|e| LaunchError::Address {
         detail: format!(
             "cannot find a local address that reaches '{}': {e}; pass --bootstrap-addr or --iface",
