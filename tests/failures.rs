@@ -207,8 +207,7 @@ fn bad_input_is_one_clear_line_and_a_nonzero_exit() {
         ),
         (
             vec!["-n", "1", "-H", "node-far-away", "sh"],
-            "rlaunch: error: cannot choose the bootstrap address: cannot find a local address that reaches 'node-far-away'"
-                .into(),
+            "rlaunch: error: host 'node-far-away' (-H) is not a name this machine can resolve".into(),
         ),
     ];
     for (args, expected) in cases {
