@@ -43,10 +43,13 @@ pub unsafe fn put_nbi<T: Pod>(
 ) {
     let e = endpoint(api, ctx);
     let w = e.world();
+    // SAFETY: as in `put`; a null source is allowed when `n` is 0 (the
+    // empty slice then points nowhere, validly).
+    let source = unsafe { src(source, n) };
     // SAFETY: the caller leaves the source unchanged until the next quiet
     // (the C API's contract for non-blocking puts).
     ok(api, unsafe {
-        e.put_nbi_from(&sym(api, w, dest, n), pe(target), 0, source, n)
+        e.put_nbi_from(&sym(api, w, dest, n), pe(target), 0, source.as_ptr(), n)
     });
 }
 

@@ -98,7 +98,11 @@ impl Links {
         src: *const u8,
         len: usize,
     ) -> Result<()> {
-        match self.route(stream, target)? {
+        let route = self.route(stream, target)?;
+        if len == 0 {
+            return Ok(());
+        }
+        match route {
             Route::Rdma => {
                 // SAFETY: forwarded from this function's contract.
                 let posted = unsafe { self.rdma_link().put_nbi(stream.lane(), target, offset, src, len) };
