@@ -5,15 +5,18 @@
 use crate::hostfile::HostEntry;
 use std::net::{SocketAddr, ToSocketAddrs};
 
+/// `host`'s first IPv4 address (ssh's port, for routing), or why it has none.
+pub fn resolve(host: &str) -> Result<SocketAddr, String> {
+    (host, 22)
+        .to_socket_addrs()
+        .map_err(|e| e.to_string())?
+        .find(SocketAddr::is_ipv4)
+        .ok_or_else(|| "it has no IPv4 address".into())
+}
+
 /// Why `host` does not resolve to an IPv4 address here, if it does not.
 pub fn unresolved(host: &str) -> Option<String> {
-    match (host, 22).to_socket_addrs() {
-        Err(e) => Some(e.to_string()),
-        Ok(mut addrs) => match addrs.any(|a| matches!(a, SocketAddr::V4(_))) {
-            true => None,
-            false => Some("it has no IPv4 address".into()),
-        },
-    }
+    resolve(host).err()
 }
 
 /// The message for `entry`, whose name does not resolve (`why`): where it

@@ -4,7 +4,7 @@
 
 use crate::error::LaunchError;
 use crate::plan::LaunchPlan;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr};
 
 pub fn bootstrap_ip(plan: &LaunchPlan) -> Result<IpAddr, LaunchError> {
     bootstrap_ip_skipping(plan, &[])
@@ -29,26 +29,16 @@ pub fn bootstrap_ip_skipping(plan: &LaunchPlan, skip: &[bool]) -> Result<IpAddr,
     };
     // A name that does not resolve is the hostfile's mistake, not the
     // address's: say where it was written, and what it may have meant.
-    if let Some(why) = crate::known_hosts::unresolved(&remote.host) {
-        return Err(LaunchError::UnknownHost {
-            detail: crate::known_hosts::unknown_host(remote, &why, &plan.hosts),
-        });
-    }
-    route_source(&remote.host).map_err(|e| LaunchError::Address {
+    let target = crate::known_hosts::resolve(&remote.host).map_err(|why| LaunchError::UnknownHost {
+        detail: crate::known_hosts::unknown_host(remote, &why, &plan.hosts),
+    })?;
+    // The local address the kernel picks to reach it (no packet is sent).
+    oneside::protocol::route::source_toward(target).map_err(|e| LaunchError::Address {
         detail: format!(
             "cannot find a local address that reaches '{}': {e}; pass --bootstrap-addr or --iface",
             remote.host
         ),
     })
-}
-
-/// The local address the kernel picks to reach `host` (no packet is sent).
-fn route_source(host: &str) -> std::io::Result<IpAddr> {
-    let target: SocketAddr = (host, 22)
-        .to_socket_addrs()?
-        .find(SocketAddr::is_ipv4)
-        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no IPv4 address"))?;
-    oneside::protocol::route::source_toward(target)
 }
 
 /// The first IPv4 address of interface `name`.
@@ -90,6 +80,8 @@ mod tests {
     fn loopback_has_an_address_and_routes_resolve() {
         assert_eq!(interface_ip("lo"), Some(IpAddr::V4(Ipv4Addr::LOCALHOST)));
         assert_eq!(interface_ip("no-such-interface"), None);
-        assert_eq!(route_source("127.0.0.1").unwrap(), IpAddr::V4(Ipv4Addr::LOCALHOST));
+        let loopback = crate::known_hosts::resolve("127.0.0.1").unwrap();
+        let source = oneside::protocol::route::source_toward(loopback).unwrap();
+        assert_eq!(source, IpAddr::V4(Ipv4Addr::LOCALHOST));
     }
 }
