@@ -88,18 +88,8 @@ impl Ofi {
         at: usize,
         flags: u64,
     ) -> Result<(), Fault> {
-        let (addr, remote, key) = self.target(peer, at);
-        let iov = libc::iovec {
-            iov_base: src.cast_mut(),
-            iov_len: len,
-        };
-        let rma = fi_rma_iov { addr: remote, len, key };
-        let msg = rma_msg(&iov, addr, &rma);
-        // SAFETY: the message and what it points to live through the call;
-        // the source, by this function's contract.
-        self.post(peer, op, |me| unsafe {
-            ((*(*me.ep.raw).rma).writemsg)(me.ep.raw, &msg, flags)
-        })
+        // SAFETY: this function's contract.
+        unsafe { self.post_rma(peer, op, Rma::Write, src.cast_mut(), len, at, flags) }
     }
 
     /// Posts one `fi_readmsg` of `len` bytes at byte `at` of `peer`'s
@@ -117,16 +107,42 @@ impl Ofi {
         at: usize,
         flags: u64,
     ) -> Result<(), Fault> {
+        // SAFETY: this function's contract.
+        unsafe { self.post_rma(peer, op, Rma::Read, dst.cast(), len, at, flags) }
+    }
+
+    /// One `fi_writemsg` or `fi_readmsg` of the local `len` bytes at
+    /// `local` and byte `at` of `peer`'s segment.
+    ///
+    /// # Safety
+    /// As for `post_write` (from `local`) or `post_read` (into it).
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn post_rma(
+        &mut self,
+        peer: usize,
+        op: &'static str,
+        kind: Rma,
+        local: *mut c_void,
+        len: usize,
+        at: usize,
+        flags: u64,
+    ) -> Result<(), Fault> {
         let (addr, remote, key) = self.target(peer, at);
         let iov = libc::iovec {
-            iov_base: dst.cast(),
+            iov_base: local,
             iov_len: len,
         };
         let rma = fi_rma_iov { addr: remote, len, key };
         let msg = rma_msg(&iov, addr, &rma);
-        // SAFETY: as in `post_write`; the destination, by this function's contract.
+        // SAFETY: the message and what it points to live through the call;
+        // the local buffer, by this function's contract.
         self.post(peer, op, |me| unsafe {
-            ((*(*me.ep.raw).rma).readmsg)(me.ep.raw, &msg, flags)
+            let ops = &*(*me.ep.raw).rma;
+            let call = match kind {
+                Rma::Write => ops.writemsg,
+                Rma::Read => ops.readmsg,
+            };
+            call(me.ep.raw, &msg, flags)
         })
     }
 
@@ -324,6 +340,13 @@ impl Ofi {
     pub fn flag(&mut self, peer: usize, offset: usize, value: u64) -> Result<(), Fault> {
         self.signal_word(peer, offset, SignalOp::Set, value)
     }
+}
+
+/// Which way an RMA message moves its bytes.
+#[derive(Clone, Copy)]
+enum Rma {
+    Write,
+    Read,
 }
 
 /// A message of one local and one remote range, without context or data.

@@ -220,33 +220,13 @@ pub struct fi_ops_cm {
     pub getname: unsafe extern "C" fn(fid: *mut fid, addr: *mut c_void, addrlen: *mut usize) -> c_int,
 }
 
-pub type RmaRead = unsafe extern "C" fn(
-    ep: *mut fid_ep,
-    buf: *mut c_void,
-    len: usize,
-    desc: *mut c_void,
-    src_addr: fi_addr_t,
-    addr: u64,
-    key: u64,
-    context: *mut c_void,
-) -> isize;
-pub type RmaWrite = unsafe extern "C" fn(
-    ep: *mut fid_ep,
-    buf: *const c_void,
-    len: usize,
-    desc: *mut c_void,
-    dest_addr: fi_addr_t,
-    addr: u64,
-    key: u64,
-    context: *mut c_void,
-) -> isize;
 #[repr(C)]
 pub struct fi_ops_rma {
     pub size: usize,
-    pub read: RmaRead,
+    _read: *const c_void,
     _readv: *const c_void,
     pub readmsg: RmaMsg,
-    pub write: RmaWrite,
+    _write: *const c_void,
     _writev: *const c_void,
     pub writemsg: RmaMsg,
     _inject: *const c_void,
@@ -340,36 +320,6 @@ pub type AtomicWrite = unsafe extern "C" fn(
     op: c_int,
     context: *mut c_void,
 ) -> isize;
-pub type AtomicReadWrite = unsafe extern "C" fn(
-    ep: *mut fid_ep,
-    buf: *const c_void,
-    count: usize,
-    desc: *mut c_void,
-    result: *mut c_void,
-    result_desc: *mut c_void,
-    dest_addr: fi_addr_t,
-    addr: u64,
-    key: u64,
-    datatype: c_int,
-    op: c_int,
-    context: *mut c_void,
-) -> isize;
-pub type AtomicCompWrite = unsafe extern "C" fn(
-    ep: *mut fid_ep,
-    buf: *const c_void,
-    count: usize,
-    desc: *mut c_void,
-    compare: *const c_void,
-    compare_desc: *mut c_void,
-    result: *mut c_void,
-    result_desc: *mut c_void,
-    dest_addr: fi_addr_t,
-    addr: u64,
-    key: u64,
-    datatype: c_int,
-    op: c_int,
-    context: *mut c_void,
-) -> isize;
 pub type AtomicValid = unsafe extern "C" fn(ep: *mut fid_ep, datatype: c_int, op: c_int, count: *mut usize) -> c_int;
 
 #[repr(C)]
@@ -379,10 +329,10 @@ pub struct fi_ops_atomic {
     _writev: *const c_void,
     _writemsg: *const c_void,
     _inject: *const c_void,
-    pub readwrite: AtomicReadWrite,
+    _readwrite: *const c_void,
     _readwritev: *const c_void,
     pub readwritemsg: AtomicReadWriteMsg,
-    pub compwrite: AtomicCompWrite,
+    _compwrite: *const c_void,
     _compwritev: *const c_void,
     pub compwritemsg: AtomicCompWriteMsg,
     pub writevalid: AtomicValid,
@@ -555,7 +505,7 @@ const _: () = {
     assert!(offset_of!(fid_ep, rma) == 48);
     assert!(offset_of!(fid_ep, atomic) == 64);
     assert!(offset_of!(fi_ops_cm, getname) == 16);
-    assert!(offset_of!(fi_ops_rma, write) == 32);
+    assert!(offset_of!(fi_ops_rma, _write) == 32);
     assert!(offset_of!(fi_ops_rma, readmsg) == 24);
     assert!(offset_of!(fi_ops_rma, writemsg) == 48);
     assert!(offset_of!(fi_ops_rma, _inject) == 56);
@@ -566,8 +516,8 @@ const _: () = {
     assert!(offset_of!(fi_ops_atomic, readwritemsg) == 56);
     assert!(offset_of!(fi_ops_atomic, compwritemsg) == 80);
     assert!(offset_of!(fi_ops_atomic, _inject) == 32);
-    assert!(offset_of!(fi_ops_atomic, readwrite) == 40);
-    assert!(offset_of!(fi_ops_atomic, compwrite) == 64);
+    assert!(offset_of!(fi_ops_atomic, _readwrite) == 40);
+    assert!(offset_of!(fi_ops_atomic, _compwrite) == 64);
     assert!(offset_of!(fi_ops_atomic, writevalid) == 88);
     assert!(offset_of!(fi_ops_atomic, compwritevalid) == 104);
     assert!(offset_of!(fid_av, ops) == 24);
