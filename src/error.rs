@@ -7,6 +7,8 @@
 use std::io;
 use std::time::Duration;
 
+use crate::words::{heap_call, members, noun, valid_targets, who};
+
 /// Result alias used throughout `oneside`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -26,7 +28,7 @@ pub enum Error {
     },
 
     /// Connecting to, or talking with, the launcher's bootstrap service failed.
-    #[error("rank {rank}: bootstrap with the launcher at {addr} failed during {stage}")]
+    #[error("{who_rank}: bootstrap with the launcher at {addr} failed during {stage}", who_rank = who(.rank))]
     BootstrapLauncher {
         rank: usize,
         addr: String,
@@ -36,7 +38,7 @@ pub enum Error {
     },
 
     /// A bootstrap peer failed to prove it knows the job secret.
-    #[error("rank {rank}: bootstrap peer {peer} failed authentication ({detail}); the connection was dropped")]
+    #[error("{who_rank}: bootstrap peer {peer} failed authentication ({detail}); the connection was dropped", who_rank = who(.rank))]
     BootstrapAuth {
         rank: usize,
         peer: String,
@@ -44,7 +46,7 @@ pub enum Error {
     },
 
     /// A bootstrap stage did not finish in time.
-    #[error("rank {rank}: bootstrap stage '{stage}' timed out after {waited:?}; still missing: {}", describe_missing(.missing))]
+    #[error("{who_rank}: bootstrap stage '{stage}' timed out after {waited:?}; still missing: {}", describe_missing(.missing), who_rank = who(.rank))]
     BootstrapTimeout {
         rank: usize,
         stage: &'static str,
@@ -53,11 +55,11 @@ pub enum Error {
     },
 
     /// A bootstrap peer sent something the protocol does not allow.
-    #[error("rank {rank}: bootstrap protocol error from {peer}: {detail}")]
+    #[error("{who_rank}: bootstrap protocol error from {peer}: {detail}", who_rank = who(.rank))]
     BootstrapProtocol { rank: usize, peer: String, detail: String },
 
     /// Talking to the launcher's PMI server (PMI-1, PMI-2 or PMIx) failed.
-    #[error("{}: {step} with {server} failed: {detail} (the launcher logs its side: srun as 'mpi/pmi2' or 'mpi/pmix' errors, mpiexec.hydra with -verbose, mpirun with --mca pmix_base_verbose 10)", .rank.map_or_else(|| "this rank".to_string(), |r| format!("rank {r}")))]
+    #[error("{}: {step} with {server} failed: {detail} (the launcher logs its side: srun as 'mpi/pmi2' or 'mpi/pmix' errors, mpiexec.hydra with -verbose, mpirun with --mca pmix_base_verbose 10)", .rank.map_or_else(|| format!("this {}", noun()), |r| who(&r).to_string()))]
     Pmi {
         rank: Option<usize>,
         /// What the server is: `the PMI-2 server on PMI_FD=6`.
@@ -84,11 +86,11 @@ pub enum Error {
     },
 
     /// The launcher aborted the job while this rank was bootstrapping.
-    #[error("rank {rank}: the launcher aborted the job: {reason}")]
+    #[error("{who_rank}: the launcher aborted the job: {reason}", who_rank = who(.rank))]
     Aborted { rank: usize, reason: String },
 
     /// Creating or mapping this rank's shared-memory segment failed.
-    #[error("rank {rank}: cannot {what} shared-memory segment {path}: {source} (is /dev/shm mounted and writable, with room for the heap? see ONESIDE_HEAP_SIZE)")]
+    #[error("{who_rank}: cannot {what} shared-memory segment {path}: {source} (is /dev/shm mounted and writable, with room for the heap? see ONESIDE_HEAP_SIZE)", who_rank = who(.rank))]
     SegmentCreate {
         rank: usize,
         what: &'static str,
@@ -98,7 +100,7 @@ pub enum Error {
     },
 
     /// Mapping a same-host peer's segment failed.
-    #[error("rank {rank}: cannot map the shared-memory segment of rank {peer} at {path}: {detail}")]
+    #[error("{who_rank}: cannot map the shared-memory segment of {who_peer} at {path}: {detail}", who_rank = who(.rank), who_peer = who(.peer))]
     PeerSegment {
         rank: usize,
         peer: usize,
@@ -107,7 +109,7 @@ pub enum Error {
     },
 
     /// Two ranks were started with different heap sizes.
-    #[error("rank {rank}: heap size mismatch: this rank has {ours} bytes, rank {peer} has {theirs} (set the same ONESIDE_HEAP_SIZE for every rank)")]
+    #[error("{who_rank}: heap size mismatch: this {} has {ours} bytes, {who_peer} has {theirs} (set the same ONESIDE_HEAP_SIZE for every {})", noun(), noun(), who_rank = who(.rank), who_peer = who(.peer))]
     HeapMismatch {
         rank: usize,
         peer: usize,
@@ -116,7 +118,7 @@ pub enum Error {
     },
 
     /// The requested transport is not available.
-    #[error("rank {rank}: transport '{requested}' is not available: {detail}")]
+    #[error("{who_rank}: transport '{requested}' is not available: {detail}", who_rank = who(.rank))]
     TransportUnavailable {
         rank: usize,
         requested: String,
@@ -124,7 +126,7 @@ pub enum Error {
     },
 
     /// Starting this rank's TCP progress engine failed.
-    #[error("rank {rank}: cannot start the TCP transport's progress engine")]
+    #[error("{who_rank}: cannot start the TCP transport's progress engine", who_rank = who(.rank))]
     TcpListen {
         rank: usize,
         #[source]
@@ -133,7 +135,7 @@ pub enum Error {
 
     /// Starting one of this rank's transport threads other than the TCP
     /// engine failed: the TCP flusher, or libfabric's progress thread.
-    #[error("rank {rank}: cannot start the {thread} thread (is the process's thread or memory limit reached? see `ulimit -u`)")]
+    #[error("{who_rank}: cannot start the {thread} thread (is the process's thread or memory limit reached? see `ulimit -u`)", who_rank = who(.rank))]
     ThreadStart {
         rank: usize,
         thread: &'static str,
@@ -142,7 +144,7 @@ pub enum Error {
     },
 
     /// Connecting to a peer's TCP progress engine failed.
-    #[error("rank {rank}: cannot connect to rank {peer}'s TCP transport at {addr} (is a firewall in the way?)")]
+    #[error("{who_rank}: cannot connect to {who_peer}'s TCP transport at {addr} (is a firewall in the way?)", who_rank = who(.rank), who_peer = who(.peer))]
     TcpConnect {
         rank: usize,
         peer: usize,
@@ -152,7 +154,7 @@ pub enum Error {
     },
 
     /// A peer's connection broke during an operation.
-    #[error("rank {rank}: {op} with rank {peer} failed: {source} (did rank {peer} exit or crash?)")]
+    #[error("{who_rank}: {op} with {who_peer} failed: {source} (did {who_peer} exit or crash?)", who_rank = who(.rank), who_peer = who(.peer))]
     PeerLost {
         rank: usize,
         peer: usize,
@@ -162,15 +164,15 @@ pub enum Error {
     },
 
     /// The RDMA device could not be set up.
-    #[error("rank {rank}: cannot use RDMA: {detail}")]
+    #[error("{who_rank}: cannot use RDMA: {detail}", who_rank = who(.rank))]
     RdmaSetup { rank: usize, detail: String },
 
     /// libfabric or its provider could not be set up (`--transport ofi`).
-    #[error("rank {rank}: cannot use libfabric (--transport ofi): {detail}")]
+    #[error("{who_rank}: cannot use libfabric (--transport ofi): {detail}", who_rank = who(.rank))]
     OfiSetup { rank: usize, detail: String },
 
     /// An RDMA operation with a peer failed (a bad work completion, or posting failed).
-    #[error("rank {rank}: {op} with rank {peer} failed: {detail}")]
+    #[error("{who_rank}: {op} with {who_peer} failed: {detail}", who_rank = who(.rank), who_peer = who(.peer))]
     Rdma {
         rank: usize,
         peer: usize,
@@ -179,7 +181,7 @@ pub enum Error {
     },
 
     /// No transport reaches a peer.
-    #[error("rank {rank}: no transport reaches rank {peer} on host '{host}': {detail}")]
+    #[error("{who_rank}: no transport reaches {who_peer} on host '{host}': {detail}", who_rank = who(.rank), who_peer = who(.peer))]
     Unreachable {
         rank: usize,
         peer: usize,
@@ -188,7 +190,7 @@ pub enum Error {
     },
 
     /// A target rank that does not exist.
-    #[error("rank {rank}: {op} targets rank {target}, but the job has ranks 0..{size}")]
+    #[error("{who_rank}: {op} targets {who_target}, but the job has {}; use a target from {}", members(.size), valid_targets(.size), who_rank = who(.rank), who_target = who(.target))]
     RankOutOfRange {
         rank: usize,
         op: &'static str,
@@ -197,7 +199,7 @@ pub enum Error {
     },
 
     /// An access outside a symmetric object.
-    #[error("rank {rank}: {op} of {count} element(s) at index {index} is out of bounds for a symmetric object of {len} element(s)")]
+    #[error("{who_rank}: {op} of {count} element(s) at index {index} is out of bounds for a symmetric object of {len} element(s)", who_rank = who(.rank))]
     IndexOutOfRange {
         rank: usize,
         op: &'static str,
@@ -207,7 +209,7 @@ pub enum Error {
     },
 
     /// An atomic on an address that is not aligned to its width.
-    #[error("rank {rank}: {op} on heap offset {offset} is misaligned: a {width}-byte atomic needs an offset that is a multiple of {width}")]
+    #[error("{who_rank}: {op} on heap offset {offset} is misaligned: a {width}-byte atomic needs an offset that is a multiple of {width}", who_rank = who(.rank))]
     MisalignedAtomic {
         rank: usize,
         op: &'static str,
@@ -216,7 +218,7 @@ pub enum Error {
     },
 
     /// The symmetric heap has no free range large enough.
-    #[error("rank {rank}: symmetric heap exhausted: asked for {requested} bytes, largest free block is {largest_free} bytes of a {heap_size}-byte heap (raise ONESIDE_HEAP_SIZE, or SHMEM_SYMMETRIC_SIZE for C programs, e.g. =256M)")]
+    #[error("{who_rank}: symmetric heap exhausted: asked for {requested} bytes, largest free block is {largest_free} bytes of a {heap_size}-byte heap (raise ONESIDE_HEAP_SIZE, or SHMEM_SYMMETRIC_SIZE for C programs, e.g. =256M)", who_rank = who(.rank))]
     HeapExhausted {
         rank: usize,
         requested: usize,
@@ -225,7 +227,7 @@ pub enum Error {
     },
 
     /// A handle that does not belong to this heap (freed, or from another world).
-    #[error("rank {rank}: {op} was given a symmetric object (offset {offset}, {bytes} bytes) that is not allocated on this heap")]
+    #[error("{who_rank}: {op} was given a symmetric object (offset {offset}, {bytes} bytes) that is not allocated on this heap", who_rank = who(.rank))]
     UnknownObject {
         rank: usize,
         op: &'static str,
@@ -235,7 +237,7 @@ pub enum Error {
 
     /// An address that is neither in the symmetric heap nor in the
     /// program's symmetric global data.
-    #[error("rank {rank}: {op}: address {addr:#x} ({bytes} bytes) is not symmetric: use memory from the symmetric heap (shmem_malloc in C, World::alloc in Rust) or a global or static variable")]
+    #[error("{who_rank}: {op}: address {addr:#x} ({bytes} bytes) is not symmetric; use memory from the symmetric heap ({}) or a global or static variable", heap_call(), who_rank = who(.rank))]
     NotSymmetric {
         rank: usize,
         op: &'static str,
@@ -244,13 +246,13 @@ pub enum Error {
     },
 
     /// A rank is in as many teams as it has team slots.
-    #[error("rank {rank}: {op} needs a team slot, but all {max} are in use on some member of the parent team (destroy teams you no longer need with team_destroy)")]
+    #[error("{who_rank}: {op} needs a team slot, but all {max} are in use on some member of the parent team (destroy teams you no longer need with team_destroy)", who_rank = who(.rank))]
     TeamsExhausted { rank: usize, op: &'static str, max: usize },
 
     /// The checking mode (`rlaunch --debug`) found a mistake: collectives
     /// or allocations that differ between members, a destination reused
     /// too early, or a transfer outside every allocated object.
-    #[error("rank {rank}: {call}{}: {detail} (found by --debug)", if at.is_empty() { String::new() } else { format!(" at {at}") })]
+    #[error("{who_rank}: {call}{}: {detail} (found by --debug)", place(.at), who_rank = who(.rank))]
     Check {
         rank: usize,
         call: String,
@@ -259,7 +261,7 @@ pub enum Error {
     },
 
     /// A collective was called with arguments it cannot use.
-    #[error("rank {rank}: {op}: {detail}")]
+    #[error("{who_rank}: {op}: {detail}", who_rank = who(.rank))]
     BadCollective {
         rank: usize,
         op: &'static str,
@@ -267,17 +269,17 @@ pub enum Error {
     },
 
     /// Two threads of one rank were in collectives at once.
-    #[error("rank {rank}: {op} was called while another thread of this rank is in a collective; a rank runs one collective at a time, on one thread (OpenSHMEM's rule): call collectives from one thread, or serialize them")]
+    #[error("{who_rank}: {op} was called while another thread of this {} is in a collective; a {} runs one collective at a time, on one thread (OpenSHMEM's rule): call collectives from one thread, or serialize them", noun(), noun(), who_rank = who(.rank))]
     ConcurrentCollective { rank: usize, op: &'static str },
 
     /// The launcher ended the job while this rank waited in finalize: a
     /// peer waits for this rank in a call (a collective, or a word only a
     /// running rank could write) that this rank will never make.
-    #[error("rank {rank}: finalize gave up, the job is ending: {reason}")]
+    #[error("{who_rank}: finalize gave up, the job is ending: {reason}", who_rank = who(.rank))]
     FinalizeAbandoned { rank: usize, reason: String },
 
     /// Reporting to the launcher at finalize failed.
-    #[error("rank {rank}: finalize could not notify the launcher")]
+    #[error("{who_rank}: finalize could not notify the launcher", who_rank = who(.rank))]
     Finalize {
         rank: usize,
         #[source]
@@ -299,10 +301,19 @@ impl std::fmt::Debug for Error {
     }
 }
 
+/// ` at file:line`, ` in main (build with -g …)`, or nothing.
+fn place(at: &str) -> String {
+    match at {
+        "" => String::new(),
+        at if at.starts_with("in ") => format!(" {at}"),
+        at => format!(" at {at}"),
+    }
+}
+
 fn describe_missing(missing: &[usize]) -> String {
     if missing.is_empty() {
         return "the launcher's reply".to_string();
     }
     let ranks: Vec<String> = missing.iter().map(|r| r.to_string()).collect();
-    format!("rank(s) {}", ranks.join(", "))
+    format!("{}(s) {}", noun(), ranks.join(", "))
 }

@@ -282,6 +282,7 @@ mod team;
 mod transport;
 mod wait;
 pub mod watch;
+mod words;
 mod world;
 
 #[cfg(test)]
@@ -302,6 +303,8 @@ pub use team::{Team, MAX_TEAMS};
 pub use transport::amo::SignalOp;
 pub use transport::{built_in as transports_built_in, probe_libraries};
 pub use wait::{Cmp, Until};
+#[doc(hidden)]
+pub use words::speak_of_pes;
 
 /// A `World` and its teams can be shared between threads and moved to
 /// another one; checked at compile time.

@@ -101,10 +101,47 @@ fn an_erroneous_call_ends_the_job_at_once_with_one_line_naming_it() {
             assert!(took < Duration::from_secs(10), "{what}");
             let naming: Vec<&str> = out.stderr.lines().filter(|l| l.contains("shmem_long_p")).collect();
             assert_eq!(naming.len(), 1, "one line names the call: {what}");
+            // One shape: `oneside: <call> at <file>:<line>: PE <n>: <what>; <what to do>`.
+            let (line, said) = match mode {
+                "pe" => (
+                    18,
+                    format!(
+                        "PE 1: put targets PE 99, but the job has {n} PEs (0 to {}); use a target from 0 to {} (shmem_n_pes() - 1)",
+                        n - 1,
+                        n - 1
+                    ),
+                ),
+                _ => (16, "PE 1: address 0x".to_string()),
+            };
+            let at = format!("tests/c/error.c:{line}:");
+            assert!(naming[0].starts_with("oneside: shmem_long_p at "), "{what}");
+            assert!(naming[0].contains(&at), "{at}: {what}");
+            assert!(naming[0].contains(&format!(": {said}")), "{said}: {what}");
             assert!(!out.stderr.contains("panicked"), "{what}");
             assert!(!out.stdout.contains("passed the barrier"), "{what}");
         }
     }
+}
+
+#[test]
+fn without_line_tables_an_error_names_the_function_and_says_to_build_with_g() {
+    build_capi();
+    let exe = scratch().join("error-no-g");
+    let built = Command::new(tool("oshcc"))
+        .args(["-O1", "-o"])
+        .arg(&exe)
+        .arg(repo_file("tests/c/error.c"))
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{built:?}");
+    let out = oshrun(2, "shm", &exe, &["pe"]);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(
+        out.stderr.contains(
+            "oneside: shmem_long_p in main (build with -g for its file:line): PE 1: put targets PE 99, but the job has 2 PEs (0 to 1)"
+        ),
+        "{out:?}"
+    );
 }
 
 #[test]

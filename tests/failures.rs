@@ -154,14 +154,17 @@ fn bad_accesses_are_errors_with_numbers_and_touch_nothing() {
             "oob-put",
             "put of 8 element(s) at index 10 is out of bounds for a symmetric object of 16 element(s)",
         ),
-        ("bad-rank", "put targets rank 2, but the job has ranks 0..2"),
+        (
+            "bad-rank",
+            "put targets rank 2, but the job has 2 ranks (0 to 1); use a target from 0 to 1 (World::size() - 1)",
+        ),
         (
             "oob-atomic",
             "atomic_fetch_add of 1 element(s) at index 16 is out of bounds for a symmetric object of 16 element(s)",
         ),
         (
             "bad-rank-atomic",
-            "atomic_compare_swap targets rank 2, but the job has ranks 0..2",
+            "atomic_compare_swap targets rank 2, but the job has 2 ranks (0 to 1)",
         ),
         ("exhaust", "symmetric heap exhausted: asked for 67108865 bytes"),
     ];

@@ -14,6 +14,8 @@ const THREAD_MULTIPLE: c_int = 3;
 const VENDOR: &[u8] = b"oneside\0";
 
 fn init(api: &'static str, requested: c_int) {
+    // Messages say "PE", as OpenSHMEM does.
+    oneside::speak_of_pes();
     // OpenSHMEM 1.6: init may be called many times; the library stays
     // initialized until the matching number of finalize calls.
     match state::enter() {

@@ -118,23 +118,59 @@ pub fn take() -> Option<State> {
 pub fn ok<T>(api: &'static str, result: Result<T, Error>) -> T {
     match result {
         Ok(value) => value,
-        Err(e) => {
-            let what = e.to_string();
-            match what.contains(api) {
-                true => eprintln!("oneside: {what}"),
-                false => eprintln!("oneside: {api}: {what}"),
-            }
-            exit_job(1)
-        }
+        Err(e) => fail_with(api, &e),
     }
 }
 
+#[cold]
+#[inline(never)]
+fn fail_with(api: &'static str, e: &Error) -> ! {
+    fail(api, e)
+}
+
 /// Reports `what` and ends the job with status 1: rlaunch sees a rank fail
-/// and stops the others.
+/// and stops the others. The line has one shape for every C error:
+/// `oneside: <call> at <file>:<line>: PE <n>: <what went wrong>; <what to do>`,
+/// the location being where the program called `api` (`in <function>`
+/// with a hint when it has no line tables).
 #[cold]
 pub fn fail(api: &'static str, what: &dyn std::fmt::Display) -> ! {
-    eprintln!("oneside: {api}: {what}");
+    oneside::speak_of_pes();
+    let what = what.to_string();
+    let numbered = what
+        .strip_prefix("PE ")
+        .and_then(|w| w.split_once(": "))
+        .filter(|(n, _)| n.bytes().all(|b| b.is_ascii_digit()));
+    let (pe, what) = match numbered {
+        Some((n, rest)) => (format!("PE {n}: "), rest),
+        None => (
+            my_pe().map(|pe| format!("PE {pe}: ")).unwrap_or_default(),
+            what.as_str(),
+        ),
+    };
+    // An error from the library may name the C call too; it is said once,
+    // at the front.
+    let what = what
+        .strip_prefix(api)
+        .and_then(|w| w.strip_prefix(": "))
+        .unwrap_or(what);
+    eprintln!("oneside: {api}{}: {pe}{what}", place(&oneside::watch::c_call_site()));
     exit_job(1)
+}
+
+/// ` at file:line`, ` in main (build with -g …)`, or nothing.
+fn place(at: &str) -> String {
+    match at {
+        "" => String::new(),
+        at if at.starts_with("in ") => format!(" {at}"),
+        at => format!(" at {at}"),
+    }
+}
+
+/// This PE's number, when `shmem_init` has run.
+fn my_pe() -> Option<usize> {
+    // SAFETY: see the module docs; only read, on the way out.
+    unsafe { (*STATE.0.get()).as_ref().map(|state| state.world.rank()) }
 }
 
 #[cold]

@@ -17,6 +17,7 @@ mod dog;
 mod site;
 
 pub(crate) use dog::start;
+pub use site::c_call_site;
 use site::Site;
 
 use std::cell::{Cell, RefCell};

@@ -28,10 +28,18 @@ impl Site {
     }
 }
 
+/// Where this thread's C program called the C API: `file:line:col`, or
+/// `in <function> (…build with -g…)` without line tables, or empty when
+/// no C API function is on the stack. Slow (symbolizes a backtrace): for
+/// errors and reports only.
+pub fn c_call_site() -> String {
+    c_caller(&Backtrace::force_capture().to_string())
+}
+
 /// The frame that called the C API, from a backtrace's text: the first
 /// frame after the outermost `shmem_`/`pshmem_` function or `shmem.h`
 /// inline wrapper (`oneside_direct_`), as `file:line`
-/// when resolved, or `in <function>`.
+/// when resolved, or `in <function>` with a hint.
 fn c_caller(text: &str) -> String {
     let frames = frames(text);
     let entry = frames.iter().rposition(|(name, _)| {
@@ -41,7 +49,7 @@ fn c_caller(text: &str) -> String {
     });
     match entry.and_then(|i| frames.get(i + 1)) {
         Some((_, Some(at))) => at.clone(),
-        Some((name, None)) => format!("in {name}"),
+        Some((name, None)) => format!("in {name} (build with -g for its file:line)"),
         None => String::new(),
     }
 }
@@ -99,7 +107,7 @@ mod tests {
     #[test]
     fn without_line_tables_the_c_caller_is_named() {
         let stripped = TRACE.replace("             at /tmp/hang.c:17:5\n", "");
-        assert_eq!(c_caller(&stripped), "in main");
+        assert_eq!(c_caller(&stripped), "in main (build with -g for its file:line)");
     }
 
     #[test]

@@ -239,10 +239,12 @@ fn in_finalize(state: &RankState) -> bool {
     state.ending.is_none() && (state.finalized || blocked(state).is_some_and(Stall::finalizing))
 }
 
-/// ` at file:line` for a call's location, or nothing when it is unknown.
+/// ` at file:line` for a call's location, ` in main (…)` for a C caller
+/// without line tables, or nothing when it is unknown.
 pub(crate) fn place(at: &str) -> String {
     match at {
         "" => String::new(),
+        at if at.starts_with("in ") => format!(" {at}"),
         at => format!(" at {at}"),
     }
 }

@@ -1,0 +1,101 @@
+//! How messages name a process of the job: "rank" for Rust programs,
+//! "PE" for programs that use the C API (OpenSHMEM's word, also what
+//! shmem4py users read), and job sizes written for people ("the job has 2
+//! PEs (0 to 1)") rather than as Rust ranges.
+//!
+//! The C API switches the vocabulary once, at its first call
+//! ([`speak_of_pes`]); everything that formats a message reads it.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static PES: AtomicBool = AtomicBool::new(false);
+
+/// Messages from now on call processes "PE", as OpenSHMEM does: the C API
+/// calls this before anything can fail.
+#[doc(hidden)]
+pub fn speak_of_pes() {
+    PES.store(true, Ordering::Relaxed);
+}
+
+fn pes() -> bool {
+    PES.load(Ordering::Relaxed)
+}
+
+/// "rank" or "PE".
+pub(crate) fn noun() -> &'static str {
+    noun_in(pes())
+}
+
+fn noun_in(pes: bool) -> &'static str {
+    match pes {
+        true => "PE",
+        false => "rank",
+    }
+}
+
+/// The call that allocates symmetric memory, in the caller's language.
+pub(crate) fn heap_call() -> &'static str {
+    match pes() {
+        true => "shmem_malloc",
+        false => "World::alloc",
+    }
+}
+
+/// One process by number: `rank 3` or `PE 3`.
+pub(crate) struct Who(usize);
+
+/// [`Who`] of a field (thiserror hands fields over by reference).
+pub(crate) fn who(rank: &usize) -> Who {
+    Who(*rank)
+}
+
+impl fmt::Display for Who {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", noun(), self.0)
+    }
+}
+
+/// The size of a job in words: "2 PEs (0 to 1)", "1 rank (0)", "no ranks".
+pub(crate) fn members(size: &usize) -> String {
+    members_in(*size, pes())
+}
+
+fn members_in(size: usize, pes: bool) -> String {
+    let noun = noun_in(pes);
+    match size {
+        0 => format!("no {noun}s"),
+        1 => format!("1 {noun} (0)"),
+        n => format!("{n} {noun}s (0 to {})", n - 1),
+    }
+}
+
+/// What a caller may pass as a target, as the caller's language says it:
+/// "0 to shmem_n_pes()-1" in C, "0 to world.size()-1" in Rust.
+pub(crate) fn valid_targets(size: &usize) -> String {
+    valid_targets_in(*size, pes())
+}
+
+fn valid_targets_in(size: usize, pes: bool) -> String {
+    let count = match pes {
+        true => "shmem_n_pes()",
+        false => "World::size()",
+    };
+    format!("0 to {} ({count} - 1)", size.saturating_sub(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_as_words_in_either_vocabulary() {
+        assert_eq!(members_in(2, false), "2 ranks (0 to 1)");
+        assert_eq!(members_in(1, false), "1 rank (0)");
+        assert_eq!(members_in(0, true), "no PEs");
+        assert_eq!(members_in(2, true), "2 PEs (0 to 1)");
+        assert_eq!(valid_targets_in(4, false), "0 to 3 (World::size() - 1)");
+        assert_eq!(valid_targets_in(2, true), "0 to 1 (shmem_n_pes() - 1)");
+        assert_eq!(valid_targets_in(1, true), "0 to 0 (shmem_n_pes() - 1)");
+    }
+}
