@@ -12,6 +12,8 @@
 //! * `oob-atomic`, `bad-rank-atomic` — the same for an atomic past the end / at rank `size`
 //! * `exhaust`            — allocate more than the heap and report the error
 //! * `leak`               — init, then `process::exit(0)` without finalizing
+//! * `segv RANK`          — RANK writes through a null pointer (in `write_through`); the others wait in a barrier
+//! * `overflow RANK`      — RANK overflows its stack (std's message, then SIGABRT... or SIGSEGV)
 //! * `guard SECS`         — print `ready ... tcp=ADDR`, sleep, then check a zeroed object is intact
 //! * `peer-dies [fadd]`   — rank 1 SIGKILLs itself; rank 0 (ignoring SIGTERM) keeps getting from it (or fetch-adding to it)
 //! * `env VAR`            — print VAR as rank 0 sees it
@@ -175,6 +177,18 @@ fn run(args: &[String]) -> oneside::Result<u8> {
             }
             return Ok(3);
         }
+        "segv" => {
+            if rank == arg(args, 1) {
+                write_through(std::hint::black_box(std::ptr::null_mut()));
+            }
+            world.barrier()?;
+        }
+        "overflow" => {
+            if rank == arg(args, 1) {
+                println!("depth {}", recurse(std::hint::black_box(1)));
+            }
+            world.barrier()?;
+        }
         "leak" => {
             if rank == 1 {
                 std::process::exit(0);
@@ -188,4 +202,21 @@ fn run(args: &[String]) -> oneside::Result<u8> {
     }
     world.finalize()?;
     Ok(0)
+}
+
+/// Writes through `p`: a fault when it is null.
+#[inline(never)]
+fn write_through(p: *mut u64) {
+    // SAFETY: none; this mode exists to fault.
+    unsafe { std::ptr::write_volatile(p, 1) };
+}
+
+/// Recurses until the stack runs out.
+#[inline(never)]
+#[allow(unconditional_recursion)]
+fn recurse(n: u64) -> u64 {
+    let mut big = [n; 64];
+    big[n as usize % 64] = recurse(std::hint::black_box(n + 1));
+    std::hint::black_box(&big);
+    big[0]
 }

@@ -259,6 +259,7 @@ mod atomic;
 mod backoff;
 mod bootstrap;
 mod coll;
+mod crash;
 mod ctx;
 mod debug;
 mod dynlib;
@@ -290,6 +291,8 @@ mod fuzz;
 
 pub use atomic::{AtomicElem, AtomicInt, Atomics};
 pub use coll::ops::{And, Integer, Max, Min, Number, Or, Prod, ReduceOp, Sum, Xor};
+#[doc(hidden)]
+pub use crash::keep_note as keep_crash_note;
 pub use ctx::{AnyEndpoint, Ctx, Endpoint};
 pub use error::{Error, Result};
 pub use lock::{Lock, LockGuard};

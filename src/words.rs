@@ -18,6 +18,11 @@ pub fn speak_of_pes() {
     PES.store(true, Ordering::Relaxed);
 }
 
+/// Whether the C API is in use (it switched the vocabulary).
+pub(crate) fn speaks_of_pes() -> bool {
+    pes()
+}
+
 fn pes() -> bool {
     PES.load(Ordering::Relaxed)
 }

@@ -168,6 +168,7 @@ impl World {
         crate::profile::start(rank, size, &host);
         let own_core = crate::backoff::may_spin(local_size, 1);
         crate::watch::start(rank, launcher.as_ref().and_then(LauncherLink::reporter), own_core);
+        crate::crash::install(rank);
         let layout = Layout::new(size);
         let mut allocator = Allocator::new(own.alloc_len());
         let area = allocator.alloc(layout.area_bytes());

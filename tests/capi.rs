@@ -540,6 +540,12 @@ fn a_failed_malloc_is_named_when_the_program_crashes_on_its_null() {
     assert!(out.stderr.contains(note), "{out:?}");
     assert!(out.stderr.contains("SHMEM_SYMMETRIC_SIZE"), "{out:?}");
     assert!(out.stderr.contains("(SIGSEGV)"), "{out:?}");
+    // The crash report follows the note, naming the line that used the NULL.
+    let crash = out
+        .stderr
+        .find("died of SIGSEGV (address 0x0 is not mapped) in main at ");
+    assert!(crash.is_some_and(|at| at > out.stderr.find(note).unwrap()), "{out:?}");
+    assert!(out.stderr.contains("tests/c/unchecked_malloc.c:16:"), "{out:?}");
     let out = oshrun(2, "shm", &exe, &["check"]);
     assert_eq!(out.code, Some(0), "{out:?}");
     assert_eq!(out.stdout, "unchecked_malloc: NULL, as the specification says\n");
@@ -547,4 +553,50 @@ fn a_failed_malloc_is_named_when_the_program_crashes_on_its_null() {
     let out = oshrun_with(2, "shm", &["--debug"], &exe, &["check"]);
     assert_eq!(out.code, Some(0), "{out:?}");
     assert!(out.stderr.contains(note), "{out:?}");
+}
+
+/// A PE that dies of a fault says which, why and where, with its frames,
+/// and rlaunch's line names the frame too (`tests/c/crash.c`).
+#[test]
+fn a_crash_says_where_and_why() {
+    let exe = compile("crash");
+    let cases = [
+        ("segv", 11, "SIGSEGV (address 0x0 is not mapped) in store at ", 14),
+        ("fpe", 8, "SIGFPE (integer division by zero) in main at ", 34),
+        ("abort", 6, "SIGABRT (the program called abort) in main at ", 36),
+        ("thread", 11, "SIGSEGV (address 0x0 is not mapped) in store at ", 14),
+    ];
+    for transport in transports_for_c() {
+        for (mode, signal, cause, line) in cases {
+            let start = Instant::now();
+            let out = oshrun(2, transport, &exe, &[mode]);
+            let what = format!("crash {mode} over {transport}: {out:?}");
+            assert_eq!(out.code, Some(128 + signal), "{what}");
+            assert!(start.elapsed() < Duration::from_secs(10), "{what}");
+            let said = out
+                .stderr
+                .lines()
+                .find(|l| l.starts_with("oneside: PE 1 (pid "))
+                .unwrap_or("");
+            assert!(said.contains(&format!("died of {cause}")), "{what}");
+            assert!(said.contains(&format!("tests/c/crash.c:{line}:")), "{what}");
+            assert!(
+                out.stderr.contains("oneside: PE 1's frames, innermost first:\n  #0 "),
+                "{what}"
+            );
+            let rlaunch = out
+                .stderr
+                .lines()
+                .find(|l| l.starts_with("rlaunch: rank 1 "))
+                .unwrap_or("");
+            assert!(
+                rlaunch.contains("(SIG") && rlaunch.contains(&format!("crash.c:{line}:")),
+                "{what}"
+            );
+            if mode == "segv" {
+                let frames = ["#0 store at ", "#1 fill at ", "#2 main at "];
+                assert!(frames.iter().all(|f| out.stderr.contains(f)), "{what}");
+            }
+        }
+    }
 }

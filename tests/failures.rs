@@ -490,3 +490,36 @@ fn a_misspelt_host_is_named_with_its_line_and_a_likely_fix() {
     assert!(out.stdout.contains(&format!("  localhots: {said}")), "{out:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A Rust rank that dies of a fault says where (the program's frame with
+/// file:line), as rlaunch's line does; a stack overflow is called one.
+#[test]
+fn a_rust_rank_that_faults_says_where() {
+    let out = rlaunch(&["-n", "2", &example("faults"), "segv", "1"]);
+    assert_eq!(out.code, Some(128 + 11), "{out:?}");
+    // The faulting function, or (optimized, where its frame is a leaf
+    // the symbolizer misses) the line that called it.
+    let said = "died of SIGSEGV (address 0x0 is not mapped) in faults::";
+    assert!(out.stderr.contains("oneside: rank 1 (pid "), "{out:?}");
+    assert!(
+        out.stderr.contains(said) && out.stderr.contains("examples/faults.rs:"),
+        "{out:?}"
+    );
+    let line = out
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("rlaunch: rank 1 "))
+        .unwrap_or("");
+    assert!(
+        line.contains("was killed by signal 11 (SIGSEGV) in faults::"),
+        "{out:?}"
+    );
+    assert!(line.contains("examples/faults.rs:"), "{out:?}");
+    let out = rlaunch(&["-n", "2", &example("faults"), "overflow", "1"]);
+    assert_eq!(out.code, Some(128 + 11), "{out:?}");
+    assert!(
+        out.stderr.contains("died of SIGSEGV (stack overflow at address 0x"),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains(" in faults::recurse at "), "{out:?}");
+}

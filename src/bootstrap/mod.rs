@@ -59,6 +59,14 @@ impl Reporter {
         self.send_if(|| Some(msg.clone()))
     }
 
+    /// Sends `msg` unless another thread holds the link (or it is gone).
+    pub fn try_send(&self, msg: &Msg) -> bool {
+        match self.0.try_lock() {
+            Ok(mut stream) => stream.as_mut().is_some_and(|s| send_blocking(s, msg).is_ok()),
+            Err(_) => false,
+        }
+    }
+
     /// Sends what `decide` returns, deciding under the link's lock, so no
     /// other report can come between the decision and the message; true
     /// if `decide` sent nothing or the message went out.

@@ -88,6 +88,9 @@ pub enum Msg {
     Stalled(super::stall::Stall),
     /// Rank → launcher: a thread the last `Stalled` named got going again.
     Moving { rank: u32 },
+    /// Rank → launcher: this rank is dying of a fault `signal`, in the
+    /// program's frame `at` (`in main at heat.c:42:5`).
+    Crashed { rank: u32, signal: i32, at: String },
 }
 
 impl Msg {
@@ -109,6 +112,7 @@ impl Msg {
             Msg::Abort { .. } => "Abort",
             Msg::Stalled(_) => "Stalled",
             Msg::Moving { .. } => "Moving",
+            Msg::Crashed { .. } => "Crashed",
         }
     }
 }

@@ -18,6 +18,7 @@ mod site;
 
 pub(crate) use dog::start;
 pub use site::c_call_site;
+pub(crate) use site::frames;
 use site::Site;
 
 use std::cell::{Cell, RefCell};
@@ -113,6 +114,12 @@ pub(crate) struct Slot {
 /// The watchdog's link to rlaunch, for a thread that leaves a reported
 /// wait, with this rank's number.
 static MOVING: std::sync::OnceLock<(u32, crate::bootstrap::Reporter)> = std::sync::OnceLock::new();
+
+/// Sends `msg` to rlaunch now if the link is free (never waits for it:
+/// the crash report calls this from a signal handler); false otherwise.
+pub(crate) fn tell_launcher_now(msg: &crate::protocol::wire::Msg) -> bool {
+    MOVING.get().is_some_and(|(_, reporter)| reporter.try_send(msg))
+}
 
 /// Keeps `reporter` for the threads' own `Moving`.
 pub(crate) fn keep_reporter(rank: usize, reporter: crate::bootstrap::Reporter) {

@@ -57,7 +57,7 @@ fn c_caller(text: &str) -> String {
 /// `(function, Some(file:line:col))` per frame of std's backtrace text:
 /// `  N: name` lines (and unnumbered names for inlined functions), each
 /// followed by `at file:line:col` when resolved.
-fn frames(text: &str) -> Vec<(String, Option<String>)> {
+pub(crate) fn frames(text: &str) -> Vec<(String, Option<String>)> {
     let mut frames: Vec<(String, Option<String>)> = Vec::new();
     for line in text.lines().map(str::trim) {
         if let Some(at) = line.strip_prefix("at ") {

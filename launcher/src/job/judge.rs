@@ -48,6 +48,10 @@ pub fn judge(event: JobEvent, view: &View, states: &mut [RankState], abort: Opti
             states[rank].stall = Some(super::hang::Seen::new(stall));
             None
         }
+        JobEvent::Crashed { rank, at } => {
+            states[rank].crashed_at = Some(at);
+            None
+        }
         JobEvent::Moving { rank } => {
             states[rank].stall = None;
             None
@@ -103,7 +107,9 @@ pub fn judge(event: JobEvent, view: &View, states: &mut [RankState], abort: Opti
             }
             let state = &states[rank];
             if !ending.success() {
-                eprintln!("rlaunch: {} {}", view.describe(rank), ending.describe());
+                let at = state.crashed_at.as_deref().filter(|_| ending.is_fault());
+                let at = at.map(|at| format!(" {at}")).unwrap_or_default();
+                eprintln!("rlaunch: {} {}{at}", view.describe(rank), ending.describe());
                 // A rank that gave up its finalize comes after the
                 // deadlock's report, which said where everyone was.
                 if !state.gave_up && states.iter().any(|s| s.ending.is_none() && s.stall.is_some()) {

@@ -57,6 +57,11 @@ pub enum JobEvent {
         rank: usize,
         at: String,
     },
+    /// A rank is dying of a fault, in the program's frame `at`.
+    Crashed {
+        rank: usize,
+        at: String,
+    },
     /// A rank asked to end the job with `status` (`shmem_global_exit`).
     GlobalExit {
         rank: usize,
@@ -115,6 +120,8 @@ pub struct RankState {
     pub ending: Option<Ending>,
     /// Where it is blocked, from its latest `Stalled` (hang reports).
     pub stall: Option<hang::Seen>,
+    /// The program's frame it died in, from its `Crashed`.
+    pub crashed_at: Option<String>,
 }
 
 pub struct Abort {

@@ -299,6 +299,9 @@ fn serve_conn(
             (State::Registered(rank), Msg::Stalled(stall)) if stall.rank as usize == *rank => {
                 let _ = events.send(JobEvent::Stalled(stall));
             }
+            (State::Registered(rank), Msg::Crashed { rank: said, at, .. }) if said as usize == *rank => {
+                let _ = events.send(JobEvent::Crashed { rank: *rank, at });
+            }
             (State::Registered(rank), Msg::Moving { rank: said }) if said as usize == *rank => {
                 let _ = events.send(JobEvent::Moving { rank: *rank });
             }

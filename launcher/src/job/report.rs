@@ -19,6 +19,23 @@ impl Ending {
         }
     }
 
+    /// Whether the rank died of a fault, which oneside's crash report
+    /// describes (the rank then tells rlaunch its frame, `Msg::Crashed`).
+    pub fn is_fault(self) -> bool {
+        matches!(
+            self,
+            Ending::Signal(libc::SIGSEGV | libc::SIGBUS | libc::SIGFPE | libc::SIGILL | libc::SIGABRT)
+        )
+    }
+
+    /// Waits a moment after a fault, so that the rank's `Crashed`, sent
+    /// just before it died on another connection, is heard before its exit.
+    pub fn let_the_crash_report_arrive(self) {
+        if self.is_fault() {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+
     pub fn success(self) -> bool {
         self == Ending::Code(0)
     }

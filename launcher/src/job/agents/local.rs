@@ -20,6 +20,7 @@ pub fn watcher(plan: &LaunchPlan, events: &Sender<JobEvent>) -> Result<Watcher, 
             output::print_line(stream, output::tag(tag_output, rank as usize).as_deref(), line)
         }
         ChildEvent::Exited { rank, ending, .. } => {
+            ending.let_the_crash_report_arrive();
             let _ = events.send(JobEvent::Exited {
                 rank: rank as usize,
                 ending,

@@ -137,6 +137,7 @@ pub fn forward_frames(
             }
             FromProxy::Exited { rank, ending } => {
                 pending.retain(|&r| r != rank as usize);
+                ending.let_the_crash_report_arrive();
                 JobEvent::Exited {
                     rank: rank as usize,
                     ending,
