@@ -159,6 +159,39 @@ fn dry_run_prints_the_rank_map_for_both_dialects() {
     );
 }
 
+/// `--dry-run` says the binding each rank then really gets: the CPU list
+/// it prints is the `Cpus_allowed_list` of the started rank, and "not
+/// bound" means the rank may use every CPU rlaunch may.
+#[test]
+fn dry_run_binding_is_what_the_ranks_get() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let show = "echo \"$ONESIDE_RANK $(grep Cpus_allowed_list /proc/self/status | cut -f2)\"";
+    let everything = rlaunch(&["-n", "1", "--bind-to", "none", "sh", "-c", show]);
+    let everything = everything.stdout.split_whitespace().nth(1).unwrap_or("").to_string();
+    for (count, bind) in [(1, "core"), (2, "core"), (cpus + 1, "core"), (2, "none")] {
+        let n = count.to_string();
+        let plan = rlaunch(&["--dry-run", "-n", &n, "--bind-to", bind, "sh"]);
+        let ran = rlaunch(&["-n", &n, "--bind-to", bind, "sh", "-c", show]);
+        assert_eq!(ran.code, Some(0), "{ran:?}");
+        assert_eq!(plan.lines().len(), count, "{plan:?}");
+        for line in plan.lines() {
+            let rank = line.split_whitespace().nth(1).unwrap();
+            let got = ran
+                .lines()
+                .into_iter()
+                .find_map(|l| l.strip_prefix(&format!("{rank} ")).map(str::to_string))
+                .unwrap_or_default();
+            match line.split_once("bound to CPU ") {
+                Some((_, list)) => assert_eq!(list.trim_end_matches(')'), got, "{line}: {ran:?}"),
+                None => {
+                    assert!(line.contains("not bound"), "{line}");
+                    assert_eq!(got, everything, "{line}: {ran:?}");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn the_doctor_checks_this_host() {
     let out = rlaunch(&["--check", "-H", "localhost", &example("hello_put")]);

@@ -4,6 +4,7 @@
 mod alloc;
 mod check;
 mod cli;
+mod dry_run;
 mod error;
 mod foreign;
 mod hostfile;
@@ -61,7 +62,7 @@ fn main() -> ExitCode {
             return check::run(&plan);
         }
         if dry_run {
-            print!("{}", plan.describe());
+            print!("{}", dry_run::describe(&plan));
             return Ok(0);
         }
         run_job(&plan)

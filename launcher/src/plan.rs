@@ -184,33 +184,6 @@ impl LaunchPlan {
             allocation: batch.map(|b| b.describe()),
         })
     }
-
-    /// The `--dry-run` table: one line per rank.
-    pub fn describe(&self) -> String {
-        let mut out = String::new();
-        if let Some(allocation) = &self.allocation {
-            out += &format!("hosts from the {allocation}\n");
-        }
-        if self.ranks.iter().any(|p| self.agents[p.host] == Agent::Srun) {
-            out += "other hosts started with srun\n";
-        }
-        for p in &self.ranks {
-            let host = &self.hosts[p.host];
-            out += &format!(
-                "rank {} -> {} (local rank {} of {}, {}, bind to {})\n",
-                p.rank,
-                host.login(),
-                p.local_rank,
-                p.local_size,
-                host.origin,
-                match self.bind {
-                    Bind::Core => "its share of the host's CPUs",
-                    Bind::None => "none",
-                }
-            );
-        }
-        out
-    }
 }
 
 fn local_host(slots: usize) -> HostEntry {

@@ -93,7 +93,7 @@ impl CpuShare {
 }
 
 /// The CPUs this process may run on, in order.
-fn allowed_cpus() -> Vec<usize> {
+pub fn allowed_cpus() -> Vec<usize> {
     // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity
     // writes at most size_of::<cpu_set_t>() bytes into it.
     unsafe {
