@@ -181,54 +181,64 @@ macro_rules! rmw {
 /// or a [`Ctx`](crate::Ctx). Written once, for both.
 pub trait Atomics: Endpoint {
     /// Atomically reads `target`'s element.
+    #[track_caller]
     fn atomic_fetch<T: AtomicElem>(&self, sym: &Sym<T>, target: usize, index: usize) -> Result<T> {
-        let zero = T::zeroed();
-        self.world().atomic_on(
-            self.stream(),
-            "atomic_fetch",
-            sym,
-            target,
-            index,
-            AmoOp::Fetch,
-            (zero, zero),
-            true,
-        )
-    }
-
-    /// Atomically stores `value` into `target`'s element (complete at quiet).
-    fn atomic_set<T: AtomicElem>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<()> {
-        let operands = (value, T::zeroed());
-        self.world()
-            .atomic_on(
+        crate::error::located(|| {
+            let zero = T::zeroed();
+            self.world().atomic_on(
                 self.stream(),
-                "atomic_set",
+                "atomic_fetch",
                 sym,
                 target,
                 index,
-                AmoOp::Set,
-                operands,
-                false,
+                AmoOp::Fetch,
+                (zero, zero),
+                true,
             )
-            .map(drop)
+        })
+    }
+
+    /// Atomically stores `value` into `target`'s element (complete at quiet).
+    #[track_caller]
+    fn atomic_set<T: AtomicElem>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<()> {
+        crate::error::located(|| {
+            let operands = (value, T::zeroed());
+            self.world()
+                .atomic_on(
+                    self.stream(),
+                    "atomic_set",
+                    sym,
+                    target,
+                    index,
+                    AmoOp::Set,
+                    operands,
+                    false,
+                )
+                .map(drop)
+        })
     }
 
     /// Atomically stores `value` and returns the element's old value.
+    #[track_caller]
     fn atomic_swap<T: AtomicElem>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<T> {
-        let operands = (value, T::zeroed());
-        self.world().atomic_on(
-            self.stream(),
-            "atomic_swap",
-            sym,
-            target,
-            index,
-            AmoOp::Swap,
-            operands,
-            true,
-        )
+        crate::error::located(|| {
+            let operands = (value, T::zeroed());
+            self.world().atomic_on(
+                self.stream(),
+                "atomic_swap",
+                sym,
+                target,
+                index,
+                AmoOp::Swap,
+                operands,
+                true,
+            )
+        })
     }
 
     /// Stores `value` if the element equals `expected`; returns the old value
     /// (equal to `expected` exactly when the swap happened).
+    #[track_caller]
     fn atomic_compare_swap<T: AtomicInt>(
         &self,
         sym: &Sym<T>,
@@ -237,50 +247,58 @@ pub trait Atomics: Endpoint {
         expected: T,
         value: T,
     ) -> Result<T> {
-        let operands = (value, expected);
-        let op = AmoOp::CompareSwap;
-        self.world().atomic_on(
-            self.stream(),
-            "atomic_compare_swap",
-            sym,
-            target,
-            index,
-            op,
-            operands,
-            true,
-        )
+        crate::error::located(|| {
+            let operands = (value, expected);
+            let op = AmoOp::CompareSwap;
+            self.world().atomic_on(
+                self.stream(),
+                "atomic_compare_swap",
+                sym,
+                target,
+                index,
+                op,
+                operands,
+                true,
+            )
+        })
     }
 
     /// Atomically increments `target`'s element and returns its old value.
+    #[track_caller]
     fn atomic_fetch_inc<T: AtomicInt>(&self, sym: &Sym<T>, target: usize, index: usize) -> Result<T> {
-        let operands = (T::ONE, T::zeroed());
-        self.world().atomic_on(
-            self.stream(),
-            "atomic_fetch_inc",
-            sym,
-            target,
-            index,
-            AmoOp::Add,
-            operands,
-            true,
-        )
-    }
-
-    /// Atomically increments `target`'s element; may complete at the next quiet.
-    fn atomic_inc<T: AtomicInt>(&self, sym: &Sym<T>, target: usize, index: usize) -> Result<()> {
-        let operands = (T::ONE, T::zeroed());
-        self.world()
-            .atomic_on(
+        crate::error::located(|| {
+            let operands = (T::ONE, T::zeroed());
+            self.world().atomic_on(
                 self.stream(),
-                "atomic_inc",
+                "atomic_fetch_inc",
                 sym,
                 target,
                 index,
                 AmoOp::Add,
                 operands,
-                false,
+                true,
             )
-            .map(drop)
+        })
+    }
+
+    /// Atomically increments `target`'s element; may complete at the next quiet.
+    #[track_caller]
+    fn atomic_inc<T: AtomicInt>(&self, sym: &Sym<T>, target: usize, index: usize) -> Result<()> {
+        crate::error::located(|| {
+            let operands = (T::ONE, T::zeroed());
+            self.world()
+                .atomic_on(
+                    self.stream(),
+                    "atomic_inc",
+                    sym,
+                    target,
+                    index,
+                    AmoOp::Add,
+                    operands,
+                    false,
+                )
+                .map(drop)
+        })
     }
 
     rmw! {

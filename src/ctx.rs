@@ -108,18 +108,22 @@ impl World {
     /// docs for what each path gives it). Not collective; any thread may
     /// create one. Over TCP it opens a connection to each TCP peer, so a
     /// peer that cannot accept one more is an `Err`.
+    #[track_caller]
     pub fn ctx_create(&self) -> Result<Ctx<'_>> {
-        Ok(Ctx {
-            world: self,
-            links: self.links.open_ctx()?,
+        crate::error::located(|| {
+            Ok(Ctx {
+                world: self,
+                links: self.links.open_ctx()?,
+            })
         })
     }
 }
 
 impl Ctx<'_> {
     /// Completes this context's operations, then closes it.
+    #[track_caller]
     pub fn destroy(self) -> Result<()> {
-        self.world.links.quiet_on(self.stream())
+        crate::error::located(|| self.world.links.quiet_on(self.stream()))
     }
 }
 

@@ -5,6 +5,7 @@
 //! says what to do about it.
 
 use std::io;
+use std::panic::Location;
 use std::time::Duration;
 
 use crate::words::{heap_call, members, noun, valid_targets, who};
@@ -285,19 +286,145 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+
+    /// An error with the place of the call the program made. Every public
+    /// call's error comes wrapped so, once; its `Display` and causes are
+    /// the error's, its `Debug` adds the place. Match on [`Error::kind`].
+    #[error(transparent)]
+    Located(Box<LocatedError>),
 }
 
-impl std::fmt::Debug for Error {
-    /// The sentence, then each cause on a line of its own: what
-    /// `fn main() -> oneside::Result<()>` prints when an error leaves main.
+/// An [`Error`] and where the program made the call that returned it.
+pub struct LocatedError {
+    error: Error,
+    at: &'static Location<'static>,
+}
+
+impl std::fmt::Display for LocatedError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{self}")?;
-        let mut cause = std::error::Error::source(self);
+        self.error.fmt(f)
+    }
+}
+
+impl std::fmt::Debug for LocatedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        Error::fmt_debug(&self.error, Some(self.at), f)
+    }
+}
+
+impl std::error::Error for LocatedError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.error.source()
+    }
+}
+
+impl Error {
+    /// The error itself, whether or not it carries the caller's place:
+    /// what to match on (`matches!(e.kind(), Error::RankOutOfRange { .. })`).
+    pub fn kind(&self) -> &Error {
+        match self {
+            Error::Located(located) => located.error.kind(),
+            other => other,
+        }
+    }
+
+    /// Where the program made the call that failed (`#[track_caller]`).
+    pub fn location(&self) -> Option<&'static Location<'static>> {
+        match self {
+            Error::Located(located) => Some(located.at),
+            _ => None,
+        }
+    }
+
+    /// This error, placed at `at`; the outermost public call's place wins.
+    #[cold]
+    #[inline(never)]
+    fn located_at(self, at: &'static Location<'static>) -> Error {
+        let error = match self {
+            Error::Located(located) => located.error,
+            other => other,
+        };
+        Error::Located(Box::new(LocatedError { error, at }))
+    }
+
+    /// The sentence, the place (when known), then each cause on a line
+    /// of its own.
+    fn fmt_debug(error: &Error, at: Option<&Location<'_>>, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{error}")?;
+        if let Some(at) = at {
+            write!(f, "\n  at {}:{}:{}", at.file(), at.line(), at.column())?;
+        }
+        let mut cause = std::error::Error::source(error);
         while let Some(e) = cause {
             write!(f, "\n  caused by: {e}")?;
             cause = e.source();
         }
         Ok(())
+    }
+}
+
+thread_local! {
+    /// The place of the outermost public call running on this thread that
+    /// has places of its own to record (a wait's, a collective's).
+    static CALLER: std::cell::Cell<Option<&'static Location<'static>>> = const { std::cell::Cell::new(None) };
+}
+
+/// Puts back the outer call's place when a call ends, also by a panic.
+struct Restore(Option<&'static Location<'static>>);
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        let _ = CALLER.try_with(|c| c.set(self.0));
+    }
+}
+
+/// [`located`], for a call whose body records the program's place itself
+/// (through [`call_site`]: hang reports, the checking mode): the place
+/// is kept for the body, which runs in a closure, where `#[track_caller]`
+/// does not reach.
+#[track_caller]
+#[inline(always)]
+pub(crate) fn located_call<T>(body: impl FnOnce() -> Result<T>) -> Result<T> {
+    let at = Location::caller();
+    let outer = CALLER.with(|c| c.replace(Some(c.get().unwrap_or(at))));
+    let _restore = Restore(outer);
+    match body() {
+        Ok(value) => Ok(value),
+        Err(e) => Err(e.located_at(at)),
+    }
+}
+
+/// Where the program made the call now running: the outermost public
+/// call's place, or this function's caller's (`#[track_caller]`).
+#[track_caller]
+#[inline(always)]
+pub(crate) fn call_site() -> &'static Location<'static> {
+    match CALLER.with(|c| c.get()) {
+        Some(at) => at,
+        None => Location::caller(),
+    }
+}
+
+/// Runs a public call's `body`, placing its error at the program's call
+/// (the caller of the `#[track_caller]` function that uses this).
+#[track_caller]
+#[inline(always)]
+pub(crate) fn located<T>(body: impl FnOnce() -> Result<T>) -> Result<T> {
+    match body() {
+        Ok(value) => Ok(value),
+        Err(e) => Err(e.located_at(Location::caller())),
+    }
+}
+
+impl std::fmt::Debug for Error {
+    /// The sentence, where the program made the failing call, then each
+    /// cause on a line of its own: what `fn main() -> oneside::Result<()>`
+    /// prints when an error leaves main.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Located(located) => located.fmt(f),
+            error => Error::fmt_debug(error, None, f),
+        }
     }
 }
 

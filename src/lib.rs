@@ -294,7 +294,7 @@ pub use coll::ops::{And, Integer, Max, Min, Number, Or, Prod, ReduceOp, Sum, Xor
 #[doc(hidden)]
 pub use crash::keep_note as keep_crash_note;
 pub use ctx::{AnyEndpoint, Ctx, Endpoint};
-pub use error::{Error, Result};
+pub use error::{Error, LocatedError, Result};
 pub use lock::{Lock, LockGuard};
 pub use nbi::Nbi;
 pub use profile::level::{profiling_level, set_profiling_level};

@@ -53,9 +53,12 @@ pub struct LockGuard<'a> {
 
 impl LockGuard<'_> {
     /// Releases the lock, reporting any failure.
+    #[track_caller]
     pub fn unlock(mut self) -> Result<()> {
-        self.held = false;
-        self.world.clear_lock(self.lock)
+        crate::error::located(|| {
+            self.held = false;
+            self.world.clear_lock(self.lock)
+        })
     }
 }
 
@@ -71,79 +74,97 @@ impl Drop for LockGuard<'_> {
 
 impl World {
     /// Collectively allocates a lock, free on every rank.
+    #[track_caller]
     pub fn alloc_lock(&self) -> Result<Lock> {
-        Ok(Lock {
-            word: self.alloc::<u64>(1)?,
+        crate::error::located(|| {
+            Ok(Lock {
+                word: self.alloc::<u64>(1)?,
+            })
         })
     }
 
     /// Collectively frees a lock. No rank may hold or wait for it.
+    #[track_caller]
     pub fn free_lock(&self, lock: Lock) -> Result<()> {
-        self.free(lock.word)
+        crate::error::located(|| self.free(lock.word))
     }
 
     /// Takes the lock, waiting in line behind the ranks that asked first;
     /// released when the guard is dropped.
+    #[track_caller]
     pub fn lock<'a>(&'a self, lock: &'a Lock) -> Result<LockGuard<'a>> {
-        self.set_lock(lock)?;
-        Ok(LockGuard {
-            world: self,
-            lock,
-            held: true,
+        crate::error::located(|| {
+            self.set_lock(lock)?;
+            Ok(LockGuard {
+                world: self,
+                lock,
+                held: true,
+            })
         })
     }
 
     /// Takes the lock if it is free right now.
+    #[track_caller]
     pub fn try_lock<'a>(&'a self, lock: &'a Lock) -> Result<Option<LockGuard<'a>>> {
-        Ok(self.test_lock(lock)?.then(|| LockGuard {
-            world: self,
-            lock,
-            held: true,
-        }))
+        crate::error::located(|| {
+            Ok(self.test_lock(lock)?.then(|| LockGuard {
+                world: self,
+                lock,
+                held: true,
+            }))
+        })
     }
 
     /// Takes the lock, waiting for it (OpenSHMEM's `shmem_set_lock`).
     #[track_caller]
     pub fn set_lock(&self, lock: &Lock) -> Result<()> {
-        let _call = crate::watch::call("set_lock");
-        let _span = crate::profile::span(crate::profile::Family::Lock);
-        let me = self.rank as u64 + 1;
-        // Fetching, so our node is clean before anyone can find it.
-        self.lock_amo(lock, self.rank, NEXT, AmoOp::Swap, 0, true)?;
-        let prev = self.lock_amo(lock, HOME, TAIL, AmoOp::Swap, me, true)?;
-        if prev != 0 {
-            self.lock_amo(lock, prev as usize - 1, NEXT, AmoOp::Or, me, false)?;
-            self.wait_own_next(lock, |next| next & GRANTED != 0)?;
-        }
-        Ok(())
+        crate::error::located_call(|| {
+            let _call = crate::watch::call("set_lock");
+            let _span = crate::profile::span(crate::profile::Family::Lock);
+            let me = self.rank as u64 + 1;
+            // Fetching, so our node is clean before anyone can find it.
+            self.lock_amo(lock, self.rank, NEXT, AmoOp::Swap, 0, true)?;
+            let prev = self.lock_amo(lock, HOME, TAIL, AmoOp::Swap, me, true)?;
+            if prev != 0 {
+                self.lock_amo(lock, prev as usize - 1, NEXT, AmoOp::Or, me, false)?;
+                self.wait_own_next(lock, |next| next & GRANTED != 0)?;
+            }
+            Ok(())
+        })
     }
 
     /// Takes the lock if nobody holds or waits for it; returns whether it
     /// did (OpenSHMEM's `shmem_test_lock`, with the opposite truth value).
+    #[track_caller]
     pub fn test_lock(&self, lock: &Lock) -> Result<bool> {
-        let _span = crate::profile::span(crate::profile::Family::Lock);
-        let me = self.rank as u64 + 1;
-        self.lock_amo(lock, self.rank, NEXT, AmoOp::Swap, 0, true)?;
-        Ok(self.lock_cas(lock, TAIL, 0, me)? == 0)
+        crate::error::located(|| {
+            let _span = crate::profile::span(crate::profile::Family::Lock);
+            let me = self.rank as u64 + 1;
+            self.lock_amo(lock, self.rank, NEXT, AmoOp::Swap, 0, true)?;
+            Ok(self.lock_cas(lock, TAIL, 0, me)? == 0)
+        })
     }
 
     /// Releases the lock this rank holds, after completing every put and
     /// atomic it issued (OpenSHMEM's `shmem_clear_lock`).
+    #[track_caller]
     pub fn clear_lock(&self, lock: &Lock) -> Result<()> {
-        let _span = crate::profile::span(crate::profile::Family::Lock);
-        self.quiet()?;
-        let me = self.rank as u64 + 1;
-        let mut next = self.lock_amo(lock, self.rank, NEXT, AmoOp::Fetch, 0, true)? & !GRANTED;
-        if next == 0 {
-            if self.lock_cas(lock, TAIL, me, 0)? == me {
-                return Ok(());
+        crate::error::located(|| {
+            let _span = crate::profile::span(crate::profile::Family::Lock);
+            self.quiet()?;
+            let me = self.rank as u64 + 1;
+            let mut next = self.lock_amo(lock, self.rank, NEXT, AmoOp::Fetch, 0, true)? & !GRANTED;
+            if next == 0 {
+                if self.lock_cas(lock, TAIL, me, 0)? == me {
+                    return Ok(());
+                }
+                // A rank swapped itself in behind us and is linking itself now.
+                next = self.wait_own_next(lock, |n| n & !GRANTED != 0)? & !GRANTED;
             }
-            // A rank swapped itself in behind us and is linking itself now.
-            next = self.wait_own_next(lock, |n| n & !GRANTED != 0)? & !GRANTED;
-        }
-        // Fetching, so the hand-over is delivered before this returns.
-        self.lock_amo(lock, next as usize - 1, NEXT, AmoOp::Or, GRANTED, true)
-            .map(drop)
+            // Fetching, so the hand-over is delivered before this returns.
+            self.lock_amo(lock, next as usize - 1, NEXT, AmoOp::Or, GRANTED, true)
+                .map(drop)
+        })
     }
 
     /// Compare-and-swap on the home rank's `half`; returns the old value.

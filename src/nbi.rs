@@ -89,20 +89,23 @@ impl World {
     /// Runs `body` with a scope for non-blocking gets (and puts), then
     /// quiets: every destination handed to [`Nbi::get`] is filled when this
     /// returns `Ok`.
+    #[track_caller]
     pub fn nbi<'env, R>(
         &'env self,
         body: impl for<'scope> FnOnce(&'scope Nbi<'scope, 'env>) -> Result<R>,
     ) -> Result<R> {
-        let scope = Nbi {
-            world: self,
-            scope: PhantomData,
-        };
-        let guard = QuietOnExit(self);
-        let outcome = body(&scope);
-        std::mem::forget(guard);
-        let quiet = self.quiet();
-        let value = outcome?;
-        quiet.map(|()| value)
+        crate::error::located(|| {
+            let scope = Nbi {
+                world: self,
+                scope: PhantomData,
+            };
+            let guard = QuietOnExit(self);
+            let outcome = body(&scope);
+            std::mem::forget(guard);
+            let quiet = self.quiet();
+            let value = outcome?;
+            quiet.map(|()| value)
+        })
     }
 }
 
@@ -110,28 +113,33 @@ impl<'scope, 'env> Nbi<'scope, 'env> {
     /// Starts reading `dst.len()` elements of `target`'s copy of `sym` from
     /// `index` into `dst`. `dst` is filled when the scope ends (or after a
     /// [`quiet`](Nbi::quiet) in it), and stays borrowed until the scope ends.
+    #[track_caller]
     pub fn get<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, dst: &'scope mut [T]) -> Result<()> {
-        let offset = self.world.checked_offset("get_nbi", sym, target, index, dst.len())?;
-        let bytes: &'scope mut [u8] = bytemuck::cast_slice_mut(dst);
-        // SAFETY: `dst` is mutably borrowed for 'scope, which outlasts the
-        // quiet at the end of `World::nbi` (run on unwinding too), so it
-        // stays valid and untouched until the transport has written it.
-        unsafe {
-            self.world
-                .links
-                .copy_out_nbi(Stream::Default, target, offset, bytes.as_mut_ptr(), bytes.len())
-        }
+        crate::error::located(|| {
+            let offset = self.world.checked_offset("get_nbi", sym, target, index, dst.len())?;
+            let bytes: &'scope mut [u8] = bytemuck::cast_slice_mut(dst);
+            // SAFETY: `dst` is mutably borrowed for 'scope, which outlasts the
+            // quiet at the end of `World::nbi` (run on unwinding too), so it
+            // stays valid and untouched until the transport has written it.
+            unsafe {
+                self.world
+                    .links
+                    .copy_out_nbi(Stream::Default, target, offset, bytes.as_mut_ptr(), bytes.len())
+            }
+        })
     }
 
     /// [`World::put_nbi`], for symmetry inside a scope.
+    #[track_caller]
     pub fn put<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, src: &[T]) -> Result<()> {
-        self.world.put_nbi(sym, target, index, src)
+        crate::error::located(|| self.world.put_nbi(sym, target, index, src))
     }
 
     /// Completes every transfer started so far ([`World::quiet`]). The
     /// destinations stay borrowed until the scope ends.
+    #[track_caller]
     pub fn quiet(&self) -> Result<()> {
-        self.world.quiet()
+        crate::error::located(|| self.world.quiet())
     }
 
     /// The world this scope belongs to.

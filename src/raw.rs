@@ -35,20 +35,23 @@ impl World {
     /// [`World::local_slice_mut`] or [`World::free`] unless it came from the
     /// matching allocation.
     #[inline]
+    #[track_caller]
     pub unsafe fn sym_at<T: Pod>(&self, op: &'static str, addr: *const T, len: usize) -> Result<Sym<T>> {
-        let bytes = len.saturating_mul(std::mem::size_of::<T>());
-        if bytes == 0 {
-            // An empty object names no memory: any address will do, as
-            // OpenSHMEM allows NULL for zero-length transfers.
-            return Ok(Sym::new(0, 0, self.id));
-        }
-        match self.offset_of(addr as usize, bytes) {
-            Some(offset) if self.debug.is_some() => self
-                .in_one_object(op, offset, bytes)
-                .map(|_| Sym::new(offset, len, self.id)),
-            Some(offset) => Ok(Sym::new(offset, len, self.id)),
-            None => Err(self.not_symmetric(op, addr as usize, bytes)),
-        }
+        crate::error::located(|| {
+            let bytes = len.saturating_mul(std::mem::size_of::<T>());
+            if bytes == 0 {
+                // An empty object names no memory: any address will do, as
+                // OpenSHMEM allows NULL for zero-length transfers.
+                return Ok(Sym::new(0, 0, self.id));
+            }
+            match self.offset_of(addr as usize, bytes) {
+                Some(offset) if self.debug.is_some() => self
+                    .in_one_object(op, offset, bytes)
+                    .map(|_| Sym::new(offset, len, self.id)),
+                Some(offset) => Ok(Sym::new(offset, len, self.id)),
+                None => Err(self.not_symmetric(op, addr as usize, bytes)),
+            }
+        })
     }
 
     /// The checking mode's bound check: a heap range must lie inside one
@@ -136,10 +139,13 @@ impl World {
 
     /// Like [`World::alloc`], with the first element aligned to `align`
     /// bytes (a power of two); collective.
+    #[track_caller]
     pub fn alloc_aligned<T: Pod>(&self, len: usize, align: usize) -> Result<Sym<T>> {
-        let bytes = len.saturating_mul(std::mem::size_of::<T>());
-        let offset = self.alloc_offset(bytes, align)?;
-        Ok(Sym::new(offset, len, self.id))
+        crate::error::located(|| {
+            let bytes = len.saturating_mul(std::mem::size_of::<T>());
+            let offset = self.alloc_offset(bytes, align)?;
+            Ok(Sym::new(offset, len, self.id))
+        })
     }
 }
 

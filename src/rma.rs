@@ -23,12 +23,15 @@ pub trait Rma: Endpoint {
     // Always inlined: the shared-memory path is a few checks and a copy, and
     // a call per 8-byte put doubles its cost (measured with examples/bench).
     #[inline(always)]
+    #[track_caller]
     fn put<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, src: &[T]) -> Result<()> {
-        let w = self.world();
-        profile::leaf!(Family::Put, Some(target), std::mem::size_of_val(src), {
-            let offset = w.checked_offset("put", sym, target, index, src.len())?;
-            w.links
-                .copy_in(self.stream(), target, offset, bytemuck::cast_slice(src))
+        crate::error::located(|| {
+            let w = self.world();
+            profile::leaf!(Family::Put, Some(target), std::mem::size_of_val(src), {
+                let offset = w.checked_offset("put", sym, target, index, src.len())?;
+                w.links
+                    .copy_in(self.stream(), target, offset, bytemuck::cast_slice(src))
+            })
         })
     }
 
@@ -36,36 +39,46 @@ pub trait Rma: Endpoint {
     ///
     /// Returns with the data in `dst`.
     #[inline(always)]
+    #[track_caller]
     fn get<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, dst: &mut [T]) -> Result<()> {
-        let w = self.world();
-        profile::leaf!(Family::Get, Some(target), std::mem::size_of_val(dst), {
-            let offset = w.checked_offset("get", sym, target, index, dst.len())?;
-            w.links
-                .copy_out(self.stream(), target, offset, bytemuck::cast_slice_mut(dst))
+        crate::error::located(|| {
+            let w = self.world();
+            profile::leaf!(Family::Get, Some(target), std::mem::size_of_val(dst), {
+                let offset = w.checked_offset("get", sym, target, index, dst.len())?;
+                w.links
+                    .copy_out(self.stream(), target, offset, bytemuck::cast_slice_mut(dst))
+            })
         })
     }
 
     /// Puts one value.
+    #[track_caller]
     fn put_value<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<()> {
-        self.put(sym, target, index, std::slice::from_ref(&value))
+        crate::error::located(|| self.put(sym, target, index, std::slice::from_ref(&value)))
     }
 
     /// Gets one value.
+    #[track_caller]
     fn get_value<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize) -> Result<T> {
-        let mut value = T::zeroed();
-        self.get(sym, target, index, std::slice::from_mut(&mut value))?;
-        Ok(value)
+        crate::error::located(|| {
+            let mut value = T::zeroed();
+            self.get(sym, target, index, std::slice::from_mut(&mut value))?;
+            Ok(value)
+        })
     }
 
     /// Writes `src` into `target`'s copy of `sym` from `index`, without
     /// waiting: `src` is copied or staged before this returns, and the put
     /// is complete at the target after the next [`quiet`](Rma::quiet).
+    #[track_caller]
     fn put_nbi<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, src: &[T]) -> Result<()> {
-        let w = self.world();
-        profile::leaf!(Family::PutNbi, Some(target), std::mem::size_of_val(src), {
-            let offset = w.checked_offset("put_nbi", sym, target, index, src.len())?;
-            w.links
-                .copy_in_nbi(self.stream(), target, offset, bytemuck::cast_slice(src))
+        crate::error::located(|| {
+            let w = self.world();
+            profile::leaf!(Family::PutNbi, Some(target), std::mem::size_of_val(src), {
+                let offset = w.checked_offset("put_nbi", sym, target, index, src.len())?;
+                w.links
+                    .copy_in_nbi(self.stream(), target, offset, bytemuck::cast_slice(src))
+            })
         })
     }
 
@@ -78,6 +91,7 @@ pub trait Rma: Endpoint {
     /// # Safety
     /// `src` must be valid for `len` elements of reads, and nothing may
     /// write it, until this endpoint's next `quiet` returns.
+    #[track_caller]
     unsafe fn put_nbi_from<T: Pod>(
         &self,
         sym: &Sym<T>,
@@ -86,15 +100,17 @@ pub trait Rma: Endpoint {
         src: *const T,
         len: usize,
     ) -> Result<()> {
-        let w = self.world();
-        let bytes = len * std::mem::size_of::<T>();
-        profile::leaf!(Family::PutNbi, Some(target), bytes, {
-            let offset = w.checked_offset("put_nbi", sym, target, index, len)?;
-            // SAFETY: forwarded from this function's contract.
-            unsafe {
-                w.links
-                    .copy_in_nbi_from(self.stream(), target, offset, src.cast(), bytes)
-            }
+        crate::error::located(|| {
+            let w = self.world();
+            let bytes = len * std::mem::size_of::<T>();
+            profile::leaf!(Family::PutNbi, Some(target), bytes, {
+                let offset = w.checked_offset("put_nbi", sym, target, index, len)?;
+                // SAFETY: forwarded from this function's contract.
+                unsafe {
+                    w.links
+                        .copy_in_nbi_from(self.stream(), target, offset, src.cast(), bytes)
+                }
+            })
         })
     }
 
@@ -107,28 +123,33 @@ pub trait Rma: Endpoint {
     /// # Safety
     /// `dst` must be valid for `len` elements of writes, and nothing may
     /// read or write it, until this endpoint's next `quiet` returns.
+    #[track_caller]
     unsafe fn get_nbi<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, dst: *mut T, len: usize) -> Result<()> {
-        let w = self.world();
-        let bytes = len * std::mem::size_of::<T>();
-        profile::leaf!(Family::GetNbi, Some(target), bytes, {
-            let offset = w.checked_offset("get_nbi", sym, target, index, len)?;
-            // SAFETY: forwarded from this function's contract.
-            unsafe { w.links.copy_out_nbi(self.stream(), target, offset, dst.cast(), bytes) }
+        crate::error::located(|| {
+            let w = self.world();
+            let bytes = len * std::mem::size_of::<T>();
+            profile::leaf!(Family::GetNbi, Some(target), bytes, {
+                let offset = w.checked_offset("get_nbi", sym, target, index, len)?;
+                // SAFETY: forwarded from this function's contract.
+                unsafe { w.links.copy_out_nbi(self.stream(), target, offset, dst.cast(), bytes) }
+            })
         })
     }
 
     /// Orders this endpoint's earlier puts, signals and non-fetching
     /// atomics to each target before its later ones to the same target.
+    #[track_caller]
     fn fence(&self) -> Result<()> {
-        profile::leaf!(Family::Fence, None, 0, { self.world().links.fence_on(self.stream()) })
+        crate::error::located(|| profile::leaf!(Family::Fence, None, 0, { self.world().links.fence_on(self.stream()) }))
     }
 
     /// Completes every earlier put, non-blocking get and non-fetching
     /// atomic of this endpoint at its target (see the crate docs, "Threads
     /// and contexts", for what it says about other contexts).
     #[inline]
+    #[track_caller]
     fn quiet(&self) -> Result<()> {
-        profile::leaf!(Family::Quiet, None, 0, { self.world().links.quiet_on(self.stream()) })
+        crate::error::located(|| profile::leaf!(Family::Quiet, None, 0, { self.world().links.quiet_on(self.stream()) }))
     }
 
     /// Completes this endpoint's earlier puts, non-blocking gets and
@@ -136,20 +157,24 @@ pub trait Rma: Endpoint {
     /// 1.6's `pe_quiet`). Over TCP only those peers are asked for an
     /// acknowledgement, so it costs less than [`quiet`](Rma::quiet) when
     /// the endpoint wrote to others; elsewhere it is a quiet.
+    #[track_caller]
     fn pe_quiet(&self, targets: &[usize]) -> Result<()> {
-        let w = self.world();
-        for &target in targets {
-            w.check_rank("pe_quiet", target)?;
-        }
-        w.links.quiet_pes_on(self.stream(), targets)
+        crate::error::located(|| {
+            let w = self.world();
+            for &target in targets {
+                w.check_rank("pe_quiet", target)?;
+            }
+            w.links.quiet_pes_on(self.stream(), targets)
+        })
     }
 
     /// Pushes out this endpoint's batched puts, signals and non-fetching
     /// atomics without waiting for them to complete (the end of an
     /// OpenSHMEM 1.6 communication session): they reach their targets
     /// without another call of this rank.
+    #[track_caller]
     fn flush(&self) -> Result<()> {
-        self.world().links.send_batch_of(self.stream())
+        crate::error::located(|| self.world().links.send_batch_of(self.stream()))
     }
 
     /// Puts `nblocks` blocks of `block` elements (OpenSHMEM 1.6's
@@ -158,6 +183,7 @@ pub trait Rma: Endpoint {
     /// block is checked before any is written; returns when `src` may be
     /// reused.
     #[allow(clippy::too_many_arguments)]
+    #[track_caller]
     fn ibput<T: Pod>(
         &self,
         sym: &Sym<T>,
@@ -169,14 +195,16 @@ pub trait Rma: Endpoint {
         block: usize,
         nblocks: usize,
     ) -> Result<()> {
-        let w = self.world();
-        let blocks = Blocks { block, nblocks };
-        blocks.check(w, "ibput", src.len(), src_stride)?;
-        blocks.check_remote(w, "ibput", sym, target, index, dst_stride)?;
-        for b in 0..nblocks {
-            self.put(sym, target, index + b * dst_stride, &src[b * src_stride..][..block])?;
-        }
-        Ok(())
+        crate::error::located(|| {
+            let w = self.world();
+            let blocks = Blocks { block, nblocks };
+            blocks.check(w, "ibput", src.len(), src_stride)?;
+            blocks.check_remote(w, "ibput", sym, target, index, dst_stride)?;
+            for b in 0..nblocks {
+                self.put(sym, target, index + b * dst_stride, &src[b * src_stride..][..block])?;
+            }
+            Ok(())
+        })
     }
 
     /// Gets `nblocks` blocks of `block` elements (OpenSHMEM 1.6's
@@ -184,6 +212,7 @@ pub trait Rma: Endpoint {
     /// `target`'s `sym` from element `index + b * src_stride` lands at
     /// `dst[b * dst_stride..][..block]`.
     #[allow(clippy::too_many_arguments)]
+    #[track_caller]
     fn ibget<T: Pod>(
         &self,
         sym: &Sym<T>,
@@ -195,14 +224,16 @@ pub trait Rma: Endpoint {
         block: usize,
         nblocks: usize,
     ) -> Result<()> {
-        let w = self.world();
-        let blocks = Blocks { block, nblocks };
-        blocks.check(w, "ibget", dst.len(), dst_stride)?;
-        blocks.check_remote(w, "ibget", sym, target, index, src_stride)?;
-        for b in 0..nblocks {
-            self.get(sym, target, index + b * src_stride, &mut dst[b * dst_stride..][..block])?;
-        }
-        Ok(())
+        crate::error::located(|| {
+            let w = self.world();
+            let blocks = Blocks { block, nblocks };
+            blocks.check(w, "ibget", dst.len(), dst_stride)?;
+            blocks.check_remote(w, "ibget", sym, target, index, src_stride)?;
+            for b in 0..nblocks {
+                self.get(sym, target, index + b * src_stride, &mut dst[b * dst_stride..][..block])?;
+            }
+            Ok(())
+        })
     }
 }
 
@@ -252,24 +283,33 @@ impl Rma for crate::ctx::AnyEndpoint<'_> {}
 impl World {
     /// Copies this rank's own elements `[index, index + dst.len())` of `sym` into `dst`.
     /// Not communication, so a profile does not count it.
+    #[track_caller]
     pub fn local_read<T: Pod>(&self, sym: &Sym<T>, index: usize, dst: &mut [T]) -> Result<()> {
-        let offset = self.checked_offset("local_read", sym, self.rank, index, dst.len())?;
-        self.links
-            .copy_out(Stream::Default, self.rank, offset, bytemuck::cast_slice_mut(dst))
+        crate::error::located(|| {
+            let offset = self.checked_offset("local_read", sym, self.rank, index, dst.len())?;
+            self.links
+                .copy_out(Stream::Default, self.rank, offset, bytemuck::cast_slice_mut(dst))
+        })
     }
 
     /// Writes `src` into this rank's own elements of `sym`, from `index`.
+    #[track_caller]
     pub fn local_write<T: Pod>(&self, sym: &Sym<T>, index: usize, src: &[T]) -> Result<()> {
-        let offset = self.checked_offset("local_write", sym, self.rank, index, src.len())?;
-        self.links
-            .copy_in(Stream::Default, self.rank, offset, bytemuck::cast_slice(src))
+        crate::error::located(|| {
+            let offset = self.checked_offset("local_write", sym, self.rank, index, src.len())?;
+            self.links
+                .copy_in(Stream::Default, self.rank, offset, bytemuck::cast_slice(src))
+        })
     }
 
     /// This rank's whole copy of `sym`, as a vector.
+    #[track_caller]
     pub fn local_to_vec<T: Pod>(&self, sym: &Sym<T>) -> Result<Vec<T>> {
-        let mut out = vec![T::zeroed(); sym.len()];
-        self.local_read(sym, 0, &mut out)?;
-        Ok(out)
+        crate::error::located(|| {
+            let mut out = vec![T::zeroed(); sym.len()];
+            self.local_read(sym, 0, &mut out)?;
+            Ok(out)
+        })
     }
 
     /// Borrows this rank's copy of `sym` as a slice, without copying.
@@ -279,12 +319,15 @@ impl World {
     /// remote write under a live `&[T]` is a data race. Take the slice after a
     /// barrier and drop it before the next one, in a phase where the program
     /// sends no puts to this object (the OpenSHMEM rule for local access).
+    #[track_caller]
     pub unsafe fn local_slice<'a, T: Pod>(&'a self, sym: &'a Sym<T>) -> Result<&'a [T]> {
-        let ptr = self.local_ptr("local_slice", sym, 0, sym.len())?;
-        // SAFETY: the range is checked, aligned (heap offsets are 64-byte
-        // aligned, T is Pod), and the mapping outlives 'a because `self`
-        // owns it; exclusivity is the caller's contract.
-        Ok(unsafe { std::slice::from_raw_parts(ptr.cast::<T>(), sym.len()) })
+        crate::error::located(|| {
+            let ptr = self.local_ptr("local_slice", sym, 0, sym.len())?;
+            // SAFETY: the range is checked, aligned (heap offsets are 64-byte
+            // aligned, T is Pod), and the mapping outlives 'a because `self`
+            // owns it; exclusivity is the caller's contract.
+            Ok(unsafe { std::slice::from_raw_parts(ptr.cast::<T>(), sym.len()) })
+        })
     }
 
     /// Borrows this rank's copy of `sym` mutably, without copying.
@@ -295,10 +338,13 @@ impl World {
     /// # Safety
     /// As for [`local_slice`](World::local_slice): no other rank may put to or
     /// get from this object while the slice lives.
+    #[track_caller]
     pub unsafe fn local_slice_mut<'a, T: Pod>(&'a self, sym: &'a mut Sym<T>) -> Result<&'a mut [T]> {
-        let ptr = self.local_ptr("local_slice_mut", sym, 0, sym.len())?;
-        // SAFETY: as in `local_slice`; `&mut Sym` makes the view unique here.
-        Ok(unsafe { std::slice::from_raw_parts_mut(ptr.cast::<T>(), sym.len()) })
+        crate::error::located(|| {
+            let ptr = self.local_ptr("local_slice_mut", sym, 0, sym.len())?;
+            // SAFETY: as in `local_slice`; `&mut Sym` makes the view unique here.
+            Ok(unsafe { std::slice::from_raw_parts_mut(ptr.cast::<T>(), sym.len()) })
+        })
     }
 
     /// Checks the arguments of an access to `count` elements of `target`'s

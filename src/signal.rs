@@ -29,6 +29,7 @@ pub trait Signals: Endpoint {
     /// (with [`signal_wait_until`](World::signal_wait_until) or a wait), it
     /// sees the data.
     #[allow(clippy::too_many_arguments)]
+    #[track_caller]
     fn put_signal<T: Pod>(
         &self,
         sym: &Sym<T>,
@@ -40,14 +41,17 @@ pub trait Signals: Endpoint {
         op: SignalOp,
         value: u64,
     ) -> Result<()> {
-        let signal_at = (signal, signal_index, op, value);
-        self.world()
-            .put_then_signal(self.stream(), "put_signal", (sym, target, index, src), signal_at, false)
+        crate::error::located(|| {
+            let signal_at = (signal, signal_index, op, value);
+            self.world()
+                .put_then_signal(self.stream(), "put_signal", (sym, target, index, src), signal_at, false)
+        })
     }
 
     /// The non-blocking form of [`put_signal`](Signals::put_signal): returns
     /// at once; both the data and the signal are complete at the next quiet.
     #[allow(clippy::too_many_arguments)]
+    #[track_caller]
     fn put_signal_nbi<T: Pod>(
         &self,
         sym: &Sym<T>,
@@ -59,37 +63,45 @@ pub trait Signals: Endpoint {
         op: SignalOp,
         value: u64,
     ) -> Result<()> {
-        let signal_at = (signal, signal_index, op, value);
-        self.world().put_then_signal(
-            self.stream(),
-            "put_signal_nbi",
-            (sym, target, index, src),
-            signal_at,
-            true,
-        )
+        crate::error::located(|| {
+            let signal_at = (signal, signal_index, op, value);
+            self.world().put_then_signal(
+                self.stream(),
+                "put_signal_nbi",
+                (sym, target, index, src),
+                signal_at,
+                true,
+            )
+        })
     }
 
     /// Sets `target`'s signal word `signal[index]` to `value`, atomically
     /// (OpenSHMEM 1.6's `signal_set`); ordered after this endpoint's
     /// earlier puts to `target` like a put-with-signal's update.
+    #[track_caller]
     fn signal_set(&self, signal: &Sym<u64>, target: usize, index: usize, value: u64) -> Result<()> {
-        self.world().update_signal(
-            self.stream(),
-            "signal_set",
-            (signal, index, SignalOp::Set, value),
-            target,
-        )
+        crate::error::located(|| {
+            self.world().update_signal(
+                self.stream(),
+                "signal_set",
+                (signal, index, SignalOp::Set, value),
+                target,
+            )
+        })
     }
 
     /// Adds `value` to `target`'s signal word `signal[index]`, atomically
     /// (OpenSHMEM 1.6's `signal_add`).
+    #[track_caller]
     fn signal_add(&self, signal: &Sym<u64>, target: usize, index: usize, value: u64) -> Result<()> {
-        self.world().update_signal(
-            self.stream(),
-            "signal_add",
-            (signal, index, SignalOp::Add, value),
-            target,
-        )
+        crate::error::located(|| {
+            self.world().update_signal(
+                self.stream(),
+                "signal_add",
+                (signal, index, SignalOp::Add, value),
+                target,
+            )
+        })
     }
 }
 
@@ -140,21 +152,26 @@ impl World {
     }
 
     /// Atomically reads this rank's own signal word `signal[index]`.
+    #[track_caller]
     pub fn signal_fetch(&self, signal: &Sym<u64>, index: usize) -> Result<u64> {
-        let ptr = self.local_ptr("signal_fetch", signal, index, 1)?;
-        // SAFETY: `local_ptr` checked the word lies in our heap; it is
-        // 8-byte aligned (64-byte aligned objects of u64), and signal words
-        // are only updated atomically.
-        Ok(unsafe { AtomicU64::from_ptr(ptr.cast()) }.load(Ordering::SeqCst))
+        crate::error::located(|| {
+            let ptr = self.local_ptr("signal_fetch", signal, index, 1)?;
+            // SAFETY: `local_ptr` checked the word lies in our heap; it is
+            // 8-byte aligned (64-byte aligned objects of u64), and signal words
+            // are only updated atomically.
+            Ok(unsafe { AtomicU64::from_ptr(ptr.cast()) }.load(Ordering::SeqCst))
+        })
     }
 
     /// Waits until this rank's own signal word `signal[index]` satisfies
     /// `cmp`, and returns its value.
     #[track_caller]
     pub fn signal_wait_until(&self, signal: &Sym<u64>, index: usize, cmp: Cmp<u64>) -> Result<u64> {
-        let _call = crate::watch::call("signal_wait_until");
-        self.wait_element("signal_wait_until", signal, index, Some(cmp.watched()), |v| {
-            cmp.holds(v)
+        crate::error::located_call(|| {
+            let _call = crate::watch::call("signal_wait_until");
+            self.wait_element("signal_wait_until", signal, index, Some(cmp.watched()), |v| {
+                cmp.holds(v)
+            })
         })
     }
 }

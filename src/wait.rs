@@ -97,9 +97,11 @@ impl World {
     /// `wait_until(&flag, 0, |v| v % 2 == 1)`.
     #[track_caller]
     pub fn wait_until<T: Pod>(&self, sym: &Sym<T>, index: usize, mut until: impl Until<T>) -> Result<T> {
-        let _call = crate::watch::call("wait_until");
-        let cmp = until.comparison();
-        self.wait_element("wait_until", sym, index, cmp, move |v| until.reached(v))
+        crate::error::located_call(|| {
+            let _call = crate::watch::call("wait_until");
+            let cmp = until.comparison();
+            self.wait_element("wait_until", sym, index, cmp, move |v| until.reached(v))
+        })
     }
 
     /// [`wait_until`](Self::wait_until) under the name `op`; `cmp` is the
@@ -157,10 +159,13 @@ impl World {
     /// that finds it false drives this rank's progress once (see
     /// [`progress`](Self::progress)) and looks again, so a loop of tests
     /// moves data as a wait does.
+    #[track_caller]
     pub fn test<T: Pod + PartialOrd>(&self, sym: &Sym<T>, index: usize, cmp: Cmp<T>) -> Result<bool> {
-        let ptr = self.local_ptr("test", sym, index, 1)?.cast::<T>();
-        self.tested(|| self.holds(ptr, cmp).then_some(true))
-            .map(|found| found.unwrap_or(false))
+        crate::error::located(|| {
+            let ptr = self.local_ptr("test", sym, index, 1)?.cast::<T>();
+            self.tested(|| self.holds(ptr, cmp).then_some(true))
+                .map(|found| found.unwrap_or(false))
+        })
     }
 
     /// Serves what this rank's peers sent it and completes what its
@@ -168,8 +173,9 @@ impl World {
     /// requests, the NIC transport's completions. Every wait does this
     /// between its polls; a program that polls memory itself (a loop of
     /// tests, or its own flag reads) may call it in its loop.
+    #[track_caller]
     pub fn progress(&self) -> Result<()> {
-        self.links.check_links()
+        crate::error::located(|| self.links.check_links())
     }
 
     /// A test's one look: sends this rank's batches, evaluates `look`, and
@@ -190,10 +196,12 @@ impl World {
         T: Pod + PartialOrd,
         I: IntoIterator<Item = usize>,
     {
-        let _call = crate::watch::call("wait_until_all");
-        let ptrs = self.element_ptrs("wait_until_all", sym, indices)?;
-        let waiting = self.waiting_on_all(&ptrs, cmp);
-        self.poll_until_for(waiting, || ptrs.iter().all(|&p| self.holds(p, cmp)).then_some(()))
+        crate::error::located_call(|| {
+            let _call = crate::watch::call("wait_until_all");
+            let ptrs = self.element_ptrs("wait_until_all", sym, indices)?;
+            let waiting = self.waiting_on_all(&ptrs, cmp);
+            self.poll_until_for(waiting, || ptrs.iter().all(|&p| self.holds(p, cmp)).then_some(()))
+        })
     }
 
     /// Waits until some element at `indices` satisfies `cmp`, and returns
@@ -204,14 +212,16 @@ impl World {
         T: Pod + PartialOrd,
         I: IntoIterator<Item = usize>,
     {
-        let _call = crate::watch::call("wait_until_any");
-        let (ptrs, list) = self.indexed_ptrs("wait_until_any", sym, indices)?;
-        if list.is_empty() {
-            return Ok(None);
-        }
-        let waiting = self.waiting_on_all(&ptrs, cmp);
-        self.poll_until_for(waiting, || {
-            ptrs.iter().position(|&p| self.holds(p, cmp)).map(|i| Some(list[i]))
+        crate::error::located_call(|| {
+            let _call = crate::watch::call("wait_until_any");
+            let (ptrs, list) = self.indexed_ptrs("wait_until_any", sym, indices)?;
+            if list.is_empty() {
+                return Ok(None);
+            }
+            let waiting = self.waiting_on_all(&ptrs, cmp);
+            self.poll_until_for(waiting, || {
+                ptrs.iter().position(|&p| self.holds(p, cmp)).map(|i| Some(list[i]))
+            })
         })
     }
 
@@ -223,57 +233,68 @@ impl World {
         T: Pod + PartialOrd,
         I: IntoIterator<Item = usize>,
     {
-        let _call = crate::watch::call("wait_until_some");
-        let (ptrs, list) = self.indexed_ptrs("wait_until_some", sym, indices)?;
-        if list.is_empty() {
-            return Ok(Vec::new());
-        }
-        let waiting = self.waiting_on_all(&ptrs, cmp);
-        self.poll_until_for(waiting, || {
-            let hits: Vec<usize> = (0..ptrs.len())
-                .filter(|&i| self.holds(ptrs[i], cmp))
-                .map(|i| list[i])
-                .collect();
-            (!hits.is_empty()).then_some(hits)
+        crate::error::located_call(|| {
+            let _call = crate::watch::call("wait_until_some");
+            let (ptrs, list) = self.indexed_ptrs("wait_until_some", sym, indices)?;
+            if list.is_empty() {
+                return Ok(Vec::new());
+            }
+            let waiting = self.waiting_on_all(&ptrs, cmp);
+            self.poll_until_for(waiting, || {
+                let hits: Vec<usize> = (0..ptrs.len())
+                    .filter(|&i| self.holds(ptrs[i], cmp))
+                    .map(|i| list[i])
+                    .collect();
+                (!hits.is_empty()).then_some(hits)
+            })
         })
     }
 
     /// Whether every element at `indices` satisfies `cmp` now.
+    #[track_caller]
     pub fn test_all<T, I>(&self, sym: &Sym<T>, indices: I, cmp: Cmp<T>) -> Result<bool>
     where
         T: Pod + PartialOrd,
         I: IntoIterator<Item = usize>,
     {
-        let ptrs = self.element_ptrs("test_all", sym, indices)?;
-        let all = self.tested(|| ptrs.iter().all(|&p| self.holds(p, cmp)).then_some(()))?;
-        Ok(all.is_some())
+        crate::error::located(|| {
+            let ptrs = self.element_ptrs("test_all", sym, indices)?;
+            let all = self.tested(|| ptrs.iter().all(|&p| self.holds(p, cmp)).then_some(()))?;
+            Ok(all.is_some())
+        })
     }
 
     /// The first index among `indices` whose element satisfies `cmp` now.
+    #[track_caller]
     pub fn test_any<T, I>(&self, sym: &Sym<T>, indices: I, cmp: Cmp<T>) -> Result<Option<usize>>
     where
         T: Pod + PartialOrd,
         I: IntoIterator<Item = usize>,
     {
-        let (ptrs, list) = self.indexed_ptrs("test_any", sym, indices)?;
-        self.tested(|| ptrs.iter().position(|&p| self.holds(p, cmp)).map(|i| list[i]))
+        crate::error::located(|| {
+            let (ptrs, list) = self.indexed_ptrs("test_any", sym, indices)?;
+            self.tested(|| ptrs.iter().position(|&p| self.holds(p, cmp)).map(|i| list[i]))
+        })
     }
 
     /// Every index among `indices` whose element satisfies `cmp` now.
+    #[track_caller]
     pub fn test_some<T, I>(&self, sym: &Sym<T>, indices: I, cmp: Cmp<T>) -> Result<Vec<usize>>
     where
         T: Pod + PartialOrd,
         I: IntoIterator<Item = usize>,
     {
-        let (ptrs, list) = self.indexed_ptrs("test_some", sym, indices)?;
-        let some = || -> Vec<usize> {
-            (0..ptrs.len())
-                .filter(|&i| self.holds(ptrs[i], cmp))
-                .map(|i| list[i])
-                .collect()
-        };
-        let found = self.tested(|| Some(some()).filter(|found| !found.is_empty()))?;
-        Ok(found.unwrap_or_default())
+        crate::error::located(|| {
+            let (ptrs, list) = self.indexed_ptrs("test_some", sym, indices)?;
+            let some = || -> Vec<usize> {
+                (0..ptrs.len())
+                    .filter(|&i| self.holds(ptrs[i], cmp))
+                    .map(|i| list[i])
+                    .collect()
+            };
+            let found = self.tested(|| Some(some()).filter(|found| !found.is_empty()))?;
+            Ok(found.unwrap_or_default())
+        })
     }
 
     /// What a typed wait on the elements at `ptrs` waits for.
@@ -378,8 +399,10 @@ impl World {
     /// `transport::tcp::engine`).
     #[track_caller]
     pub fn poll_until<R>(&self, ready: impl FnMut() -> Option<R>) -> Result<R> {
-        let _call = crate::watch::call("poll_until");
-        self.poll_until_for(Waiting::Condition, ready)
+        crate::error::located_call(|| {
+            let _call = crate::watch::call("poll_until");
+            self.poll_until_for(Waiting::Condition, ready)
+        })
     }
 
     /// [`poll_until`](Self::poll_until) for a wait on `count` elements of
@@ -396,9 +419,11 @@ impl World {
         cmp: Option<Cmp<T>>,
         ready: impl FnMut() -> Option<R>,
     ) -> Result<R> {
-        let _call = crate::watch::call("poll_until");
-        let waiting = self.waiting_on(first.cast(), std::mem::size_of::<T>(), count, cmp.map(|c| c.watched()));
-        self.poll_until_for(waiting, ready)
+        crate::error::located_call(|| {
+            let _call = crate::watch::call("poll_until");
+            let waiting = self.waiting_on(first.cast(), std::mem::size_of::<T>(), count, cmp.map(|c| c.watched()));
+            self.poll_until_for(waiting, ready)
+        })
     }
 
     /// [`poll_until`](Self::poll_until), saying what it waits for

@@ -80,76 +80,80 @@ impl Options {
 /// `srun`, `mpirun`, `mpiexec.hydra`, Flux), or runs as a singleton when
 /// started alone. When the program's MPI is already initialized, the PE
 /// number is checked to equal the `MPI_COMM_WORLD` rank.
+#[track_caller]
 pub fn init() -> Result<World> {
-    init_with(Options::new())
+    crate::error::located(|| init_with(Options::new()))
 }
 
 /// [`init`] with [`Options`].
+#[track_caller]
 pub fn init_with(options: Options) -> Result<World> {
-    let heap_bytes = heap_size_from_env()?;
-    let data = match options.symmetric_globals {
-        true => crate::globals::executable_data(),
-        false => None,
-    };
-    let Some((env, pmi)) = bootstrap::launched()? else {
-        bootstrap::in_mpi::check_world(0, 1, "no launcher, as a singleton")?;
-        let own = Segment::anonymous(0, segment_heap_bytes(heap_bytes, 1), data)?;
-        let host = crate::protocol::route::hostname();
-        let links = Links::alone(own.heap_base());
-        let mut world = World::assemble(0, 1, 0, 1, host, own, links, vec![0], None);
+    crate::error::located(|| {
+        let heap_bytes = heap_size_from_env()?;
+        let data = match options.symmetric_globals {
+            true => crate::globals::executable_data(),
+            false => None,
+        };
+        let Some((env, pmi)) = bootstrap::launched()? else {
+            bootstrap::in_mpi::check_world(0, 1, "no launcher, as a singleton")?;
+            let own = Segment::anonymous(0, segment_heap_bytes(heap_bytes, 1), data)?;
+            let host = crate::protocol::route::hostname();
+            let links = Links::alone(own.heap_base());
+            let mut world = World::assemble(0, 1, 0, 1, host, own, links, vec![0], None);
+            world.data = data;
+            return Ok(world);
+        };
+        let how = pmi.as_ref().map_or_else(|| "rlaunch".to_string(), |p| p.server());
+        bootstrap::in_mpi::check_world(env.rank, env.size, &how)?;
+        crate::protocol::limits::raise_open_files();
+        let choice = Choice::from_env(env.rank)?;
+        // A segment file is only for same-host peers that shared memory will reach.
+        let segment_heap = segment_heap_bytes(heap_bytes, env.size);
+        let (own, shm) = if env.local_size > 1 && matches!(choice, Choice::Auto | Choice::Shm) {
+            let (segment, card) = Segment::create_shared(env.rank, &env.job_id, segment_heap, data)?;
+            (segment, Some(card))
+        } else {
+            (Segment::anonymous(env.rank, segment_heap, data)?, None)
+        };
+        let mut offer = Offer::open(&env, choice, (own.raw(), own.heap_base()), shm, heap_bytes)?;
+        let (table, launcher) = match pmi {
+            Some(pmi) => pmi.exchange_cards(&env, offer.card(bootstrap::under_pmi::local_ip())?)?,
+            None => bootstrap::exchange_cards(&env, |local_ip| offer.card(local_ip))?,
+        };
+        let launcher = Some(launcher);
+        let Wired {
+            links,
+            node_of,
+            spin_waits,
+            lazy_shm,
+        } = offer.connect(table)?;
+        let mut world = World::assemble(
+            env.rank,
+            env.size,
+            env.local_rank,
+            env.local_size,
+            env.host,
+            own,
+            links,
+            node_of,
+            launcher,
+        );
+        if let Some(spin) = spin_waits {
+            world.spin_waits = spin;
+        }
         world.data = data;
-        return Ok(world);
-    };
-    let how = pmi.as_ref().map_or_else(|| "rlaunch".to_string(), |p| p.server());
-    bootstrap::in_mpi::check_world(env.rank, env.size, &how)?;
-    crate::protocol::limits::raise_open_files();
-    let choice = Choice::from_env(env.rank)?;
-    // A segment file is only for same-host peers that shared memory will reach.
-    let segment_heap = segment_heap_bytes(heap_bytes, env.size);
-    let (own, shm) = if env.local_size > 1 && matches!(choice, Choice::Auto | Choice::Shm) {
-        let (segment, card) = Segment::create_shared(env.rank, &env.job_id, segment_heap, data)?;
-        (segment, Some(card))
-    } else {
-        (Segment::anonymous(env.rank, segment_heap, data)?, None)
-    };
-    let mut offer = Offer::open(&env, choice, (own.raw(), own.heap_base()), shm, heap_bytes)?;
-    let (table, launcher) = match pmi {
-        Some(pmi) => pmi.exchange_cards(&env, offer.card(bootstrap::under_pmi::local_ip())?)?,
-        None => bootstrap::exchange_cards(&env, |local_ip| offer.card(local_ip))?,
-    };
-    let launcher = Some(launcher);
-    let Wired {
-        links,
-        node_of,
-        spin_waits,
-        lazy_shm,
-    } = offer.connect(table)?;
-    let mut world = World::assemble(
-        env.rank,
-        env.size,
-        env.local_rank,
-        env.local_size,
-        env.host,
-        own,
-        links,
-        node_of,
-        launcher,
-    );
-    if let Some(spin) = spin_waits {
-        world.spin_waits = spin;
-    }
-    world.data = data;
-    // Every peer reads the host's card table, and maps our segment unless
-    // it maps lazily, before entering this barrier, so after it those files
-    // are no longer needed: unlink them now so a crash leaves nothing.
-    world.barrier()?;
-    if !lazy_shm {
-        world.own.unlink();
-    }
-    if let Some(launcher) = world.launcher.as_mut() {
-        launcher.remove_card_table();
-    }
-    Ok(world)
+        // Every peer reads the host's card table, and maps our segment unless
+        // it maps lazily, before entering this barrier, so after it those files
+        // are no longer needed: unlink them now so a crash leaves nothing.
+        world.barrier()?;
+        if !lazy_shm {
+            world.own.unlink();
+        }
+        if let Some(launcher) = world.launcher.as_mut() {
+            launcher.remove_card_table();
+        }
+        Ok(world)
+    })
 }
 
 impl World {
@@ -241,9 +245,12 @@ impl World {
     }
 
     /// Which path reaches `target` ("self", "shm"), for reports and benchmarks.
+    #[track_caller]
     pub fn transport_to(&self, target: usize) -> Result<&'static str> {
-        self.check_rank("transport_to", target)?;
-        Ok(self.links.paths[target].name())
+        crate::error::located(|| {
+            self.check_rank("transport_to", target)?;
+            Ok(self.links.paths[target].name())
+        })
     }
 
     /// The address of this rank's TCP progress engine, if it runs one
@@ -274,10 +281,12 @@ impl World {
     /// zeroed everywhere before anyone can put into it.
     #[track_caller]
     pub fn alloc<T: Pod>(&self, len: usize) -> Result<Sym<T>> {
-        let _call = crate::watch::call("alloc");
-        let bytes = len.saturating_mul(std::mem::size_of::<T>());
-        let offset = self.alloc_offset(bytes, crate::heap::ALIGN)?;
-        Ok(Sym::new(offset, len, self.id))
+        crate::error::located_call(|| {
+            let _call = crate::watch::call("alloc");
+            let bytes = len.saturating_mul(std::mem::size_of::<T>());
+            let offset = self.alloc_offset(bytes, crate::heap::ALIGN)?;
+            Ok(Sym::new(offset, len, self.id))
+        })
     }
 
     /// Reserves and zeroes `bytes` at an address aligned to `align`, then
@@ -312,18 +321,20 @@ impl World {
     /// still reading or writing it.
     #[track_caller]
     pub fn free<T: Pod>(&self, sym: Sym<T>) -> Result<()> {
-        let _call = crate::watch::call("free");
-        let _span = crate::profile::span(crate::profile::Family::Alloc);
-        self.check_object("free", &sym)?;
-        if self.debug.is_some() {
-            crate::debug::outer("free", self.allocation_bytes(sym.offset).unwrap_or(0));
-        }
-        self.barrier()?;
-        if crate::sync::lock(&self.heap).free(sym.offset) {
-            Ok(())
-        } else {
-            Err(self.unknown("free", &sym))
-        }
+        crate::error::located_call(|| {
+            let _call = crate::watch::call("free");
+            let _span = crate::profile::span(crate::profile::Family::Alloc);
+            self.check_object("free", &sym)?;
+            if self.debug.is_some() {
+                crate::debug::outer("free", self.allocation_bytes(sym.offset).unwrap_or(0));
+            }
+            self.barrier()?;
+            if crate::sync::lock(&self.heap).free(sym.offset) {
+                Ok(())
+            } else {
+                Err(self.unknown("free", &sym))
+            }
+        })
     }
 
     /// Ends this rank's part in the job: a final barrier, quiet, and a
@@ -331,17 +342,20 @@ impl World {
     /// own. Dropping the `World` does the same.
     #[track_caller]
     pub fn finalize(mut self) -> Result<()> {
-        let _call = crate::watch::call("finalize");
-        let at = format!("at {}", std::panic::Location::caller());
-        self.finalize_once(&at)
+        crate::error::located_call(|| {
+            let _call = crate::watch::call("finalize");
+            let at = format!("at {}", crate::error::call_site());
+            self.finalize_once(&at)
+        })
     }
 
     /// [`finalize`](Self::finalize) for a language binding, which says
     /// how its program came to finalize (`at`, for rlaunch's reports, read
     /// after "in finalize": "from shmem_finalize", "at exit ...").
     #[doc(hidden)]
+    #[track_caller]
     pub fn finalize_from(mut self, at: &str) -> Result<()> {
-        self.finalize_once(at)
+        crate::error::located(|| self.finalize_once(at))
     }
 
     /// Ends the whole job with `status` (OpenSHMEM's `shmem_global_exit`):

@@ -106,6 +106,11 @@ fn a_rust_rank_whose_error_leaves_main_ends_the_job_with_a_sentence() {
                 out.stderr.contains("Error: rank 1: put targets rank "),
                 "{what}: {out:?}"
             );
+            // And where the program made the call (`#[track_caller]`).
+            assert!(
+                out.stderr.contains("\n  at examples/leave_early.rs:31:"),
+                "{what}: {out:?}"
+            );
         }
     }
 }

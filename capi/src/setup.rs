@@ -81,7 +81,7 @@ fn finalize_now(at: &str) {
         // rlaunch ended the job because a peer waits for this PE in a call
         // it will never make, and says so: the process goes on to its own
         // exit, whose status becomes the job's.
-        Err(oneside::Error::FinalizeAbandoned { .. }) => {}
+        Err(e) if matches!(e.kind(), oneside::Error::FinalizeAbandoned { .. }) => {}
         other => ok("shmem_finalize", other),
     }
 }
@@ -190,21 +190,24 @@ fn allocate(api: &'static str, size: usize, align: usize) -> *mut c_void {
         fail(api, &format!("alignment {align} is not a power of two"));
     }
     let w = world(api);
-    match w.alloc_aligned::<u8>(size, align) {
-        Ok(object) => w.address_of(&object).cast(),
+    let e = match w.alloc_aligned::<u8>(size, align) {
+        Ok(object) => return w.address_of(&object).cast(),
+        Err(e) => e,
+    };
+    match *e.kind() {
         // The same on every PE (the heap is symmetric): all return NULL,
         // as the specification asks, and none waits in the barrier.
-        Err(oneside::Error::HeapExhausted {
+        oneside::Error::HeapExhausted {
             requested,
             largest_free,
             heap_size,
             ..
-        }) => {
+        } => {
             let line = crate::alloc_note::text(api, w.rank(), requested, largest_free, heap_size);
             crate::alloc_note::keep(&line, w.checking());
             std::ptr::null_mut()
         }
-        Err(e) => ok(api, Err(e)),
+        _ => ok(api, Err(e)),
     }
 }
 

@@ -15,11 +15,12 @@ impl Coll<'_> {
     /// `dst`: the heap offset and bytes of its destination, if it has one
     /// in the heap). Free when the checking mode is off.
     #[inline]
+    #[track_caller]
     pub fn agree(&self, sig: Signature, dst: Option<(usize, usize)>) -> Result<()> {
-        match self.w.debug.as_ref() {
+        crate::error::located(|| match self.w.debug.as_ref() {
             None => Ok(()),
             Some(checks) => self.check(checks, sig, dst),
-        }
+        })
     }
 
     /// A mistake found leaves the rank unable to finish any collective

@@ -19,18 +19,20 @@ impl World {
     /// `n * team.n_pes()` elements, and must not overlap.
     #[track_caller]
     pub fn alltoall<T: Pod>(&self, team: &Team, dst: &Sym<T>, src: &Sym<T>, n: usize) -> Result<()> {
-        let c = Coll::begin(self, team, "alltoall")?;
-        let total = n.saturating_mul(c.n());
-        let (dst_off, src_off) = c.disjoint(dst, src, total, total)?;
-        let len = n * size_of::<T>();
-        c.agree(
-            Signature::of::<T>("alltoall", None, n),
-            Some((dst_off, total * size_of::<T>())),
-        )?;
-        c.blocks_by_nodes(1, Spread::PerReceiver, |i, j| Block {
-            from: src_off + j * len,
-            to: dst_off + i * len,
-            len,
+        crate::error::located_call(|| {
+            let c = Coll::begin(self, team, "alltoall")?;
+            let total = n.saturating_mul(c.n());
+            let (dst_off, src_off) = c.disjoint(dst, src, total, total)?;
+            let len = n * size_of::<T>();
+            c.agree(
+                Signature::of::<T>("alltoall", None, n),
+                Some((dst_off, total * size_of::<T>())),
+            )?;
+            c.blocks_by_nodes(1, Spread::PerReceiver, |i, j| Block {
+                from: src_off + j * len,
+                to: dst_off + i * len,
+                len,
+            })
         })
     }
 
@@ -48,31 +50,33 @@ impl World {
         src_stride: usize,
         n: usize,
     ) -> Result<()> {
-        let c = Coll::begin(self, team, "alltoalls")?;
-        if dst_stride == 0 || src_stride == 0 {
-            return Err(c.bad(format!(
-                "strides must be at least 1 (dst {dst_stride}, src {src_stride})"
-            )));
-        }
-        let count = n * c.n();
-        let span = |stride: usize| match count {
-            0 => 0,
-            _ => (count - 1) * stride + 1,
-        };
-        let (dst_off, src_off) = c.disjoint(dst, src, span(dst_stride), span(src_stride))?;
-        c.agree(Signature::of::<T>("alltoalls", None, n), None)?;
-        let packed: Vec<T> = (0..count)
-            // SAFETY: index i * src_stride < span(src_stride), inside the checked source.
-            .map(|i| unsafe { c.own(src_off).cast::<T>().add(i * src_stride).read() })
-            .collect();
-        let mut received: Vec<T> = packed.clone();
-        let block = n * size_of::<T>();
-        c.alltoall_exchange(packed.as_ptr().cast(), received.as_mut_ptr().cast(), block)?;
-        for (i, value) in received.into_iter().enumerate() {
-            // SAFETY: inside the checked destination, as for the source.
-            unsafe { c.own(dst_off).cast::<T>().add(i * dst_stride).write(value) };
-        }
-        Ok(())
+        crate::error::located_call(|| {
+            let c = Coll::begin(self, team, "alltoalls")?;
+            if dst_stride == 0 || src_stride == 0 {
+                return Err(c.bad(format!(
+                    "strides must be at least 1 (dst {dst_stride}, src {src_stride})"
+                )));
+            }
+            let count = n * c.n();
+            let span = |stride: usize| match count {
+                0 => 0,
+                _ => (count - 1) * stride + 1,
+            };
+            let (dst_off, src_off) = c.disjoint(dst, src, span(dst_stride), span(src_stride))?;
+            c.agree(Signature::of::<T>("alltoalls", None, n), None)?;
+            let packed: Vec<T> = (0..count)
+                // SAFETY: index i * src_stride < span(src_stride), inside the checked source.
+                .map(|i| unsafe { c.own(src_off).cast::<T>().add(i * src_stride).read() })
+                .collect();
+            let mut received: Vec<T> = packed.clone();
+            let block = n * size_of::<T>();
+            c.alltoall_exchange(packed.as_ptr().cast(), received.as_mut_ptr().cast(), block)?;
+            for (i, value) in received.into_iter().enumerate() {
+                // SAFETY: inside the checked destination, as for the source.
+                unsafe { c.own(dst_off).cast::<T>().add(i * dst_stride).write(value) };
+            }
+            Ok(())
+        })
     }
 }
 

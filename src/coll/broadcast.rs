@@ -35,14 +35,16 @@ impl World {
     /// host each member writes only its own destination.
     #[track_caller]
     pub fn broadcast<T: Pod>(&self, team: &Team, dst: &Sym<T>, src: &Sym<T>, n: usize, root: usize) -> Result<()> {
-        let c = Coll::begin(self, team, "broadcast")?;
-        c.check_root(root)?;
-        let (dst_off, src_off) = c.same_or_disjoint(dst, src, n, n)?;
-        c.agree(
-            Signature::of::<T>("broadcast", Some(root), n),
-            Some((dst_off, n * size_of::<T>())),
-        )?;
-        c.broadcast_bytes(src_off, dst_off, n * size_of::<T>(), root, true)
+        crate::error::located_call(|| {
+            let c = Coll::begin(self, team, "broadcast")?;
+            c.check_root(root)?;
+            let (dst_off, src_off) = c.same_or_disjoint(dst, src, n, n)?;
+            c.agree(
+                Signature::of::<T>("broadcast", Some(root), n),
+                Some((dst_off, n * size_of::<T>())),
+            )?;
+            c.broadcast_bytes(src_off, dst_off, n * size_of::<T>(), root, true)
+        })
     }
 
     /// As [`World::broadcast`], but the root's `dst` is left alone: the
@@ -57,14 +59,16 @@ impl World {
         n: usize,
         root: usize,
     ) -> Result<()> {
-        let c = Coll::begin(self, team, "broadcast")?;
-        c.check_root(root)?;
-        let (dst_off, src_off) = c.same_or_disjoint(dst, src, n, n)?;
-        c.agree(
-            Signature::of::<T>("broadcast", Some(root), n),
-            Some((dst_off, n * size_of::<T>())),
-        )?;
-        c.broadcast_bytes(src_off, dst_off, n * size_of::<T>(), root, false)
+        crate::error::located_call(|| {
+            let c = Coll::begin(self, team, "broadcast")?;
+            c.check_root(root)?;
+            let (dst_off, src_off) = c.same_or_disjoint(dst, src, n, n)?;
+            c.agree(
+                Signature::of::<T>("broadcast", Some(root), n),
+                Some((dst_off, n * size_of::<T>())),
+            )?;
+            c.broadcast_bytes(src_off, dst_off, n * size_of::<T>(), root, false)
+        })
     }
 }
 

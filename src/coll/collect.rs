@@ -19,18 +19,20 @@ impl World {
     /// needs `n * team.n_pes()` elements and must not overlap `src`.
     #[track_caller]
     pub fn fcollect<T: Pod>(&self, team: &Team, dst: &Sym<T>, src: &Sym<T>, n: usize) -> Result<()> {
-        let c = Coll::begin(self, team, "fcollect")?;
-        let total = n.saturating_mul(c.n());
-        let (dst_off, src_off) = c.disjoint(dst, src, total, n)?;
-        let len = n * size_of::<T>();
-        c.agree(
-            Signature::of::<T>("fcollect", None, n),
-            Some((dst_off, total * size_of::<T>())),
-        )?;
-        c.gather_blocks(1, |i| Block {
-            from: src_off,
-            to: dst_off + i * len,
-            len,
+        crate::error::located_call(|| {
+            let c = Coll::begin(self, team, "fcollect")?;
+            let total = n.saturating_mul(c.n());
+            let (dst_off, src_off) = c.disjoint(dst, src, total, n)?;
+            let len = n * size_of::<T>();
+            c.agree(
+                Signature::of::<T>("fcollect", None, n),
+                Some((dst_off, total * size_of::<T>())),
+            )?;
+            c.gather_blocks(1, |i| Block {
+                from: src_off,
+                to: dst_off + i * len,
+                len,
+            })
         })
     }
 
@@ -40,59 +42,61 @@ impl World {
     /// `dst` must hold them all and must not overlap `src`.
     #[track_caller]
     pub fn collect<T: Pod>(&self, team: &Team, dst: &Sym<T>, src: &Sym<T>, n: usize) -> Result<usize> {
-        let c = Coll::begin(self, team, "collect")?;
-        // Members' counts may differ: only the call and type are compared.
-        let dst_first = self.checked_offset("collect", dst, self.rank, 0, 0)?;
-        c.agree(
-            Signature::of::<T>("collect", None, 0),
-            Some((dst_first, dst.len() * size_of::<T>())),
-        )?;
-        let src_off = self.checked_offset("collect", src, self.rank, 0, n)?;
-        if c.collect_by_nodes() {
-            return c.collect_nodes(dst, src, src_off, n);
-        }
-        let size = size_of::<T>();
-        // The count travels beside the exchange flag (`exchange_noted`: no
-        // cache line of its own on one node); the elements ride along when
-        // they fit the exchange region, so a small collect takes one round
-        // and the same cache lines as fcollect, and allocates nothing.
-        let inline_max = plan::collect_inline_max(&c);
-        let inline = |count: usize| count.checked_mul(size).is_some_and(|bytes| bytes <= inline_max);
-        let payload = match inline(n) {
-            true => Bytes {
-                ptr: c.own(src_off),
-                len: n * size,
-            },
-            false => Bytes::EMPTY,
-        };
-        let inbox = c.exchange_noted(1, n as u64, |_| payload)?;
-        let count = |i: usize| match i == c.me() {
-            true => n,
-            false => inbox.note(i) as usize,
-        };
-        let (mut total, mut all_inline) = (0usize, true);
-        for i in 0..c.n() {
-            total = total.saturating_add(count(i));
-            all_inline &= inline(count(i));
-        }
-        let counts = || (0..c.n()).map(count).collect::<Vec<_>>();
-        let dst_off = c.collect_destination(dst, src, total, n, counts)?;
-        if !all_inline {
-            c.gather_counted(2, src_off, dst_off, &counts(), size)?;
-            return Ok(total);
-        }
-        let mut start = 0;
-        for i in 0..c.n() {
-            let from = match i == c.me() {
-                true => c.own(src_off).cast_const(),
-                false => inbox.from(i),
+        crate::error::located_call(|| {
+            let c = Coll::begin(self, team, "collect")?;
+            // Members' counts may differ: only the call and type are compared.
+            let dst_first = self.checked_offset("collect", dst, self.rank, 0, 0)?;
+            c.agree(
+                Signature::of::<T>("collect", None, 0),
+                Some((dst_first, dst.len() * size_of::<T>())),
+            )?;
+            let src_off = self.checked_offset("collect", src, self.rank, 0, n)?;
+            if c.collect_by_nodes() {
+                return c.collect_nodes(dst, src, src_off, n);
+            }
+            let size = size_of::<T>();
+            // The count travels beside the exchange flag (`exchange_noted`: no
+            // cache line of its own on one node); the elements ride along when
+            // they fit the exchange region, so a small collect takes one round
+            // and the same cache lines as fcollect, and allocates nothing.
+            let inline_max = plan::collect_inline_max(&c);
+            let inline = |count: usize| count.checked_mul(size).is_some_and(|bytes| bytes <= inline_max);
+            let payload = match inline(n) {
+                true => Bytes {
+                    ptr: c.own(src_off),
+                    len: n * size,
+                },
+                false => Bytes::EMPTY,
             };
-            // SAFETY: the destination range is ours, inside the checked
-            // object, and disjoint from the source and the scratch.
-            unsafe { std::ptr::copy_nonoverlapping(from, c.own(dst_off + start * size), count(i) * size) };
-            start += count(i);
-        }
-        Ok(total)
+            let inbox = c.exchange_noted(1, n as u64, |_| payload)?;
+            let count = |i: usize| match i == c.me() {
+                true => n,
+                false => inbox.note(i) as usize,
+            };
+            let (mut total, mut all_inline) = (0usize, true);
+            for i in 0..c.n() {
+                total = total.saturating_add(count(i));
+                all_inline &= inline(count(i));
+            }
+            let counts = || (0..c.n()).map(count).collect::<Vec<_>>();
+            let dst_off = c.collect_destination(dst, src, total, n, counts)?;
+            if !all_inline {
+                c.gather_counted(2, src_off, dst_off, &counts(), size)?;
+                return Ok(total);
+            }
+            let mut start = 0;
+            for i in 0..c.n() {
+                let from = match i == c.me() {
+                    true => c.own(src_off).cast_const(),
+                    false => inbox.from(i),
+                };
+                // SAFETY: the destination range is ours, inside the checked
+                // object, and disjoint from the source and the scratch.
+                unsafe { std::ptr::copy_nonoverlapping(from, c.own(dst_off + start * size), count(i) * size) };
+                start += count(i);
+            }
+            Ok(total)
+        })
     }
 }
 

@@ -104,21 +104,24 @@ impl Coll<'_> {
 
     /// Runs one exchange round at `step`: sends `payload(j)` to every other
     /// member `j`, then waits for theirs.
+    #[track_caller]
     pub fn exchange(&self, step: u64, payload: impl FnMut(usize) -> Bytes) -> Result<Inbox<'static>> {
-        self.exchange_among(Members::All(self.n()), self.me(), step, payload)
+        crate::error::located(|| self.exchange_among(Members::All(self.n()), self.me(), step, payload))
     }
 
     /// An exchange round that also leaves `note` beside this rank's flag
     /// on every other member ([`Inbox::note`]): a word that costs no cache
     /// line of its own on one node.
+    #[track_caller]
     pub fn exchange_noted(&self, step: u64, note: u64, payload: impl FnMut(usize) -> Bytes) -> Result<Inbox<'static>> {
-        self.exchange_round(Members::All(self.n()), self.me(), step, Some(note), payload)
+        crate::error::located(|| self.exchange_round(Members::All(self.n()), self.me(), step, Some(note), payload))
     }
 
     /// An exchange round among `members` only (this rank is
     /// `members[at]`). Every other member of the team must call
     /// [`skip_exchanges`](Coll::skip_exchanges) for it, so that all agree
     /// on which scratch half comes next.
+    #[track_caller]
     pub fn exchange_among<'m>(
         &self,
         members: Members<'m>,
@@ -126,7 +129,7 @@ impl Coll<'_> {
         step: u64,
         payload: impl FnMut(usize) -> Bytes,
     ) -> Result<Inbox<'m>> {
-        self.exchange_round(members, at, step, None, payload)
+        crate::error::located(|| self.exchange_round(members, at, step, None, payload))
     }
 
     fn exchange_round<'m>(

@@ -105,20 +105,22 @@ impl<'a> Coll<'a> {
     /// Starts a call of `op` on `team`.
     #[track_caller]
     pub fn begin(w: &'a World, t: &'a Team, op: &'static str) -> Result<Coll<'a>> {
-        let call_guard = crate::watch::call(op);
-        let span = crate::profile::span(crate::profile::Family::of_collective(op));
-        let entered = w.collective.enter(w.rank, op)?;
-        w.check_team(op, t)?;
-        let call = t.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        Ok(Coll {
-            w,
-            t,
-            op,
-            call,
-            layout: w.team_layout(),
-            _entered: entered,
-            _span: span,
-            _call: call_guard,
+        crate::error::located_call(|| {
+            let call_guard = crate::watch::call(op);
+            let span = crate::profile::span(crate::profile::Family::of_collective(op));
+            let entered = w.collective.enter(w.rank, op)?;
+            w.check_team(op, t)?;
+            let call = t.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            Ok(Coll {
+                w,
+                t,
+                op,
+                call,
+                layout: w.team_layout(),
+                _entered: entered,
+                _span: span,
+                _call: call_guard,
+            })
         })
     }
 
@@ -153,46 +155,60 @@ impl<'a> Coll<'a> {
 
     /// Tells member `to` that this rank reached `step`: after every earlier
     /// put of this rank to `to`.
+    #[track_caller]
     pub fn notify(&self, to: usize, step: u64) -> Result<()> {
-        let flag = self.layout.flag(self.t.slot, self.me());
-        self.w.links.flag_store(self.rank(to), flag, self.value(step))
+        crate::error::located(|| {
+            let flag = self.layout.flag(self.t.slot, self.me());
+            self.w.links.flag_store(self.rank(to), flag, self.value(step))
+        })
     }
 
     /// Puts `src` at heap offset `offset` of member `to`.
+    #[track_caller]
     pub fn put(&self, to: usize, offset: usize, src: &[u8]) -> Result<()> {
-        crate::profile::collective_bytes(self.rank(to), src.len());
-        self.w.links.coll_copy_in(self.rank(to), offset, src)
+        crate::error::located(|| {
+            crate::profile::collective_bytes(self.rank(to), src.len());
+            self.w.links.coll_copy_in(self.rank(to), offset, src)
+        })
     }
 
     /// Puts `len` bytes from this rank's heap offset `from` to heap offset
     /// `offset` of member `to` (forwarding what arrived here).
+    #[track_caller]
     pub fn forward(&self, to: usize, offset: usize, from: usize, len: usize) -> Result<()> {
-        // SAFETY: callers pass ranges inside the heap that no other rank
-        // writes during this step (data that already arrived, or this
-        // rank's own source).
-        let src = unsafe { std::slice::from_raw_parts(self.w.own.heap_base().add(from), len) };
-        self.put(to, offset, src)
+        crate::error::located(|| {
+            // SAFETY: callers pass ranges inside the heap that no other rank
+            // writes during this step (data that already arrived, or this
+            // rank's own source).
+            let src = unsafe { std::slice::from_raw_parts(self.w.own.heap_base().add(from), len) };
+            self.put(to, offset, src)
+        })
     }
 
     /// Waits until member `from` has reached `step`.
+    #[track_caller]
     pub fn wait(&self, from: usize, step: u64) -> Result<()> {
-        let target = self.value(step);
-        let flag = self.own_flag(from);
-        if flag.load(Ordering::Acquire) >= target {
-            return Ok(());
-        }
-        let ready = || (flag.load(Ordering::Acquire) >= target).then_some(());
-        let waiting = Waiting::Step {
-            op: self.op,
-            rank: self.rank(from),
-            call: self.call,
-            step,
-        };
-        match self.w.links.paths[self.rank(from)] {
-            Path::Tcp(_) => self.w.poll_until_tcp(waiting, ready),
-            Path::Local | Path::Shm(_) if self.w.links.block_waits => self.w.sleep_until_flag(waiting, flag, target),
-            _ => self.w.poll_until_for(waiting, ready),
-        }
+        crate::error::located(|| {
+            let target = self.value(step);
+            let flag = self.own_flag(from);
+            if flag.load(Ordering::Acquire) >= target {
+                return Ok(());
+            }
+            let ready = || (flag.load(Ordering::Acquire) >= target).then_some(());
+            let waiting = Waiting::Step {
+                op: self.op,
+                rank: self.rank(from),
+                call: self.call,
+                step,
+            };
+            match self.w.links.paths[self.rank(from)] {
+                Path::Tcp(_) => self.w.poll_until_tcp(waiting, ready),
+                Path::Local | Path::Shm(_) if self.w.links.block_waits => {
+                    self.w.sleep_until_flag(waiting, flag, target)
+                }
+                _ => self.w.poll_until_for(waiting, ready),
+            }
+        })
     }
 
     /// Heap offset of the note member `from` leaves beside its flag for
@@ -212,14 +228,15 @@ impl<'a> Coll<'a> {
     /// The base of member `i`'s heap, which the algorithm needs mapped
     /// here. Node grouping comes from host names, so a host that aliases
     /// another's name without sharing its memory is an error, not a crash.
+    #[track_caller]
     pub fn peer_base(&self, i: usize) -> Result<*mut u8> {
-        match self.w.links.route(Stream::Default, self.rank(i))? {
+        crate::error::located(|| match self.w.links.route(Stream::Default, self.rank(i))? {
             Route::Mapped(base) => Ok(base),
             _ => Err(self.bad(format!(
                 "rank {} shares this rank's host name, but its memory is not mapped here",
                 self.rank(i)
             ))),
-        }
+        })
     }
 
     /// A pointer into this rank's own heap.
@@ -230,21 +247,27 @@ impl<'a> Coll<'a> {
     }
 
     /// Notifies every other member of `step`.
+    #[track_caller]
     pub fn notify_all(&self, step: u64) -> Result<()> {
-        let (n, me) = (self.n(), self.me());
-        for k in 1..n {
-            self.notify((me + k) % n, step)?;
-        }
-        Ok(())
+        crate::error::located(|| {
+            let (n, me) = (self.n(), self.me());
+            for k in 1..n {
+                self.notify((me + k) % n, step)?;
+            }
+            Ok(())
+        })
     }
 
     /// Waits until every other member has reached `step`.
+    #[track_caller]
     pub fn wait_all(&self, step: u64) -> Result<()> {
-        let (n, me) = (self.n(), self.me());
-        for k in 1..n {
-            self.wait((me + n - k) % n, step)?;
-        }
-        Ok(())
+        crate::error::located(|| {
+            let (n, me) = (self.n(), self.me());
+            for k in 1..n {
+                self.wait((me + n - k) % n, step)?;
+            }
+            Ok(())
+        })
     }
 
     /// Checks a destination of `dst_n` and a source of `src_n` elements:
@@ -288,14 +311,15 @@ impl<'a> Coll<'a> {
     }
 
     /// Checks that `root` is a member number.
+    #[track_caller]
     pub fn check_root(&self, root: usize) -> Result<()> {
-        match root < self.n() {
+        crate::error::located(|| match root < self.n() {
             true => Ok(()),
             false => Err(self.bad(format!(
                 "root {root} is not a member: the team has members 0..{}",
                 self.n()
             ))),
-        }
+        })
     }
 
     /// An argument error of this call, with the numbers.

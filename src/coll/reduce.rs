@@ -52,17 +52,19 @@ impl World {
         src: &Sym<T>,
         n: usize,
     ) -> Result<()> {
-        let c = Coll::begin(self, team, "reduce")?;
-        let (dst_off, src_off) = c.same_or_disjoint(dst, src, n, n)?;
-        let bytes = n * size_of::<T>();
-        c.agree(Signature::of::<T>("reduce", None, n), Some((dst_off, bytes)))?;
-        match plan::reduce(&c, bytes, size_of::<T>()) {
-            ReduceAlgo::Exchange => c.reduce_exchange::<T, O>(c.own(src_off).cast(), c.own(dst_off).cast(), n),
-            ReduceAlgo::Doubling => c.reduce_doubling::<T, O>(c.own(src_off).cast(), c.own(dst_off).cast(), n),
-            ReduceAlgo::MappedScatterGather => c.reduce_mapped::<T, O>(src_off, dst_off, n),
-            ReduceAlgo::RemoteScatterGather => c.reduce_remote::<T, O>(src_off, dst_off, n),
-            ReduceAlgo::NodeAware => c.reduce_nodes::<T, O>(src_off, dst_off, n),
-        }
+        crate::error::located_call(|| {
+            let c = Coll::begin(self, team, "reduce")?;
+            let (dst_off, src_off) = c.same_or_disjoint(dst, src, n, n)?;
+            let bytes = n * size_of::<T>();
+            c.agree(Signature::of::<T>("reduce", None, n), Some((dst_off, bytes)))?;
+            match plan::reduce(&c, bytes, size_of::<T>()) {
+                ReduceAlgo::Exchange => c.reduce_exchange::<T, O>(c.own(src_off).cast(), c.own(dst_off).cast(), n),
+                ReduceAlgo::Doubling => c.reduce_doubling::<T, O>(c.own(src_off).cast(), c.own(dst_off).cast(), n),
+                ReduceAlgo::MappedScatterGather => c.reduce_mapped::<T, O>(src_off, dst_off, n),
+                ReduceAlgo::RemoteScatterGather => c.reduce_remote::<T, O>(src_off, dst_off, n),
+                ReduceAlgo::NodeAware => c.reduce_nodes::<T, O>(src_off, dst_off, n),
+            }
+        })
     }
 
     /// Reduces private values in place across `team`: on return every
@@ -70,21 +72,25 @@ impl World {
     /// Needs no symmetric object; every member passes the same length.
     #[track_caller]
     pub fn reduce_values<T: Number, O: ReduceOp<T>>(&self, team: &Team, _op: O, values: &mut [T]) -> Result<()> {
-        let c = Coll::begin(self, team, "reduce_values")?;
-        c.agree(Signature::of::<T>("reduce_values", None, values.len()), None)?;
-        let ptr = values.as_mut_ptr();
-        match plan::reduce(&c, size_of_val(values), size_of::<T>()) {
-            ReduceAlgo::Doubling => c.reduce_doubling::<T, O>(ptr, ptr, values.len()),
-            _ => c.reduce_exchange::<T, O>(ptr, ptr, values.len()),
-        }
+        crate::error::located_call(|| {
+            let c = Coll::begin(self, team, "reduce_values")?;
+            c.agree(Signature::of::<T>("reduce_values", None, values.len()), None)?;
+            let ptr = values.as_mut_ptr();
+            match plan::reduce(&c, size_of_val(values), size_of::<T>()) {
+                ReduceAlgo::Doubling => c.reduce_doubling::<T, O>(ptr, ptr, values.len()),
+                _ => c.reduce_exchange::<T, O>(ptr, ptr, values.len()),
+            }
+        })
     }
 
     /// [`reduce_values`](World::reduce_values) of one value.
     #[track_caller]
     pub fn reduce_value<T: Number, O: ReduceOp<T>>(&self, team: &Team, op: O, value: T) -> Result<T> {
-        let mut values = [value];
-        self.reduce_values(team, op, &mut values)?;
-        Ok(values[0])
+        crate::error::located_call(|| {
+            let mut values = [value];
+            self.reduce_values(team, op, &mut values)?;
+            Ok(values[0])
+        })
     }
 }
 

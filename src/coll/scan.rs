@@ -29,7 +29,7 @@ impl World {
         src: &Sym<T>,
         n: usize,
     ) -> Result<()> {
-        self.scan::<T, O>("inscan", team, dst, src, n, true)
+        crate::error::located_call(|| self.scan::<T, O>("inscan", team, dst, src, n, true))
     }
 
     /// Exclusive scan: member i's `dst` gets the combination over members
@@ -44,7 +44,7 @@ impl World {
         src: &Sym<T>,
         n: usize,
     ) -> Result<()> {
-        self.scan::<T, O>("exscan", team, dst, src, n, false)
+        crate::error::located_call(|| self.scan::<T, O>("exscan", team, dst, src, n, false))
     }
 
     #[track_caller]

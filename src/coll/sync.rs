@@ -23,10 +23,12 @@ impl World {
     /// it does not complete this rank's puts first.
     #[track_caller]
     pub fn team_sync(&self, team: &Team) -> Result<()> {
-        let c = Coll::begin(self, team, "team_sync")?;
-        c.agree(Signature::of::<u8>("team_sync", None, 0), None)?;
-        c.sync(0)?;
-        Ok(())
+        crate::error::located_call(|| {
+            let c = Coll::begin(self, team, "team_sync")?;
+            c.agree(Signature::of::<u8>("team_sync", None, 0), None)?;
+            c.sync(0)?;
+            Ok(())
+        })
     }
 
     /// Completes this rank's puts ([`quiet`](World::quiet)), then syncs
@@ -34,53 +36,58 @@ impl World {
     /// after it.
     #[track_caller]
     pub fn team_barrier(&self, team: &Team) -> Result<()> {
-        let _call = crate::watch::call("barrier");
-        let _span = crate::profile::span(crate::profile::Family::Barrier);
-        self.quiet()?;
-        self.team_sync(team)
+        crate::error::located_call(|| {
+            let _call = crate::watch::call("barrier");
+            let _span = crate::profile::span(crate::profile::Family::Barrier);
+            self.quiet()?;
+            self.team_sync(team)
+        })
     }
 
     /// Completes this rank's puts, then waits until every rank of the job
     /// has entered the barrier (`shmem_barrier_all`).
     #[track_caller]
     pub fn barrier(&self) -> Result<()> {
-        self.team_barrier(&self.world_team)
+        crate::error::located_call(|| self.team_barrier(&self.world_team))
     }
 
     /// Waits until every rank has entered, without completing puts (`shmem_sync_all`).
     #[track_caller]
     pub fn sync_all(&self) -> Result<()> {
-        self.team_sync(&self.world_team)
+        crate::error::located_call(|| self.team_sync(&self.world_team))
     }
 }
 
 impl Coll<'_> {
     /// Syncs the team, using steps from `step` on; returns the next free step.
+    #[track_caller]
     pub fn sync(&self, step: u64) -> Result<u64> {
-        let nodes = &self.t.nodes;
-        if nodes.single() && !self.w.spin_waits && self.n() > 2 {
-            return self.central(step);
-        }
-        if !nodes.hierarchical() {
-            return self.dissemination(Members::All(self.n()), self.me(), step);
-        }
-        let local = &nodes.groups[nodes.mine];
-        let leader = local[0];
-        if self.me() != leader {
-            self.notify(leader, step)?;
-            self.wait(leader, step + 2)?;
-            return Ok(step + 3 + 64);
-        }
-        for &member in &local[1..] {
-            self.wait(member, step)?;
-        }
-        let leaders = &nodes.leaders;
-        let at = nodes.mine;
-        self.dissemination(Members::Some(leaders), at, step + 3)?;
-        for &member in &local[1..] {
-            self.notify(member, step + 2)?;
-        }
-        Ok(step + 3 + 64)
+        crate::error::located(|| {
+            let nodes = &self.t.nodes;
+            if nodes.single() && !self.w.spin_waits && self.n() > 2 {
+                return self.central(step);
+            }
+            if !nodes.hierarchical() {
+                return self.dissemination(Members::All(self.n()), self.me(), step);
+            }
+            let local = &nodes.groups[nodes.mine];
+            let leader = local[0];
+            if self.me() != leader {
+                self.notify(leader, step)?;
+                self.wait(leader, step + 2)?;
+                return Ok(step + 3 + 64);
+            }
+            for &member in &local[1..] {
+                self.wait(member, step)?;
+            }
+            let leaders = &nodes.leaders;
+            let at = nodes.mine;
+            self.dissemination(Members::Some(leaders), at, step + 3)?;
+            for &member in &local[1..] {
+                self.notify(member, step + 2)?;
+            }
+            Ok(step + 3 + 64)
+        })
     }
 
     /// One node whose ranks outnumber its cores: every member notifies
@@ -104,16 +111,19 @@ impl Coll<'_> {
 
     /// Dissemination among `members` (member numbers), this rank being
     /// `members[at]`; uses steps `step..step + rounds`.
+    #[track_caller]
     pub fn dissemination(&self, members: Members, at: usize, step: u64) -> Result<u64> {
-        let m = members.len();
-        let mut distance = 1;
-        let mut round = step;
-        while distance < m {
-            self.notify(members.get((at + distance) % m), round)?;
-            self.wait(members.get((at + m - distance) % m), round)?;
-            distance <<= 1;
-            round += 1;
-        }
-        Ok(round)
+        crate::error::located(|| {
+            let m = members.len();
+            let mut distance = 1;
+            let mut round = step;
+            while distance < m {
+                self.notify(members.get((at + distance) % m), round)?;
+                self.wait(members.get((at + m - distance) % m), round)?;
+                distance <<= 1;
+                round += 1;
+            }
+            Ok(round)
+        })
     }
 }

@@ -33,10 +33,13 @@ impl World {
 
     /// Gives a split team's slot back (`shmem_team_destroy`). Every member
     /// should destroy it, after its last collective on it.
+    #[track_caller]
     pub fn team_destroy(&self, team: Team) -> Result<()> {
-        self.check_team("team_destroy", &team)?;
-        self.release_slot(team.slot);
-        Ok(())
+        crate::error::located(|| {
+            self.check_team("team_destroy", &team)?;
+            self.release_slot(team.slot);
+            Ok(())
+        })
     }
 
     /// Checks that `team` belongs to this world.

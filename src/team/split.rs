@@ -22,34 +22,39 @@ impl World {
     /// members, name a non-member of the parent, or when no team slot is
     /// free on every member (at most [`MAX_TEAMS`](crate::MAX_TEAMS) teams
     /// per rank, the world team included).
+    #[track_caller]
     pub fn split_strided(&self, parent: &Team, start: usize, stride: isize, size: usize) -> Result<Option<Team>> {
-        const OP: &str = "split_strided";
-        self.check_team(OP, parent)?;
-        let n = parent.n_pes() as isize;
-        let member = |i: usize| start as isize + i as isize * stride;
-        let valid = size >= 1 && (0..size).all(|i| (0..n).contains(&member(i))) && (stride != 0 || size == 1);
-        let digest = [start as u64, stride as u64, size as u64];
-        let agreed = self.agree(OP, parent, &digest, valid)?;
-        if !agreed.all_valid {
-            return Err(self.bad_split(
-                OP,
-                format!("members start={start}, stride={stride}, size={size} do not all lie in the parent's 0..{n}"),
-            ));
-        }
-        let slot = self.pick_slots(OP, agreed.free, 1)?[0];
-        let Some(me) = (0..size).find(|&i| member(i) as usize == parent.my_pe()) else {
-            return Ok(None);
-        };
-        self.take_slot(slot);
-        let world_start = parent.rank_of(start);
-        let (_, parent_stride, _) = parent.geometry();
-        Ok(Some(self.make_team(
-            slot,
-            world_start,
-            stride * parent_stride,
-            size,
-            me,
-        )))
+        crate::error::located(|| {
+            const OP: &str = "split_strided";
+            self.check_team(OP, parent)?;
+            let n = parent.n_pes() as isize;
+            let member = |i: usize| start as isize + i as isize * stride;
+            let valid = size >= 1 && (0..size).all(|i| (0..n).contains(&member(i))) && (stride != 0 || size == 1);
+            let digest = [start as u64, stride as u64, size as u64];
+            let agreed = self.agree(OP, parent, &digest, valid)?;
+            if !agreed.all_valid {
+                return Err(self.bad_split(
+                    OP,
+                    format!(
+                        "members start={start}, stride={stride}, size={size} do not all lie in the parent's 0..{n}"
+                    ),
+                ));
+            }
+            let slot = self.pick_slots(OP, agreed.free, 1)?[0];
+            let Some(me) = (0..size).find(|&i| member(i) as usize == parent.my_pe()) else {
+                return Ok(None);
+            };
+            self.take_slot(slot);
+            let world_start = parent.rank_of(start);
+            let (_, parent_stride, _) = parent.geometry();
+            Ok(Some(self.make_team(
+                slot,
+                world_start,
+                stride * parent_stride,
+                size,
+                me,
+            )))
+        })
     }
 
     /// Splits `parent` into a grid `xrange` members wide
@@ -83,28 +88,31 @@ impl World {
     /// memory is mapped here (OpenSHMEM's `SHMEM_TEAM_SHARED`); collective
     /// over the world. A node whose ranks are not evenly spaced in the
     /// world gets one-member teams, since every team is strided.
+    #[track_caller]
     pub fn split_node(&self) -> Result<Team> {
-        const OP: &str = "split_node";
-        let agreed = self.agree(OP, self.team_world(), &[], true)?;
-        let slot = self.pick_slots(OP, agreed.free, 1)?[0];
-        let node: Vec<usize> = (0..self.size)
-            .filter(|&r| self.node_of[r] == self.node_of[self.rank])
-            .collect();
-        let stride = match node.len() {
-            1 => 1,
-            _ => node[1] - node[0],
-        };
-        let even = node.windows(2).all(|w| w[1] - w[0] == stride);
-        self.take_slot(slot);
-        Ok(match even {
-            true => {
-                let me = node
-                    .iter()
-                    .position(|&r| r == self.rank)
-                    .expect("a rank is on its own node");
-                self.make_team(slot, node[0], stride as isize, node.len(), me)
-            }
-            false => self.make_team(slot, self.rank, 1, 1, 0),
+        crate::error::located(|| {
+            const OP: &str = "split_node";
+            let agreed = self.agree(OP, self.team_world(), &[], true)?;
+            let slot = self.pick_slots(OP, agreed.free, 1)?[0];
+            let node: Vec<usize> = (0..self.size)
+                .filter(|&r| self.node_of[r] == self.node_of[self.rank])
+                .collect();
+            let stride = match node.len() {
+                1 => 1,
+                _ => node[1] - node[0],
+            };
+            let even = node.windows(2).all(|w| w[1] - w[0] == stride);
+            self.take_slot(slot);
+            Ok(match even {
+                true => {
+                    let me = node
+                        .iter()
+                        .position(|&r| r == self.rank)
+                        .expect("a rank is on its own node");
+                    self.make_team(slot, node[0], stride as isize, node.len(), me)
+                }
+                false => self.make_team(slot, self.rank, 1, 1, 0),
+            })
         })
     }
 

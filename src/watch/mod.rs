@@ -22,7 +22,6 @@ pub(crate) use site::frames;
 use site::Site;
 
 use std::cell::{Cell, RefCell};
-use std::panic::Location;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Instant;
@@ -197,7 +196,7 @@ pub(crate) fn call(name: &'static str) -> Option<CallGuard> {
     if !watching() {
         return None;
     }
-    enter(name, Site::Rust(Location::caller()))
+    enter(name, Site::Rust(crate::error::call_site()))
 }
 
 /// Like `call`, for a call whose location is not known (finalize from
