@@ -339,7 +339,7 @@ impl Error {
     /// This error, placed at `at`; the outermost public call's place wins.
     #[cold]
     #[inline(never)]
-    fn located_at(self, at: &'static Location<'static>) -> Error {
+    pub(crate) fn located_at(self, at: &'static Location<'static>) -> Error {
         let error = match self {
             Error::Located(located) => located.error,
             other => other,
@@ -443,4 +443,51 @@ fn describe_missing(missing: &[usize]) -> String {
     }
     let ranks: Vec<String> = missing.iter().map(|r| r.to_string()).collect();
     format!("{}(s) {}", noun(), ranks.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_located_error_is_its_sentence_with_the_place_and_matches_by_kind() {
+        let error = Error::RankOutOfRange {
+            rank: 0,
+            op: "put",
+            target: 2,
+            size: 2,
+        };
+        let sentence = error.to_string();
+        let at = Location::caller();
+        let located = error.located_at(at);
+        assert_eq!(located.to_string(), sentence);
+        let debug = format!("{located:?}");
+        assert_eq!(
+            debug,
+            format!("{sentence}\n  at {}:{}:{}", at.file(), at.line(), at.column())
+        );
+        assert!(matches!(located.kind(), Error::RankOutOfRange { target: 2, .. }));
+        // Placed again by an outer call: once, at the outer place.
+        let outer = Location::caller();
+        let twice = located.located_at(outer);
+        assert_eq!(twice.location(), Some(outer));
+        assert!(matches!(twice.kind(), Error::RankOutOfRange { .. }));
+    }
+
+    #[test]
+    fn located_places_the_error_at_the_callers_line() {
+        #[track_caller]
+        fn public_call() -> Result<()> {
+            located(|| {
+                Err(Error::TeamsExhausted {
+                    rank: 0,
+                    op: "split",
+                    max: 1,
+                })
+            })
+        }
+        let line = line!() + 1;
+        let e = public_call().unwrap_err();
+        assert_eq!(e.location().map(|at| (at.file(), at.line())), Some((file!(), line)));
+    }
 }

@@ -132,14 +132,14 @@ impl<'scope, 'env> Nbi<'scope, 'env> {
     /// [`World::put_nbi`], for symmetry inside a scope.
     #[track_caller]
     pub fn put<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, src: &[T]) -> Result<()> {
-        crate::error::located(|| self.world.put_nbi(sym, target, index, src))
+        self.world.put_nbi(sym, target, index, src)
     }
 
     /// Completes every transfer started so far ([`World::quiet`]). The
     /// destinations stay borrowed until the scope ends.
     #[track_caller]
     pub fn quiet(&self) -> Result<()> {
-        crate::error::located(|| self.world.quiet())
+        self.world.quiet()
     }
 
     /// The world this scope belongs to.

@@ -37,7 +37,9 @@ impl World {
     #[inline]
     #[track_caller]
     pub unsafe fn sym_at<T: Pod>(&self, op: &'static str, addr: *const T, len: usize) -> Result<Sym<T>> {
-        crate::error::located(|| {
+        // Not `located`: the C API calls this on every transfer (and places
+        // its errors at the C caller itself).
+        {
             let bytes = len.saturating_mul(std::mem::size_of::<T>());
             if bytes == 0 {
                 // An empty object names no memory: any address will do, as
@@ -51,7 +53,7 @@ impl World {
                 Some(offset) => Ok(Sym::new(offset, len, self.id)),
                 None => Err(self.not_symmetric(op, addr as usize, bytes)),
             }
-        })
+        }
     }
 
     /// The checking mode's bound check: a heap range must lie inside one

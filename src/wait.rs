@@ -161,11 +161,15 @@ impl World {
     /// moves data as a wait does.
     #[track_caller]
     pub fn test<T: Pod + PartialOrd>(&self, sym: &Sym<T>, index: usize, cmp: Cmp<T>) -> Result<bool> {
-        crate::error::located(|| {
-            let ptr = self.local_ptr("test", sym, index, 1)?.cast::<T>();
-            self.tested(|| self.holds(ptr, cmp).then_some(true))
-                .map(|found| found.unwrap_or(false))
-        })
+        // Placed by hand, not by `located`, which cost a test in a polling
+        // loop a few ns: only an argument error has the program's place.
+        let at = std::panic::Location::caller();
+        let ptr = self
+            .local_ptr("test", sym, index, 1)
+            .map_err(|e| e.located_at(at))?
+            .cast::<T>();
+        self.tested(|| self.holds(ptr, cmp).then_some(true))
+            .map(|found| found.unwrap_or(false))
     }
 
     /// Serves what this rank's peers sent it and completes what its
@@ -175,7 +179,7 @@ impl World {
     /// tests, or its own flag reads) may call it in its loop.
     #[track_caller]
     pub fn progress(&self) -> Result<()> {
-        crate::error::located(|| self.links.check_links())
+        self.links.check_links()
     }
 
     /// A test's one look: sends this rank's batches, evaluates `look`, and
