@@ -3,8 +3,9 @@
 //! shm and tcp: a wait nobody can satisfy while the other ranks are in
 //! finalize ends the job within 4 s (under 1 s here; the emulated guest
 //! is slower), naming the waiting rank, its call and
-//! source line and the ranks in finalize with theirs; a two-rank wait
-//! cycle is called a cycle; a rank killed while the others wait in a
+//! source line and the ranks in finalize with theirs; two ranks waiting
+//! for values only the other could write are said to be stuck (not a
+//! cycle of calls); a rank killed while the others wait in a
 //! barrier is named as the reason they wait. The C API's reports are in
 //! tests/capi.rs.
 
@@ -77,7 +78,7 @@ fn a_wait_nobody_can_satisfy_with_the_others_in_finalize_ends_the_job_at_once() 
 }
 
 #[test]
-fn a_two_rank_wait_cycle_is_reported_as_a_cycle() {
+fn two_ranks_waiting_for_each_others_values_are_reported_stuck() {
     for (transport, _) in transports() {
         // Two ranks: nobody is in finalize, so only --hang-timeout ends it.
         let program = example("hang");
@@ -103,7 +104,7 @@ fn a_two_rank_wait_cycle_is_reported_as_a_cycle() {
             );
         }
         assert!(
-            out.stderr.contains("cycle: rank 0 -> rank 1 -> rank 0"),
+            out.stderr.contains("no rank can go on: rank 0 waits for a value rank 1 could write, rank 1 waits for a value rank 0 could write"),
             "{transport}: {out:?}"
         );
     }

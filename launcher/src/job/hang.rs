@@ -82,12 +82,28 @@ pub fn report(states: &[RankState], hosts: &[&str]) -> Vec<String> {
             lines.push(line);
         }
     }
-    if let Some(cycle) = graph.cycle() {
+    // "cycle" only for a real one: each rank waits for a call or an
+    // answer of the next. A loop through a wait on a value (which any
+    // running rank could write) is said as what it is.
+    if let Some(cycle) = graph.cycle(true) {
         let path: Vec<String> = cycle.iter().map(|r| format!("rank {r}")).collect();
         lines.push(format!(
             "  cycle: {} -> rank {}: each waits for the next, so none can go on",
             path.join(" -> "),
             cycle[0]
+        ));
+    } else if let Some(ring) = graph.cycle(false) {
+        let steps: Vec<String> = ring
+            .iter()
+            .zip(ring.iter().cycle().skip(1))
+            .map(|(&from, &to)| match graph.definite(from, to) {
+                true => format!("rank {from} waits for rank {to}"),
+                false => format!("rank {from} waits for a value rank {to} could write"),
+            })
+            .collect();
+        lines.push(format!(
+            "  no rank can go on: {}; each of them is blocked, so none of those writes will come",
+            steps.join(", ")
         ));
     }
     lines
@@ -106,8 +122,10 @@ fn not_blocked(state: &RankState) -> String {
 /// Who waits for whom.
 struct Graph<'a> {
     states: &'a [RankState],
-    /// Edges of each blocked rank, to the ranks that could end its wait.
-    waits_for: Vec<Vec<usize>>,
+    /// Edges of each blocked rank, to the ranks that could end its wait:
+    /// `true` where it waits for that rank's call or answer, `false` where
+    /// that rank could write the value it waits for.
+    waits_for: Vec<Vec<(usize, bool)>>,
 }
 
 impl<'a> Graph<'a> {
@@ -117,15 +135,16 @@ impl<'a> Graph<'a> {
             .map(|rank| match blocked(&states[rank]) {
                 None => Vec::new(),
                 Some(stall) => {
-                    let mut to: Vec<usize> = Vec::new();
+                    let mut to: Vec<(usize, bool)> = Vec::new();
                     for t in &stall.threads {
-                        to.extend(t.on.iter().map(|&r| r as usize));
+                        to.extend(t.on.iter().map(|&r| (r as usize, true)));
                         if t.anyone {
-                            to.extend(writers.iter().filter(|&&w| w != rank));
+                            to.extend(writers.iter().filter(|&&w| w != rank).map(|&w| (w, false)));
                         }
                     }
-                    to.sort_unstable();
-                    to.dedup();
+                    // A definite edge first, so it wins over a possible one.
+                    to.sort_unstable_by_key(|&(r, definite)| (r, !definite));
+                    to.dedup_by_key(|&mut (r, _)| r);
                     to
                 }
             })
@@ -177,8 +196,14 @@ impl<'a> Graph<'a> {
         None
     }
 
-    /// A cycle among blocked ranks, if the waits form one.
-    fn cycle(&self) -> Option<Vec<usize>> {
+    /// Whether `from` waits for `to`'s own call or answer.
+    fn definite(&self, from: usize, to: usize) -> bool {
+        self.waits_for[from].iter().any(|&(r, definite)| r == to && definite)
+    }
+
+    /// A cycle among blocked ranks, if the waits form one; with
+    /// `definite_only`, of waits for a rank's call or answer alone.
+    fn cycle(&self, definite_only: bool) -> Option<Vec<usize>> {
         let n = self.states.len();
         // 0: not seen, 1: on the current path, 2: done.
         let mut mark = vec![0u8; n];
@@ -191,14 +216,14 @@ impl<'a> Graph<'a> {
             mark[start] = 1;
             path.push(start);
             while let Some(&mut (node, ref mut edge)) = stack.last_mut() {
-                let Some(&to) = self.waits_for[node].get(*edge) else {
+                let Some(&(to, definite)) = self.waits_for[node].get(*edge) else {
                     mark[node] = 2;
                     stack.pop();
                     path.pop();
                     continue;
                 };
                 *edge += 1;
-                if blocked(&self.states[to]).is_none() {
+                if blocked(&self.states[to]).is_none() || (definite_only && !definite) {
                     continue;
                 }
                 match mark[to] {
@@ -296,14 +321,41 @@ mod tests {
     }
 
     #[test]
-    fn two_ranks_waiting_on_their_own_words_are_a_cycle() {
+    fn two_ranks_waiting_on_their_own_words_are_not_called_a_cycle() {
         let states = [stalled(0, "wait_until", &[], true), stalled(1, "wait_until", &[], true)];
+        let lines = report(&states, &["h", "h"]);
+        assert!(!lines.iter().any(|l| l.contains("cycle")), "{lines:?}");
+        assert!(
+            lines.last().unwrap().contains(
+                "no rank can go on: rank 0 waits for a value rank 1 could write, rank 1 waits for a value rank 0 could write"
+            ),
+            "{lines:?}"
+        );
+        assert!(hung(&states, Duration::from_secs(3)));
+    }
+
+    #[test]
+    fn a_value_wait_against_a_collective_is_said_as_such() {
+        let states = [stalled(0, "wait_until", &[], true), stalled(1, "barrier", &[0], false)];
+        let lines = report(&states, &["h", "h"]);
+        assert!(!lines.iter().any(|l| l.contains("cycle")), "{lines:?}");
+        assert!(
+            lines
+                .last()
+                .unwrap()
+                .contains("rank 0 waits for a value rank 1 could write, rank 1 waits for rank 0"),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn collectives_waiting_on_each_other_are_a_cycle() {
+        let states = [stalled(0, "barrier", &[1], false), stalled(1, "broadcast", &[0], false)];
         let lines = report(&states, &["h", "h"]);
         assert!(
             lines.last().unwrap().contains("cycle: rank 0 -> rank 1 -> rank 0"),
             "{lines:?}"
         );
-        assert!(hung(&states, Duration::from_secs(3)));
     }
 
     #[test]
