@@ -34,6 +34,7 @@ mod direct;
 mod header;
 mod rma;
 mod session;
+mod python;
 mod setup;
 mod state;
 mod sync;

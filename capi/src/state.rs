@@ -132,7 +132,8 @@ fn fail_with(api: &'static str, e: &Error) -> ! {
 /// and stops the others. The line has one shape for every C error:
 /// `oneside: <call> at <file>:<line>: PE <n>: <what went wrong>; <what to do>`,
 /// the location being where the program called `api` (`in <function>`
-/// with a hint when it has no line tables).
+/// with a hint when it has no line tables; under shmem4py, the Python
+/// program's own line).
 #[cold]
 pub fn fail(api: &'static str, what: &dyn std::fmt::Display) -> ! {
     oneside::speak_of_pes();
@@ -154,7 +155,13 @@ pub fn fail(api: &'static str, what: &dyn std::fmt::Display) -> ! {
         .strip_prefix(api)
         .and_then(|w| w.strip_prefix(": "))
         .unwrap_or(what);
-    eprintln!("oneside: {api}{}: {pe}{what}", place(&oneside::watch::c_call_site()));
+    // A Python program's own line (through shmem4py) says more than the
+    // binding's generated C.
+    let at = match crate::python::caller() {
+        Some(python) => format!(" at {python} (Python)"),
+        None => place(&oneside::watch::c_call_site()),
+    };
+    eprintln!("oneside: {api}{at}: {pe}{what}");
     exit_job(1)
 }
 

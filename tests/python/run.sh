@@ -4,7 +4,8 @@
 # in a venv (target/python/venv), then runs its own test suite (`python -m
 # unittest discover` on the test/ folder of the sdist pip downloads) alone
 # (1 PE) and under oshrun at 2 and 4 PEs over shared memory and TCP, and
-# the course programs in examples/python/ the same way. Every run is
+# the course programs in examples/python/ the same way, and checks that a
+# mistake in a Python program (tests/python/bad_put.py) names its line. Every run is
 # bounded in time. Prints one line per run and a closing count; exits
 # non-zero when any run failed.
 #
@@ -77,5 +78,16 @@ for transport in $transports; do
     run heat.py "$pes" "$transport" "$root" "$venv/python" examples/python/heat.py
   done
 done
+# An error from a Python program names its own file, line and function,
+# not the binding's generated C (one shape with C's errors).
+log=$out/bad_put.log
+expected="oneside: shmem_int_put at $root/tests/python/bad_put.py:11 in send (Python): PE 1: put targets PE 99, but the job has 2 PEs (0 to 1)"
+if (cd "$root" && timeout -k 5 120 "$bin/oshrun" -np 2 "$venv/python" tests/python/bad_put.py) >"$log" 2>&1; then
+  failed=$((failed + 1)); echo "| bad_put.py | 2 | shm | FAIL: exited 0 |"
+elif grep -qF "$expected" "$log" && ! grep -q "returned" "$log"; then
+  passed=$((passed + 1)); echo "| bad_put.py | 2 | shm | PASS | the error names bad_put.py:11 in send |"
+else
+  failed=$((failed + 1)); echo "| bad_put.py | 2 | shm | FAIL: expected '$expected' |"; sed 's/^/    /' "$log"
+fi
 echo "python: $passed passed, $failed failed"
 [ "$failed" = 0 ]
