@@ -32,9 +32,9 @@ mod ctx;
 mod direct;
 #[cfg(test)]
 mod header;
+mod python;
 mod rma;
 mod session;
-mod python;
 mod setup;
 mod state;
 mod sync;

@@ -38,20 +38,31 @@ fn api() -> Option<&'static Api> {
         // signature the field's type declares.
         unsafe {
             Some(Api {
-                is_initialized: std::mem::transmute::<*mut c_void, _>(sym(c"Py_IsInitialized")?),
-                gil_ensure: std::mem::transmute::<*mut c_void, _>(sym(c"PyGILState_Ensure")?),
-                gil_release: std::mem::transmute::<*mut c_void, _>(sym(c"PyGILState_Release")?),
-                current_frame: std::mem::transmute::<*mut c_void, _>(sym(c"PyEval_GetFrame")?),
-                line_number: std::mem::transmute::<*mut c_void, _>(sym(c"PyFrame_GetLineNumber")?),
-                code: std::mem::transmute::<*mut c_void, _>(sym(c"PyFrame_GetCode")?),
-                back: std::mem::transmute::<*mut c_void, _>(sym(c"PyFrame_GetBack")?),
-                attr: std::mem::transmute::<*mut c_void, _>(sym(c"PyObject_GetAttrString")?),
-                utf8: std::mem::transmute::<*mut c_void, _>(sym(c"PyUnicode_AsUTF8")?),
-                dec_ref: std::mem::transmute::<*mut c_void, _>(sym(c"Py_DecRef")?),
+                is_initialized: fn_ptr(sym(c"Py_IsInitialized")?),
+                gil_ensure: fn_ptr(sym(c"PyGILState_Ensure")?),
+                gil_release: fn_ptr(sym(c"PyGILState_Release")?),
+                current_frame: fn_ptr(sym(c"PyEval_GetFrame")?),
+                line_number: fn_ptr(sym(c"PyFrame_GetLineNumber")?),
+                code: fn_ptr(sym(c"PyFrame_GetCode")?),
+                back: fn_ptr(sym(c"PyFrame_GetBack")?),
+                attr: fn_ptr(sym(c"PyObject_GetAttrString")?),
+                utf8: fn_ptr(sym(c"PyUnicode_AsUTF8")?),
+                dec_ref: fn_ptr(sym(c"Py_DecRef")?),
             })
         }
     })
     .as_ref()
+}
+
+/// A function pointer of type `F` from a symbol's address.
+///
+/// # Safety
+/// `F` is the type of the function at `address`.
+unsafe fn fn_ptr<F: Copy>(address: *mut c_void) -> F {
+    const { assert!(std::mem::size_of::<F>() == std::mem::size_of::<*mut c_void>()) };
+    // SAFETY: F is a function pointer type of pointer size (checked above),
+    // the caller's contract says the function at `address` has it.
+    unsafe { std::mem::transmute_copy(&address) }
 }
 
 /// `file:line in function` of the Python code that made the current C
