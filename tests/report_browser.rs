@@ -3,7 +3,9 @@
 //! profiled run of examples/traffic.rs, and the screenshot must show the
 //! heat map: enough dark-red pixels (tests/profile/heat_pixels.py). The
 //! same page with the heat map cut out must not, so the check sees the
-//! map and nothing else. Built with `--features browser-tests`.
+//! map and nothing else. The page's visible text, as the browser holds
+//! it with hover titles left out, must carry every number and label a
+//! reader of a printout needs. Built with `--features browser-tests`.
 
 mod common;
 use common::*;
@@ -58,5 +60,73 @@ fn the_report_shows_its_heat_map_in_a_browser() {
     // hold 56 to 120 bytes, dark on its log scale.
     assert!(with_map >= 4 * 120 * 120, "{with_map} hot pixels with the map");
     assert!(without_map < 2_000, "{without_map} hot pixels without the map");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The page's text as the browser renders it (Chromium's DOM after
+/// layout), without hover titles and styles: what a printout shows.
+fn visible_text(page: &Path) -> String {
+    let out = Command::new("chromium")
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium runs (apt-get install chromium)");
+    let mut dom = String::from_utf8_lossy(&out.stdout).into_owned();
+    for tag in ["title", "style"] {
+        while let Some(start) = dom.find(&format!("<{tag}")) {
+            let end = dom[start..]
+                .find(&format!("</{tag}>"))
+                .map_or(dom.len(), |e| start + e + tag.len() + 3);
+            dom.replace_range(start..end, " ");
+        }
+    }
+    let mut text = String::new();
+    let mut in_tag = false;
+    for c in dom.chars() {
+        match c {
+            '<' => {
+                in_tag = true;
+                text.push(' ');
+            }
+            '>' => in_tag = false,
+            c if !in_tag => text.push(c),
+            _ => {}
+        }
+    }
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[test]
+fn the_report_reads_on_paper() {
+    let dir = std::env::temp_dir().join(format!("oneside-report-text-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let profile = format!("--profile={}", dir.display());
+    let out = rlaunch(&["-n", "4", &profile, &example("traffic")]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let text = visible_text(&dir.join("report.html"));
+    // examples/traffic.rs: each rank puts 64 bytes to its right, gets 16
+    // from its left and fetch-adds 56 on rank 0, so rank 3 sends rank 0
+    // 120 bytes, the most.
+    for expected in [
+        "target rank",
+        "origin rank",
+        "120 B",
+        "bytes moved (log scale)",
+        "0 B",
+        "computing communicating blocked",
+        "time since start",
+        "operation calls bytes time per call % of the run",
+        "put 32 256 B",
+        "The hottest pair is rank 3 to rank 0: 120 B",
+        "The most blocked rank is rank",
+        // Histograms by default: the barriers are timed, every one.
+        "barrier calls",
+        "latency (bucket from)",
+    ] {
+        assert!(
+            text.contains(expected),
+            "'{expected}' is not in the page's visible text: {text}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

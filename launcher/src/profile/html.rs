@@ -1,160 +1,178 @@
 //! `report.html`: one self-contained page (inline SVG, no scripts, no
-//! network): the communication matrix as a heat map, each rank's time as
-//! computing / communicating / blocked, and per-operation latency
-//! histograms (filled at `shmem_pcontrol(2)`).
+//! network) that reads on paper: what stands out, computed from the data;
+//! the communication matrix; each rank's time; every operation with its
+//! calls, bytes and time; latency histograms (of the timed calls, by
+//! default). The pictures are in `charts.rs`.
 
+use super::charts;
 use super::summary::{bytes, time};
 use super::Merged;
 use std::fmt::Write as _;
 
-/// The heat map's side in pixels, whatever the job's size.
-const MAP: f64 = 480.0;
-
-/// A colour from white (nothing) to dark red (the most), on a log scale.
-fn heat(value: u64, max: u64) -> String {
-    if value == 0 || max == 0 {
-        return "#f4f4f4".into();
-    }
-    let t = ((value as f64).ln_1p() / (max as f64).ln_1p()).clamp(0.0, 1.0);
-    let (r, g, b) = (255.0 - 115.0 * t, 230.0 * (1.0 - t), 200.0 * (1.0 - t));
-    format!("rgb({:.0},{:.0},{:.0})", r, g, b)
-}
-
-fn heat_map(out: &mut String, matrix: &[Vec<u64>]) {
-    let n = matrix.len().max(1);
-    let cell = MAP / n as f64;
-    let max = matrix.iter().flatten().copied().max().unwrap_or(0);
-    let _ = writeln!(
-        out,
-        "<svg id=\"heatmap\" width=\"{w}\" height=\"{w}\" viewBox=\"-40 -20 {w} {w}\" role=\"img\">",
-        w = MAP + 60.0
-    );
-    let _ = writeln!(
-        out,
-        "<text x=\"{}\" y=\"-6\" font-size=\"12\" text-anchor=\"middle\">target rank</text>",
-        MAP / 2.0
-    );
-    let _ = writeln!(
-        out,
-        "<text x=\"-28\" y=\"{}\" font-size=\"12\" transform=\"rotate(-90 -28 {y})\" text-anchor=\"middle\">origin rank</text>",
-        MAP / 2.0,
-        y = MAP / 2.0
-    );
-    for (from, row) in matrix.iter().enumerate() {
-        for (to, &value) in row.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "<rect x=\"{:.2}\" y=\"{:.2}\" width=\"{c:.2}\" height=\"{c:.2}\" fill=\"{}\"><title>{from} -&gt; {to}: {}</title></rect>",
-                to as f64 * cell,
-                from as f64 * cell,
-                heat(value, max),
-                bytes(value),
-                c = cell
-            );
-        }
-    }
-    out.push_str("</svg>\n");
-}
-
-fn time_bars(out: &mut String, m: &Merged) {
-    let longest = m.ranks.iter().map(|p| p.elapsed_ns).max().unwrap_or(1).max(1);
-    let row = 18.0;
-    let height = row * m.ranks.len() as f64 + 10.0;
-    let _ = writeln!(out, "<svg id=\"timebars\" width=\"620\" height=\"{height}\">");
-    for (i, p) in m.ranks.iter().enumerate() {
-        let (blocked, communicating) = Merged::split(p);
-        let computing = p.elapsed_ns.saturating_sub(blocked + communicating);
-        let mut x = 60.0;
-        let y = i as f64 * row;
-        let _ = writeln!(
-            out,
-            "<text x=\"0\" y=\"{:.0}\" font-size=\"12\">rank {}</text>",
-            y + 13.0,
-            p.rank
-        );
-        for (part, colour, what) in [
-            (computing, "#4c9a2a", "computing"),
-            (communicating, "#2a6ebb", "communicating"),
-            (blocked, "#e67e22", "blocked"),
-        ] {
-            let w = 540.0 * part as f64 / longest as f64;
-            let _ = writeln!(
-                out,
-                "<rect x=\"{x:.2}\" y=\"{y:.0}\" width=\"{w:.2}\" height=\"{}\" fill=\"{colour}\"><title>rank {}: {what} {}</title></rect>",
-                row - 4.0,
-                p.rank,
-                time(part)
-            );
-            x += w;
-        }
-    }
-    out.push_str("</svg>\n");
-}
-
-fn histograms(out: &mut String, m: &Merged) {
-    let mut sums: Vec<(String, Vec<u64>)> = m.totals().into_iter().map(|t| (t.name, t.histogram)).collect();
-    sums.retain(|s| s.1.iter().any(|&c| c > 0));
-    if sums.is_empty() {
-        out.push_str("<p>No latency histograms: call <code>shmem_pcontrol(2)</code> (Rust: <code>oneside::set_profiling_level(2)</code>) to record them.</p>\n");
-        return;
-    }
-    for (name, counts) in sums {
-        let max = counts.iter().copied().max().unwrap_or(1).max(1);
-        let _ = writeln!(
-            out,
-            "<h3>{name}</h3>\n<svg class=\"histogram\" width=\"{}\" height=\"120\">",
-            counts.len() * 16 + 10
-        );
-        for (b, &c) in counts.iter().enumerate() {
-            let h = 90.0 * c as f64 / max as f64;
-            let _ = writeln!(
-                out,
-                "<rect x=\"{}\" y=\"{:.1}\" width=\"14\" height=\"{h:.1}\" fill=\"#2a6ebb\"><title>{} .. {}: {c} calls</title></rect>",
-                b * 16,
-                95.0 - h,
-                time(1 << b),
-                time(2 << b)
-            );
-            if b % 5 == 0 {
-                let _ = writeln!(
-                    out,
-                    "<text x=\"{}\" y=\"112\" font-size=\"9\">{}</text>",
-                    b * 16,
-                    time(1 << b)
-                );
-            }
-        }
-        out.push_str("</svg>\n");
-    }
-}
-
 pub fn render(m: &Merged) -> String {
     let mut out = String::from(
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>oneside profile</title>\n\
-         <style>body{font-family:sans-serif;margin:2em;max-width:60em}h2{margin-top:1.5em}</style></head><body>\n",
+         <style>body{font-family:sans-serif;margin:2em;max-width:60em}h2{margin-top:1.5em}\
+         table{border-collapse:collapse}td,th{padding:2px 10px;text-align:right;border-bottom:1px solid #ddd}\
+         td:first-child,th:first-child{text-align:left}</style></head><body>\n",
     );
     let _ = writeln!(out, "<h1>oneside profile: {} ranks</h1>", m.size);
     for (rank, why) in &m.missing {
         let _ = writeln!(out, "<p>rank {rank}: no profile ({why})</p>");
     }
     out.push_str("<h2>Bytes moved by the program's puts, gets and atomics (row: origin, column: target)</h2>\n");
-    heat_map(&mut out, &m.matrix(|p| &p.target_bytes));
-    out.push_str("<h2>Time per rank: computing, communicating, blocked</h2>\n");
-    time_bars(&mut out, m);
+    let matrix = m.matrix(|p| &p.target_bytes);
+    charts::heat_map(&mut out, &matrix);
+    out.push_str("<h2>What stands out</h2>\n<ul id=\"standout\">\n");
+    for line in standouts(m, &matrix) {
+        let _ = writeln!(out, "<li>{line}</li>");
+    }
+    out.push_str("</ul>\n<h2>Time per rank: computing, communicating, blocked</h2>\n");
+    charts::time_bars(&mut out, m);
+    out.push_str("<h2>Operations, over all ranks</h2>\n");
+    operations(&mut out, m);
     out.push_str("<h2>Latency per operation</h2>\n");
-    histograms(&mut out, m);
+    charts::histograms(&mut out, m);
     out.push_str("</body></html>\n");
     out
+}
+
+/// The per-operation table: calls, bytes, time, time per call and the
+/// share of the run (the ranks' elapsed times added up), most time first.
+fn operations(out: &mut String, m: &Merged) {
+    let run: u64 = m.ranks.iter().map(|p| p.elapsed_ns).sum::<u64>().max(1);
+    let mut totals = m.totals();
+    totals.retain(|t| t.calls > 0);
+    totals.sort_by_key(|t| std::cmp::Reverse(t.nanos));
+    out.push_str("<table id=\"operations\">\n<tr><th>operation</th><th>calls</th><th>bytes</th><th>time</th><th>per call</th><th>% of the run</th></tr>\n");
+    for t in &totals {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}%</td></tr>",
+            t.name,
+            t.calls,
+            bytes(t.bytes),
+            time(t.nanos),
+            time(t.nanos / t.calls),
+            100.0 * t.nanos as f64 / run as f64
+        );
+    }
+    out.push_str("</table>\n");
+}
+
+/// A few sentences computed from the data: the most blocked rank and in
+/// what, how uneven the ranks are, and the pair that moved the most.
+fn standouts(m: &Merged, matrix: &[Vec<u64>]) -> Vec<String> {
+    let mut lines = Vec::new();
+    let blocked: Vec<(u64, usize)> = m.ranks.iter().map(|p| (Merged::split(p).0, p.rank)).collect();
+    if let Some(p) = blocked
+        .iter()
+        .max()
+        .and_then(|&(_, r)| m.ranks.iter().find(|p| p.rank == r))
+    {
+        let (most, _) = Merged::split(p);
+        let worst = p
+            .families
+            .iter()
+            .filter(|f| oneside::profile::Family::blocks(&f.name))
+            .max_by_key(|f| f.nanos);
+        let share = 100.0 * most as f64 / p.elapsed_ns.max(1) as f64;
+        let line = match worst {
+            Some(f) if most > 0 => format!(
+                "The most blocked rank is rank {}: {} ({share:.0}% of its run), most of it in {} ({}).",
+                p.rank,
+                time(most),
+                f.name,
+                time(f.nanos)
+            ),
+            _ => "No rank was blocked in oneside.".to_string(),
+        };
+        lines.push(line);
+        let mean = blocked.iter().map(|b| b.0).sum::<u64>() as f64 / blocked.len() as f64;
+        if mean > 0.0 {
+            lines.push(format!(
+                "Imbalance: the most blocked rank waited {:.2}x the mean.",
+                most as f64 / mean
+            ));
+        }
+    }
+    let total: u64 = matrix.iter().flatten().sum();
+    let hottest = matrix
+        .iter()
+        .enumerate()
+        .flat_map(|(from, row)| row.iter().enumerate().map(move |(to, &b)| (b, from, to)))
+        .max();
+    match hottest {
+        Some((b, from, to)) if b > 0 => lines.push(format!(
+            "The hottest pair is rank {from} to rank {to}: {} ({:.0}% of all bytes moved).",
+            bytes(b),
+            100.0 * b as f64 / total as f64
+        )),
+        _ => lines.push("The program moved no bytes with puts, gets or atomics.".to_string()),
+    }
+    lines
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use oneside::profile::{FamilyStats, RankProfile};
+
+    fn family(name: &str, calls: u64, bytes: u64, nanos: u64) -> FamilyStats {
+        FamilyStats {
+            name: name.into(),
+            calls,
+            bytes,
+            nanos,
+            histogram: Vec::new(),
+        }
+    }
+
+    fn two_ranks() -> Merged {
+        let rank = |rank: usize, barrier_ns: u64, to_other: u64| RankProfile {
+            rank,
+            size: 2,
+            host: "h".into(),
+            elapsed_ns: 1_000_000,
+            families: vec![family("put", 10, 80, 2_000), family("barrier", 1, 0, barrier_ns)],
+            target_bytes: if rank == 0 {
+                vec![0, to_other]
+            } else {
+                vec![to_other, 0]
+            },
+            target_ops: vec![0, 0],
+            collective_bytes: vec![0, 0],
+        };
+        Merged {
+            size: 2,
+            ranks: vec![rank(0, 100_000, 80), rank(1, 500_000, 8)],
+            missing: Vec::new(),
+        }
+    }
 
     #[test]
-    fn the_scale_runs_from_pale_to_dark() {
-        assert_eq!(heat(0, 100), "#f4f4f4");
-        assert_eq!(heat(100, 100), "rgb(140,0,0)");
-        assert_ne!(heat(1, 100), heat(50, 100));
+    fn the_table_gives_each_operation_its_share_of_the_run() {
+        let mut out = String::new();
+        operations(&mut out, &two_ranks());
+        // 600 us of barrier over 2 ms of run; the barrier comes first.
+        let barrier =
+            out.find("<td>barrier</td><td>2</td><td>0 B</td><td>600.0 us</td><td>300.0 us</td><td>30.0%</td>");
+        let put = out.find("<td>put</td><td>20</td><td>160 B</td><td>4000 ns</td><td>200 ns</td><td>0.2%</td>");
+        assert!(barrier.is_some() && put.is_some() && barrier < put, "{out}");
+    }
+
+    #[test]
+    fn what_stands_out_is_computed_from_the_data() {
+        let m = two_ranks();
+        let lines = standouts(&m, &m.matrix(|p| &p.target_bytes));
+        assert_eq!(
+            lines[0],
+            "The most blocked rank is rank 1: 500.0 us (50% of its run), most of it in barrier (500.0 us)."
+        );
+        assert_eq!(lines[1], "Imbalance: the most blocked rank waited 1.67x the mean.");
+        assert_eq!(
+            lines[2],
+            "The hottest pair is rank 0 to rank 1: 80 B (91% of all bytes moved)."
+        );
     }
 }

@@ -3,6 +3,7 @@
 //! `DIR/profile.json`, `DIR/summary.txt` (also printed) and
 //! `DIR/report.html`.
 
+mod charts;
 mod html;
 mod summary;
 pub mod timeline;
