@@ -363,6 +363,8 @@ impl World {
     /// `status`, then exits this process without a farewell barrier.
     pub fn global_exit(&mut self, status: i32) -> ! {
         self.finalized = true;
+        // The profile and trace asked for, as finalize would write them.
+        let _ = crate::profile::finish();
         if let Some(link) = &mut self.launcher {
             let _ = link.send_global_exit(status);
         }
@@ -450,6 +452,11 @@ impl Drop for World {
         // waiting for it, and a rank that lost a peer cannot finish one: it
         // leaves without a farewell and rlaunch aborts the job.
         if std::thread::panicking() || self.links.broken() {
+            // No farewell, but the profile and trace asked for are still
+            // written: they show where a rank that lived spent its time.
+            if let Err(e) = crate::profile::finish() {
+                eprintln!("oneside: rank {} could not write its profile: {e}", self.rank);
+            }
             return;
         }
         let _call = crate::watch::call_unplaced("finalize");

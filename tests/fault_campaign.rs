@@ -9,8 +9,9 @@
 //! finalize).
 //!
 //! Every injected fault must end the job within [`BOUND`] of it, with a
-//! non-zero status, the faulty rank named, no rank process left and
-//! nothing of the job's left in `/dev/shm`. The campaign prints a table:
+//! non-zero status, the faulty rank named, no rank process left,
+//! nothing of the job's left in `/dev/shm`, and (every job runs under
+//! `--profile`) a profile written by every rank that lived past init. The campaign prints a table:
 //! faults injected, ended as promised, missed (with why), and faults that
 //! came after the job had already finished (not counted as injected).
 //!
@@ -104,13 +105,24 @@ fn trigger(family: &str) -> &'static str {
 }
 
 fn inject(fault: &Fault) -> Verdict {
+    static JOBS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let job = JOBS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let profiles = std::env::temp_dir().join(format!("oneside-campaign-{}-{job}", std::process::id()));
+    let verdict = inject_into(fault, &profiles);
+    let _ = std::fs::remove_dir_all(&profiles);
+    verdict
+}
+
+fn inject_into(fault: &Fault, profiles: &std::path::Path) -> Verdict {
     let ranks = fault.ranks.to_string();
     let program = example("fault_target");
+    let profile = format!("--profile={}", profiles.display());
     let mut child = spawn_rlaunch(&[
         "-n",
         &ranks,
         "--transport",
         fault.transport,
+        &profile,
         &program,
         fault.family,
         "20",
@@ -157,7 +169,27 @@ fn inject(fault: &Fault) -> Verdict {
     let stderr = err_reader.join().unwrap_or_default();
     let mut stdout: Vec<String> = seen;
     stdout.extend(lines.rest().lines().map(str::to_string));
-    judge(fault, status.and_then(|s| s.code()), took, &stdout, &stderr, pid)
+    match judge(fault, status.and_then(|s| s.code()), took, &stdout, &stderr, pid) {
+        Verdict::Kept => profiles_of_the_living(fault, &stdout, profiles),
+        other => other,
+    }
+}
+
+/// Whether every rank but the victim that said it was ready (past init)
+/// wrote its profile: the ranks that lived show where they spent their
+/// time, whether they ended on SIGTERM from rlaunch or on their own error.
+fn profiles_of_the_living(fault: &Fault, stdout: &[String], dir: &std::path::Path) -> Verdict {
+    let ready: Vec<usize> = stdout
+        .iter()
+        .filter(|l| l.starts_with("ready"))
+        .filter_map(|l| l.split_whitespace().find_map(|w| w.strip_prefix("rank=")))
+        .filter_map(|r| r.parse().ok())
+        .filter(|&r| r != fault.victim)
+        .collect();
+    match ready.iter().find(|r| !dir.join(format!("rank-{r}.prof")).exists()) {
+        Some(r) => Verdict::Missed(format!("rank {r} lived but wrote no profile in {}", dir.display())),
+        None => Verdict::Kept,
+    }
 }
 
 /// Reads the job's stdout until the victim's trigger line (or the job ends).

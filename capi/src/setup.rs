@@ -49,8 +49,13 @@ fn init(api: &'static str, requested: c_int) {
 }
 
 extern "C" fn finalize_at_exit() {
-    if !state::exiting() {
-        finalize_now("at exit, without shmem_finalize (main returned, or exit was called)");
+    match state::exiting() {
+        false => finalize_now("at exit, without shmem_finalize (main returned, or exit was called)"),
+        // An error or shmem_global_exit ends the PE without a farewell;
+        // the profile and trace asked for are still written.
+        true => {
+            let _ = oneside::profile::write_now();
+        }
     }
 }
 

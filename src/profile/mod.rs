@@ -12,10 +12,11 @@
 //! locks, collectives, allocation) open a `Span` and are always timed.
 //! Calls that cost tens of nanoseconds on shared memory (puts, gets,
 //! atomics, signals, quiet, fence) run through `leaf!`: counted every time,
-//! timed one call in `SAMPLE`, and every call at level 2, which also
-//! fills latency histograms. Their time is the sampled mean times the
-//! calls. Reading the clock on every 8-byte put would cost more than the
-//! put.
+//! timed one call in `SAMPLE`, and every call at level 2. Their time is
+//! the sampled mean times the calls. Every timed call also lands in its
+//! family's latency histogram, so histograms are there by default, of
+//! every blocking call and of the sampled cheap ones. Reading the clock on
+//! every 8-byte put would cost more than the put.
 //!
 //! Only the outermost call is counted: a barrier's quiet, a lock's atomics
 //! and a collective's waits belong to the barrier, the lock and the
@@ -245,6 +246,13 @@ pub(crate) fn collective_bytes(target: usize, bytes: usize) {
     }
 }
 
+/// Writes this rank's profile and trace now, if asked for: for a C
+/// program's exit through an error, which never reaches finalize.
+#[doc(hidden)]
+pub fn write_now() -> std::io::Result<()> {
+    finish()
+}
+
 /// Writes this rank's profile file, if profiling; called at finalize.
 pub(crate) fn finish() -> std::io::Result<()> {
     match COUNTERS.get() {
@@ -283,10 +291,9 @@ impl Drop for Span {
         let (Some(started), Some(block)) = (self.started, block()) else {
             return;
         };
-        let detail = level::profiling_level() >= 2;
         let duration = nanos_since(started);
         block.count_call(self.family);
-        block.time(self.family, duration, detail);
+        block.time(self.family, duration);
         trace(block, self.family, started, duration);
     }
 }
@@ -339,12 +346,11 @@ pub(crate) fn timed_leaf<R>(family: Family, call: impl FnOnce() -> R) -> R {
     let Some(block) = LOCAL.with(|local| local.block.get()) else {
         return call();
     };
-    let detail = level::profiling_level() >= 2;
     let traced = block.ring.is_some() && matches!(family, Family::Get | Family::Quiet);
     let started = Instant::now();
     let result = call();
     let duration = nanos_since(started);
-    block.time(family, duration, detail);
+    block.time(family, duration);
     if traced {
         trace(block, family, started, duration);
     }

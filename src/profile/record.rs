@@ -109,14 +109,14 @@ impl Block {
         }
     }
 
-    /// Adds one timed call; `detail` (level 2) also fills its histogram.
-    pub fn time(&self, family: Family, nanos: u64, detail: bool) {
+    /// Adds one timed call, to its time and to its latency histogram:
+    /// every blocking call, and the cheap calls that are timed (one in
+    /// [`SAMPLE`](super::SAMPLE) at level 1, all at level 2).
+    pub fn time(&self, family: Family, nanos: u64) {
         let f = &self.families[family as usize];
         bump(&f.timed_calls, 1);
         bump(&f.timed_nanos, nanos);
-        if detail {
-            bump(&f.histogram[bucket(nanos)], 1);
-        }
+        bump(&f.histogram[bucket(nanos)], 1);
     }
 
     pub fn collective_bytes(&self, target: usize, bytes: u64) {
@@ -263,14 +263,14 @@ mod tests {
         let counters = Counters::new(outputs, 1, 3, "node a");
         let (one, two) = (counters.new_block(), counters.new_block());
         assert_eq!(one.aim(Family::Put, 2, 80), Some(0));
-        one.time(Family::Put, 1500, true);
+        one.time(Family::Put, 1500);
         assert_eq!(two.aim(Family::Put, 2, 8), Some(0));
         assert_eq!(two.aim(Family::Put, 3, 8), None, "not a rank: counted as a call alone");
         two.count_call(Family::Put);
         assert_eq!(one.aim(Family::Quiet, 0, 0), None, "quiet names no target");
-        two.time(Family::Put, 70, false);
+        two.time(Family::Put, 70);
         one.count_call(Family::Barrier);
-        one.time(Family::Barrier, 9000, false);
+        one.time(Family::Barrier, 9000);
         two.collective_bytes(0, 4096);
         let written = counters.snapshot();
         let read = RankProfile::parse(&written.to_text()).expect("parses");
@@ -282,6 +282,9 @@ mod tests {
         assert_eq!((put.calls, put.bytes), (3, 88), "summed over both threads' blocks");
         assert_eq!(put.nanos, (1500 + 70) * 3 / 2, "the timed calls' mean times every call");
         assert_eq!(put.histogram[bucket(1500)], 1);
+        assert_eq!(put.histogram[bucket(70)], 1, "every timed call is in the histogram");
+        let barrier = &read.families[Family::Barrier as usize];
+        assert_eq!(barrier.histogram[bucket(9000)], 1);
     }
 
     #[test]
