@@ -90,11 +90,9 @@ atomic_float! {
 
 impl World {
     /// Applies one atomic to `target`'s element `index` of `sym` on
-    /// `stream`, after the usual checks (an argument error placed at the
-    /// program's call).
+    /// `stream`, after the usual checks.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    #[track_caller]
     pub(crate) fn atomic_on<T: AtomicElem>(
         &self,
         stream: Stream<'_>,
@@ -106,11 +104,51 @@ impl World {
         operands: (T, T),
         fetch: bool,
     ) -> Result<T> {
-        let at = std::panic::Location::caller();
-        let offset = self
-            .checked_offset(name, sym, target, index, 1)
-            .map_err(|e| e.located_at(at))?;
-        let (operand, compare) = operands;
+        if profile::active() {
+            return self.counted_atomic(stream, name, sym, target, index, op, operands, fetch);
+        }
+        self.uncounted_atomic(stream, name, sym, target, index, op, operands, fetch)
+    }
+
+    /// [`atomic_on`](World::atomic_on) while profiling, out of line: a
+    /// profiling branch inside the inlined path (`profile::leaf!`) cost a
+    /// non-fetching add on shared memory a third of its rate with
+    /// profiling off.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn counted_atomic<T: AtomicElem>(
+        &self,
+        stream: Stream<'_>,
+        name: &'static str,
+        sym: &Sym<T>,
+        target: usize,
+        index: usize,
+        op: AmoOp,
+        operands: (T, T),
+        fetch: bool,
+    ) -> Result<T> {
+        match profile::count_leaf(Family::Atomic, Some(target), std::mem::size_of::<T>()) {
+            false => self.uncounted_atomic(stream, name, sym, target, index, op, operands, fetch),
+            true => profile::timed_leaf(Family::Atomic, || {
+                self.uncounted_atomic(stream, name, sym, target, index, op, operands, fetch)
+            }),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn uncounted_atomic<T: AtomicElem>(
+        &self,
+        stream: Stream<'_>,
+        name: &'static str,
+        sym: &Sym<T>,
+        target: usize,
+        index: usize,
+        op: AmoOp,
+        (operand, compare): (T, T),
+        fetch: bool,
+    ) -> Result<T> {
+        let offset = self.checked_offset(name, sym, target, index, 1)?;
         let amo = Amo {
             op,
             width: T::WIDTH,
@@ -118,29 +156,7 @@ impl World {
             compare: compare.to_bits(),
             fetch,
         };
-        if profile::active() {
-            return self.counted_atomic(stream, name, target, offset, amo).map(T::from_bits);
-        }
         self.links.amo(stream, name, target, offset, amo).map(T::from_bits)
-    }
-
-    /// The atomic of [`atomic_on`](World::atomic_on) while profiling, out
-    /// of line: a profiling branch inside the inlined path
-    /// (`profile::leaf!`) cost a non-fetching add on shared memory a third
-    /// of its rate with profiling off.
-    #[inline(never)]
-    fn counted_atomic(
-        &self,
-        stream: Stream<'_>,
-        name: &'static str,
-        target: usize,
-        offset: usize,
-        amo: Amo,
-    ) -> Result<u64> {
-        match profile::count_leaf(Family::Atomic, Some(target), amo.width.bytes()) {
-            false => self.links.amo(stream, name, target, offset, amo),
-            true => profile::timed_leaf(Family::Atomic, || self.links.amo(stream, name, target, offset, amo)),
-        }
     }
 }
 
@@ -148,14 +164,12 @@ impl World {
 macro_rules! rmw {
     ($($op:ident: $fetching:ident, $plain:ident, $doc:literal;)*) => {$(
         #[doc = concat!("Atomically ", $doc, " `target`'s element and returns its old value.")]
-        #[track_caller]
         fn $fetching<T: AtomicInt>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<T> {
             let operands = (value, T::zeroed());
             self.world().atomic_on(self.stream(), stringify!($fetching), sym, target, index, AmoOp::$op, operands, true)
         }
 
         #[doc = concat!("Atomically ", $doc, " `target`'s element; may complete at the next quiet.")]
-        #[track_caller]
         fn $plain<T: AtomicInt>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<()> {
             let operands = (value, T::zeroed());
             self.world().atomic_on(self.stream(), stringify!($plain), sym, target, index, AmoOp::$op, operands, false).map(drop)
@@ -167,64 +181,54 @@ macro_rules! rmw {
 /// or a [`Ctx`](crate::Ctx). Written once, for both.
 pub trait Atomics: Endpoint {
     /// Atomically reads `target`'s element.
-    #[track_caller]
     fn atomic_fetch<T: AtomicElem>(&self, sym: &Sym<T>, target: usize, index: usize) -> Result<T> {
-        {
-            let zero = T::zeroed();
-            self.world().atomic_on(
-                self.stream(),
-                "atomic_fetch",
-                sym,
-                target,
-                index,
-                AmoOp::Fetch,
-                (zero, zero),
-                true,
-            )
-        }
+        let zero = T::zeroed();
+        self.world().atomic_on(
+            self.stream(),
+            "atomic_fetch",
+            sym,
+            target,
+            index,
+            AmoOp::Fetch,
+            (zero, zero),
+            true,
+        )
     }
 
     /// Atomically stores `value` into `target`'s element (complete at quiet).
-    #[track_caller]
     fn atomic_set<T: AtomicElem>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<()> {
-        {
-            let operands = (value, T::zeroed());
-            self.world()
-                .atomic_on(
-                    self.stream(),
-                    "atomic_set",
-                    sym,
-                    target,
-                    index,
-                    AmoOp::Set,
-                    operands,
-                    false,
-                )
-                .map(drop)
-        }
-    }
-
-    /// Atomically stores `value` and returns the element's old value.
-    #[track_caller]
-    fn atomic_swap<T: AtomicElem>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<T> {
-        {
-            let operands = (value, T::zeroed());
-            self.world().atomic_on(
+        let operands = (value, T::zeroed());
+        self.world()
+            .atomic_on(
                 self.stream(),
-                "atomic_swap",
+                "atomic_set",
                 sym,
                 target,
                 index,
-                AmoOp::Swap,
+                AmoOp::Set,
                 operands,
-                true,
+                false,
             )
-        }
+            .map(drop)
+    }
+
+    /// Atomically stores `value` and returns the element's old value.
+    fn atomic_swap<T: AtomicElem>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<T> {
+        let operands = (value, T::zeroed());
+        self.world().atomic_on(
+            self.stream(),
+            "atomic_swap",
+            sym,
+            target,
+            index,
+            AmoOp::Swap,
+            operands,
+            true,
+        )
     }
 
     /// Stores `value` if the element equals `expected`; returns the old value
     /// (equal to `expected` exactly when the swap happened).
-    #[track_caller]
     fn atomic_compare_swap<T: AtomicInt>(
         &self,
         sym: &Sym<T>,
@@ -233,58 +237,50 @@ pub trait Atomics: Endpoint {
         expected: T,
         value: T,
     ) -> Result<T> {
-        {
-            let operands = (value, expected);
-            let op = AmoOp::CompareSwap;
-            self.world().atomic_on(
-                self.stream(),
-                "atomic_compare_swap",
-                sym,
-                target,
-                index,
-                op,
-                operands,
-                true,
-            )
-        }
+        let operands = (value, expected);
+        let op = AmoOp::CompareSwap;
+        self.world().atomic_on(
+            self.stream(),
+            "atomic_compare_swap",
+            sym,
+            target,
+            index,
+            op,
+            operands,
+            true,
+        )
     }
 
     /// Atomically increments `target`'s element and returns its old value.
-    #[track_caller]
     fn atomic_fetch_inc<T: AtomicInt>(&self, sym: &Sym<T>, target: usize, index: usize) -> Result<T> {
-        {
-            let operands = (T::ONE, T::zeroed());
-            self.world().atomic_on(
+        let operands = (T::ONE, T::zeroed());
+        self.world().atomic_on(
+            self.stream(),
+            "atomic_fetch_inc",
+            sym,
+            target,
+            index,
+            AmoOp::Add,
+            operands,
+            true,
+        )
+    }
+
+    /// Atomically increments `target`'s element; may complete at the next quiet.
+    fn atomic_inc<T: AtomicInt>(&self, sym: &Sym<T>, target: usize, index: usize) -> Result<()> {
+        let operands = (T::ONE, T::zeroed());
+        self.world()
+            .atomic_on(
                 self.stream(),
-                "atomic_fetch_inc",
+                "atomic_inc",
                 sym,
                 target,
                 index,
                 AmoOp::Add,
                 operands,
-                true,
+                false,
             )
-        }
-    }
-
-    /// Atomically increments `target`'s element; may complete at the next quiet.
-    #[track_caller]
-    fn atomic_inc<T: AtomicInt>(&self, sym: &Sym<T>, target: usize, index: usize) -> Result<()> {
-        {
-            let operands = (T::ONE, T::zeroed());
-            self.world()
-                .atomic_on(
-                    self.stream(),
-                    "atomic_inc",
-                    sym,
-                    target,
-                    index,
-                    AmoOp::Add,
-                    operands,
-                    false,
-                )
-                .map(drop)
-        }
+            .map(drop)
     }
 
     rmw! {
