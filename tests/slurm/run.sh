@@ -29,6 +29,10 @@ leftovers() {
   done
 }
 passed=0 failed=0
+# A step's output without srun's own scheduling lines ("srun: job 7 queued
+# and waiting for resources", "... has been allocated resources"), which
+# it prints when the previous step's nodes are not free yet.
+output() { grep -vE '^srun: job [0-9]+ (queued and waiting for resources|has been allocated resources)$' "$dir/out"; }
 check() { # check NAME: reads the verdict (0 = pass) from $?
   if [ "$1" = 0 ]; then passed=$((passed + 1)); echo "ok   $2"; else
     failed=$((failed + 1)); echo "FAIL $2"; sed 's/^/     | /' "$dir/out" | tail -15; fi
@@ -46,7 +50,7 @@ check $? "srun -N2 -n128 --mpi=pmi2 wireup_check: nodes from PMI_process_mapping
 
 "$bin/oshcc" -o "$dir/ring" tests/c/ring.c
 timeout 120 srun "${jobs[@]}" --mpi=pmi2 "$dir/ring" >"$dir/out" 2>&1
-[ $? = 0 ] && [ "$(cat "$dir/out")" = "ring ok" ]
+[ $? = 0 ] && [ "$(output)" = "ring ok" ]
 check $? "srun --mpi=pmi2 of a C program built with oshcc: the C API wires up over PMI-2 as well"
 
 timeout 120 srun "${jobs[@]}" --mpi=pmix "$ex/hello_put" >"$dir/out" 2>&1
@@ -54,17 +58,17 @@ timeout 120 srun "${jobs[@]}" --mpi=pmix "$ex/hello_put" >"$dir/out" 2>&1
 check $? "srun -N2 -n4 --mpi=pmix hello_put: 4 ranks wire up over PMIx (libpmix opened at run time)"
 
 timeout 120 srun "${jobs[@]}" --mpi=pmix "$dir/ring" >"$dir/out" 2>&1
-[ $? = 0 ] && [ "$(cat "$dir/out")" = "ring ok" ]
+[ $? = 0 ] && [ "$(output)" = "ring ok" ]
 check $? "srun --mpi=pmix of a C program built with oshcc"
 
 if command -v mpicc.openmpi >/dev/null; then
   ONESIDE_CC=mpicc.openmpi "$bin/oshcc" -o "$dir/hybrid" tests/c/hybrid.c
   for order in "mpi-first shmem-last" "shmem-first mpi-last"; do
     timeout 120 srun "${jobs[@]}" --mpi=pmix "$dir/hybrid" $order >"$dir/out" 2>&1
-    [ $? = 0 ] && [ "$(cat "$dir/out")" = "hybrid ok" ]
+    [ $? = 0 ] && [ "$(output)" = "hybrid ok" ]
     check $? "srun --mpi=pmix of a hybrid Open MPI + OpenSHMEM program ($order): PE = MPI rank, PMIx shared"
     timeout 120 srun "${jobs[@]}" --mpi=pmix --export=ALL,ONESIDE_TEST_LIBMPI=libmpi.so.40 "$ex/hybrid_mpi" $order >"$dir/out" 2>&1
-    [ $? = 0 ] && [ "$(cat "$dir/out")" = "hybrid ok" ]
+    [ $? = 0 ] && [ "$(output)" = "hybrid ok" ]
     check $? "srun --mpi=pmix of the hybrid Rust program on Open MPI ($order)"
   done
 fi
@@ -73,10 +77,10 @@ if command -v mpicc.mpich >/dev/null; then
   # srun's agent takes one PMI init per task: MPI's goes first.
   for order in "mpi-first shmem-last" "mpi-first mpi-last"; do
     timeout 120 srun "${jobs[@]}" --mpi=pmi2 "$dir/hybrid-mpich" $order >"$dir/out" 2>&1
-    [ $? = 0 ] && [ "$(cat "$dir/out")" = "hybrid ok" ]
+    [ $? = 0 ] && [ "$(output)" = "hybrid ok" ]
     check $? "srun --mpi=pmi2 of a hybrid MPICH + OpenSHMEM program ($order): PE = MPI rank, PMI_FD shared"
     timeout 120 srun "${jobs[@]}" --mpi=pmi2 --export=ALL,ONESIDE_TEST_LIBMPI=libmpich.so.12 "$ex/hybrid_mpi" $order >"$dir/out" 2>&1
-    [ $? = 0 ] && [ "$(cat "$dir/out")" = "hybrid ok" ]
+    [ $? = 0 ] && [ "$(output)" = "hybrid ok" ]
     check $? "srun --mpi=pmi2 of the hybrid Rust program on MPICH ($order)"
   done
   timeout 120 srun "${jobs[@]}" --mpi=pmi2 "$dir/hybrid-mpich" shmem-first mpi-last >"$dir/out" 2>&1
