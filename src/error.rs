@@ -253,7 +253,7 @@ pub enum Error {
     /// The checking mode (`rlaunch --debug`) found a mistake: collectives
     /// or allocations that differ between members, a destination reused
     /// too early, or a transfer outside every allocated object.
-    #[error("{who_rank}: {call}{}: {detail} (found by --debug)", place(.at), who_rank = who(.rank))]
+    #[error("{who_rank}: {call}{}: {detail} (found by --debug)", crate::watch::place(.at), who_rank = who(.rank))]
     Check {
         rank: usize,
         call: String,
@@ -425,15 +425,6 @@ impl std::fmt::Debug for Error {
             Error::Located(located) => located.fmt(f),
             error => Error::fmt_debug(error, None, f),
         }
-    }
-}
-
-/// ` at file:line`, ` in main (build with -g …)`, or nothing.
-fn place(at: &str) -> String {
-    match at {
-        "" => String::new(),
-        at if at.starts_with("in ") => format!(" {at}"),
-        at => format!(" at {at}"),
     }
 }
 

@@ -39,20 +39,18 @@ impl World {
     pub unsafe fn sym_at<T: Pod>(&self, op: &'static str, addr: *const T, len: usize) -> Result<Sym<T>> {
         // Not `located`: the C API calls this on every transfer (and places
         // its errors at the C caller itself).
-        {
-            let bytes = len.saturating_mul(std::mem::size_of::<T>());
-            if bytes == 0 {
-                // An empty object names no memory: any address will do, as
-                // OpenSHMEM allows NULL for zero-length transfers.
-                return Ok(Sym::new(0, 0, self.id));
-            }
-            match self.offset_of(addr as usize, bytes) {
-                Some(offset) if self.debug.is_some() => self
-                    .in_one_object(op, offset, bytes)
-                    .map(|_| Sym::new(offset, len, self.id)),
-                Some(offset) => Ok(Sym::new(offset, len, self.id)),
-                None => Err(self.not_symmetric(op, addr as usize, bytes)),
-            }
+        let bytes = len.saturating_mul(std::mem::size_of::<T>());
+        if bytes == 0 {
+            // An empty object names no memory: any address will do, as
+            // OpenSHMEM allows NULL for zero-length transfers.
+            return Ok(Sym::new(0, 0, self.id));
+        }
+        match self.offset_of(addr as usize, bytes) {
+            Some(offset) if self.debug.is_some() => self
+                .in_one_object(op, offset, bytes)
+                .map(|_| Sym::new(offset, len, self.id)),
+            Some(offset) => Ok(Sym::new(offset, len, self.id)),
+            None => Err(self.not_symmetric(op, addr as usize, bytes)),
         }
     }
 

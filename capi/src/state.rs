@@ -159,19 +159,10 @@ pub fn fail(api: &'static str, what: &dyn std::fmt::Display) -> ! {
     // binding's generated C.
     let at = match crate::python::caller() {
         Some(python) => format!(" at {python} (Python)"),
-        None => place(&oneside::watch::c_call_site()),
+        None => oneside::watch::place(&oneside::watch::c_call_site()),
     };
     eprintln!("oneside: {api}{at}: {pe}{what}");
     exit_job(1)
-}
-
-/// ` at file:line`, ` in main (build with -g …)`, or nothing.
-fn place(at: &str) -> String {
-    match at {
-        "" => String::new(),
-        at if at.starts_with("in ") => format!(" {at}"),
-        at => format!(" at {at}"),
-    }
 }
 
 /// This PE's number, when `shmem_init` has run.

@@ -17,9 +17,9 @@ mod dog;
 mod site;
 
 pub(crate) use dog::start;
-pub use site::c_call_site;
 pub(crate) use site::frames;
 use site::Site;
+pub use site::{c_call_site, place};
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -36,6 +36,17 @@ pub fn c_call_site() -> String {
     c_caller(&Backtrace::force_capture().to_string())
 }
 
+/// A place in a message: ` at file:line`, ` in main (build with -g …)`
+/// for a caller without line tables, or nothing when it is unknown.
+#[doc(hidden)]
+pub fn place(at: &str) -> String {
+    match at {
+        "" => String::new(),
+        at if at.starts_with("in ") => format!(" {at}"),
+        at => format!(" at {at}"),
+    }
+}
+
 /// The frame that called the C API, from a backtrace's text: the first
 /// frame after the outermost `shmem_`/`pshmem_` function or `shmem.h`
 /// inline wrapper (`oneside_direct_`), as `file:line`

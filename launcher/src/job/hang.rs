@@ -276,21 +276,8 @@ pub(crate) fn place(at: &str) -> String {
 
 /// `ranks 1-3, 5`.
 pub(crate) fn ranks(list: &[usize]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < list.len() {
-        let mut j = i;
-        while j + 1 < list.len() && list[j + 1] == list[j] + 1 {
-            j += 1;
-        }
-        parts.push(match j > i {
-            true => format!("{}-{}", list[i], list[j]),
-            false => list[i].to_string(),
-        });
-        i = j + 1;
-    }
     let noun = if list.len() == 1 { "rank" } else { "ranks" };
-    format!("{noun} {}", parts.join(", "))
+    format!("{noun} {}", crate::dry_run::number_runs(list, ", "))
 }
 
 #[cfg(test)]
