@@ -8,6 +8,9 @@
 #   git worktree add /tmp/base <rev> && (cd /tmp/base && cargo build --release --bins --examples)
 #   BASE_DIR=/tmp/base ROUNDS=5 bench/compare_base.sh   (results in target/compare_base/)
 set -euo pipefail
+# This harness runs more ranks than a small machine has CPUs, on purpose:
+# allow it, as --oversubscribe would (without it rlaunch refuses).
+export RLAUNCH_OVERSUBSCRIBE=1
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-5}
 BASE_TARGET=${BASE_TARGET:-${BASE_DIR:?BASE_DIR names an earlier checkout}/target}

@@ -11,6 +11,9 @@
 #                                  figures in target/compare_capi/)
 #   TRANSPORTS=verbs bench/compare_capi.sh   (root and QEMU, as tests/vm)
 set -euo pipefail
+# This harness runs more ranks than a small machine has CPUs, on purpose:
+# allow it, as --oversubscribe would (without it rlaunch refuses).
+export RLAUNCH_OVERSUBSCRIBE=1
 cd "$(dirname "$0")/.."
 repo=$(pwd)
 ROUNDS=${ROUNDS:-5}

@@ -28,6 +28,9 @@
 # OURS=0 runs MPI only; BUILD=0 skips `cargo build`; RUN_TIMEOUT bounds each
 # run (900 s); SMOKE=1 passes --smoke to both (3 sizes, a few calls each).
 set -euo pipefail
+# This harness runs more ranks than a small machine has CPUs, on purpose:
+# allow it, as --oversubscribe would (without it rlaunch refuses).
+export RLAUNCH_OVERSUBSCRIBE=1
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 MAX=${MAX:-65536}

@@ -18,6 +18,9 @@
 #   bench/compare_launch.sh        (ROUNDS=5, SIZES="2 4 8 16";
 #                                   figures in target/compare_launch/)
 set -euo pipefail
+# This harness runs more ranks than a small machine has CPUs, on purpose:
+# allow it, as --oversubscribe would (without it rlaunch refuses).
+export RLAUNCH_OVERSUBSCRIBE=1
 cd "$(dirname "$0")/.."
 repo=$PWD
 OUT=$repo/target/compare_launch

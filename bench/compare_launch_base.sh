@@ -9,6 +9,9 @@
 #   git worktree add /tmp/base <rev> && (cd /tmp/base && cargo build --release --bins --examples)
 #   BASE_DIR=/tmp/base ROUNDS=5 bench/compare_launch_base.sh   (SIZES="512 1024 2048")
 set -euo pipefail
+# This harness runs more ranks than a small machine has CPUs, on purpose:
+# allow it, as --oversubscribe would (without it rlaunch refuses).
+export RLAUNCH_OVERSUBSCRIBE=1
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-5}
 SIZES=${SIZES:-512 1024 2048}

@@ -35,6 +35,9 @@
 #   bench/compare_ofi.sh                               (floor only)
 #   SOS=/tmp/sos/install SOS_NOINJ=/tmp/sos/install-noinj bench/compare_ofi.sh
 set -euo pipefail
+# This harness runs more ranks than a small machine has CPUs, on purpose:
+# allow it, as --oversubscribe would (without it rlaunch refuses).
+export RLAUNCH_OVERSUBSCRIBE=1
 cd "$(dirname "$0")/.."
 OUT=target/compare-ofi
 rm -rf "$OUT" && mkdir -p "$OUT"

@@ -11,6 +11,9 @@
 #
 #   bench/compare_ops.sh        (ROUNDS=3 by default; results in target/compare_ops/)
 set -euo pipefail
+# This harness runs more ranks than a small machine has CPUs, on purpose:
+# allow it, as --oversubscribe would (without it rlaunch refuses).
+export RLAUNCH_OVERSUBSCRIBE=1
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 OUT=target/compare_ops

@@ -32,6 +32,9 @@
 # bench/omb_int_cswap.c on that side only. oneside runs under its own oshrun
 # (rlaunch) with its default transport, shared memory.
 set -euo pipefail
+# This harness runs more ranks than a small machine has CPUs, on purpose:
+# allow it, as --oversubscribe would (without it rlaunch refuses).
+export RLAUNCH_OVERSUBSCRIBE=1
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 NPS=${NPS:-2 4}

@@ -12,6 +12,9 @@
 #   bench/compare_python.sh        (ROUNDS=5, TRANSPORTS="shm tcp"; needs
 #                                   tests/python/run.sh's venv, which it makes)
 set -euo pipefail
+# This harness runs more ranks than a small machine has CPUs, on purpose:
+# allow it, as --oversubscribe would (without it rlaunch refuses).
+export RLAUNCH_OVERSUBSCRIBE=1
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-5}
 TRANSPORTS=${TRANSPORTS:-shm tcp}

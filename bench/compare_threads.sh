@@ -15,6 +15,9 @@
 #
 #   bench/compare_threads.sh      (ROUNDS=5, BASE=acdfbe6; target/compare_threads/)
 set -euo pipefail
+# This harness runs more ranks than a small machine has CPUs, on purpose:
+# allow it, as --oversubscribe would (without it rlaunch refuses).
+export RLAUNCH_OVERSUBSCRIBE=1
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-5}
 BASE=${BASE:-acdfbe6}

@@ -16,6 +16,9 @@
 #   bench/compare_verbs.sh        (results in target/compare-verbs/)
 #   BASE=/tmp/old/release ROUNDS=5 bench/compare_verbs.sh
 set -euo pipefail
+# This harness runs more ranks than a small machine has CPUs, on purpose:
+# allow it, as --oversubscribe would (without it rlaunch refuses).
+export RLAUNCH_OVERSUBSCRIBE=1
 cd "$(dirname "$0")/.."
 repo=$(pwd)
 OUT=target/compare-verbs

@@ -13,6 +13,9 @@
 #
 #   bench/compare_wireup_srun.sh        (HOSTS=4 PER_HOST=64 ROUNDS=3)
 set -euo pipefail
+# This harness runs more ranks than a small machine has CPUs, on purpose:
+# allow it, as --oversubscribe would (without it rlaunch refuses).
+export RLAUNCH_OVERSUBSCRIBE=1
 cd "$(dirname "$0")/.."
 repo=$PWD
 HOSTS=${HOSTS:-4}

@@ -21,6 +21,9 @@
 #                             MPI_SIZES="64 128", PER_HOST="16 64 256";
 #                             figures in target/launch_scale/)
 set -euo pipefail
+# This harness runs more ranks than a small machine has CPUs, on purpose:
+# allow it, as --oversubscribe would (without it rlaunch refuses).
+export RLAUNCH_OVERSUBSCRIBE=1
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 SIZES=${SIZES:-64 128 256 512 1024 2048}

@@ -26,6 +26,9 @@
 #   bench/omb_int_cswap.c, a shmem_int_cswap built on the 64-bit cswap. The
 #   int rows are not reported.
 set -euo pipefail
+# This harness runs more ranks than a small machine has CPUs, on purpose:
+# allow it, as --oversubscribe would (without it rlaunch refuses).
+export RLAUNCH_OVERSUBSCRIBE=1
 if [ $# -gt 1 ]; then echo "usage: $0 [FILE]" >&2; exit 2; fi
 if [ $# -eq 1 ]; then exec >"$1"; fi
 cd "$(dirname "$0")/.."

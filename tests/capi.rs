@@ -278,7 +278,7 @@ fn a_preloaded_or_linked_ahead_tool_counts_every_call() {
                 })
                 .collect();
             for (how, exe, preload) in [("preloaded", &plain, true), ("linked ahead", &linked, false)] {
-                let mut command = Command::new(tool("oshrun"));
+                let mut command = common::launcher(tool("oshrun"));
                 command
                     .args(["-np", &n.to_string(), "--timeout", "90"])
                     .arg(exe)

@@ -214,13 +214,78 @@ fn bad_input_is_one_clear_line_and_a_nonzero_exit() {
         ),
     ];
     for (args, expected) in cases {
-        let out = rlaunch(&args);
+        let out = rlaunch_within_slots(&args);
         assert_eq!(out.code, Some(1), "{args:?}: {out:?}");
         assert_eq!(out.stderr.lines().count(), 1, "{args:?}: exactly one line: {out:?}");
         assert!(out.stderr.starts_with(&expected), "{args:?}: {out:?}");
         assert!(!out.stderr.contains("panicked"), "{out:?}");
     }
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// One rule for slots, with or without a hostfile (Open MPI's): a host has
+/// the slots its line gives, this host without one has one per CPU rlaunch
+/// may use, and more ranks than slots are refused with the same sentence
+/// unless `--oversubscribe` or `RLAUNCH_OVERSUBSCRIBE=1` allows them.
+#[test]
+fn more_ranks_than_slots_get_one_answer_with_or_without_a_hostfile() {
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    let cpus = cpus.min(
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                let list = s
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?
+                    .trim()
+                    .to_string();
+                Some(
+                    list.split(',')
+                        .map(|r| match r.split_once('-') {
+                            Some((a, b)) => b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1,
+                            None => 1,
+                        })
+                        .sum(),
+                )
+            })
+            .unwrap_or(cpus),
+    );
+    let (n, slots) = ((cpus + 1).to_string(), cpus.to_string());
+    let hosts = format!("localhost:{slots}");
+    let no_hostfile = rlaunch_within_slots(&["-n", &n, "--dry-run", "sh"]);
+    assert_eq!(no_hostfile.code, Some(1), "{no_hostfile:?}");
+    assert_eq!(
+        no_hostfile.stderr.trim_end(),
+        format!(
+            "rlaunch: error: requested {n} ranks but this host (no hostfile or -H: one slot per CPU rlaunch may use) \
+             provides only {slots} slot(s) (localhost:{slots}); lower -n, add slots (-H localhost:{n}), or pass \
+             --oversubscribe (or set RLAUNCH_OVERSUBSCRIBE=1) to let ranks share CPUs"
+        )
+    );
+    let with_hosts = rlaunch_within_slots(&["-n", &n, "-H", &hosts, "--dry-run", "sh"]);
+    assert_eq!(with_hosts.code, Some(1), "{with_hosts:?}");
+    assert!(
+        with_hosts.stderr.starts_with(&format!(
+            "rlaunch: error: requested {n} ranks but -H provides only {slots} slot(s) ({hosts}); lower -n"
+        )),
+        "{with_hosts:?}"
+    );
+    // Within the slots, and past them when allowed, either way.
+    let fits = rlaunch_within_slots(&["-n", &slots, "--dry-run", "sh"]);
+    assert_eq!(fits.code, Some(0), "{fits:?}");
+    assert!(fits.stdout.contains("one slot per CPU, bound to CPU"), "{fits:?}");
+    for args in [vec!["--oversubscribe"], vec!["--oversubscribe", "-H", &hosts]] {
+        let args: Vec<&str> = args.into_iter().chain(["-n", &n, "--dry-run", "sh"]).collect();
+        let out = rlaunch_within_slots(&args);
+        assert_eq!(out.code, Some(0), "{args:?}: {out:?}");
+        assert!(out.stdout.contains("not bound: this host's"), "{args:?}: {out:?}");
+    }
+    let by_env = rlaunch_with_env(&["-n", &n, "--dry-run", "sh"], &[("RLAUNCH_OVERSUBSCRIBE", "1")]);
+    assert_eq!(by_env.code, Some(0), "{by_env:?}");
+    // A real job past the slots starts only when allowed.
+    let refused = rlaunch_within_slots(&["-n", &n, &example("hello_put")]);
+    assert_eq!(refused.code, Some(1), "{refused:?}");
+    assert!(refused.stdout.is_empty(), "nothing started: {refused:?}");
 }
 
 #[test]

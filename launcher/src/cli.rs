@@ -22,8 +22,10 @@ pub struct Args {
     #[arg(short = 'H', long = "host", value_name = "HOSTS")]
     pub hosts: Option<String>,
 
-    /// Allow more ranks than slots.
-    #[arg(long)]
+    /// Allow more ranks than slots (then ranks share CPUs and are not
+    /// bound). Without a hostfile or -H, this host has one slot per CPU
+    /// rlaunch may use, as with a hostfile: one rule either way.
+    #[arg(long, env = "RLAUNCH_OVERSUBSCRIBE", value_parser = clap::builder::FalseyValueParser::new())]
     pub oversubscribe: bool,
 
     /// Print the rank → host map and exit.

@@ -2,7 +2,8 @@
 //! binding each rank will really get (this host's CPUs counted here, as
 //! the spawner counts them).
 
-use crate::job::spawn::{allowed_cpus, CpuShare};
+use crate::cpus::allowed_cpus;
+use crate::job::spawn::CpuShare;
 use crate::plan::{Agent, LaunchPlan, Placement};
 
 /// The table: where the hosts came from, then one line per rank.

@@ -27,12 +27,14 @@ pub enum LaunchError {
     #[error("-n must be at least 1")]
     ZeroRanks,
 
-    #[error("requested {requested} ranks but {source_name} provides only {slots} slot(s) ({hosts}); lower -n, add slots (e.g. 'host slots=N' or 'host:N'), or pass --oversubscribe")]
+    #[error("requested {requested} ranks but {source_name} provides only {slots} slot(s) ({hosts}); lower -n, add slots ({example}), or pass --oversubscribe (or set RLAUNCH_OVERSUBSCRIBE=1) to let ranks share CPUs")]
     NotEnoughSlots {
         requested: usize,
         slots: usize,
         source_name: String,
         hosts: String,
+        /// How slots are added where these came from.
+        example: String,
     },
 
     #[error("requested {requested} ranks but the hosts' max_slots allow only {limit}, even with --oversubscribe; lower -n or raise max_slots")]

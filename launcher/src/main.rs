@@ -4,6 +4,7 @@
 mod alloc;
 mod check;
 mod cli;
+mod cpus;
 mod dry_run;
 mod error;
 mod foreign;

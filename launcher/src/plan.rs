@@ -110,7 +110,13 @@ impl LaunchPlan {
             true => LaunchAgent::Srun,
             false => LaunchAgent::Ssh,
         });
-        let hosts = if explicit { hosts } else { vec![local_host(n)] };
+        // One rule with or without a hostfile: a host's slots are what its
+        // line says, and this host without one has one slot per CPU
+        // rlaunch may use (Open MPI's rule; `--oversubscribe` allows more).
+        let (hosts, source_name) = match explicit {
+            true => (hosts, source_name),
+            false => (vec![local_host()], LOCAL_SOURCE.to_string()),
+        };
         let ranks = place(&hosts, n, args.oversubscribe, &source_name)?;
         let agents = hosts.iter().map(|h| Agent::for_host(&h.host, launch_agent)).collect();
         let mut env: Vec<(String, String)> = args.env.iter().map(|spec| forward(spec)).collect::<Result<_, _>>()?;
@@ -186,13 +192,17 @@ impl LaunchPlan {
     }
 }
 
-fn local_host(slots: usize) -> HostEntry {
+/// Where a job without hostfile, -H or allocation finds its slots.
+const LOCAL_SOURCE: &str = "this host (no hostfile or -H: one slot per CPU rlaunch may use)";
+
+/// This host, with one slot per CPU this process may run on.
+fn local_host() -> HostEntry {
     HostEntry {
         user: None,
         host: "localhost".into(),
-        slots,
+        slots: crate::cpus::allowed_cpus().len().max(1),
         max_slots: None,
-        origin: "default".into(),
+        origin: "one slot per CPU".into(),
     }
 }
 
@@ -207,11 +217,16 @@ pub fn place(
     let slots: usize = hosts.iter().map(|h| h.slots).sum();
     if n > slots && !oversubscribe {
         let list: Vec<String> = hosts.iter().map(|h| format!("{}:{}", h.host, h.slots)).collect();
+        let example = match source_name {
+            LOCAL_SOURCE => format!("-H localhost:{n}"),
+            _ => "e.g. 'host slots=N' or 'host:N'".to_string(),
+        };
         return Err(LaunchError::NotEnoughSlots {
             requested: n,
             slots,
             source_name: source_name.to_string(),
             hosts: list.join(", "),
+            example,
         });
     }
     let mut per_host = vec![0usize; hosts.len()];

@@ -95,7 +95,7 @@ pub fn oshrun(n: usize, transport: &str, exe: &Path, args: &[&str]) -> Outcome {
 
 /// [`oshrun`] with launcher `options` before the program.
 pub fn oshrun_with(n: usize, transport: &str, options: &[&str], exe: &Path, args: &[&str]) -> Outcome {
-    let child = Command::new(tool("oshrun"))
+    let child = super::launcher(tool("oshrun"))
         .args(["-np", &n.to_string(), "--timeout", "90"])
         .args(options)
         .arg(exe)

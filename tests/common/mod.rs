@@ -36,6 +36,16 @@ pub fn rlaunch_path() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_rlaunch"))
 }
 
+/// A command running the launcher `program` (rlaunch or oshrun). The tests
+/// run 4 and 8 ranks on 2-core machines on purpose, so they allow more
+/// ranks than slots, as a user would with `--oversubscribe`
+/// (`RLAUNCH_OVERSUBSCRIBE=1`); a test of that rule removes the variable.
+pub fn launcher(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut command = Command::new(program);
+    command.env("RLAUNCH_OVERSUBSCRIBE", "1");
+    command
+}
+
 /// A file of the repository, e.g. `hostfiles/localhost`.
 pub fn repo_file(relative: &str) -> String {
     format!("{}/../{relative}", env!("CARGO_MANIFEST_DIR"))
@@ -93,7 +103,7 @@ impl Outcome {
 
 /// Starts `rlaunch ARGS` with piped output.
 pub fn spawn_rlaunch(args: &[&str]) -> Child {
-    Command::new(rlaunch_path())
+    launcher(rlaunch_path())
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -107,9 +117,23 @@ pub fn rlaunch(args: &[&str]) -> Outcome {
     finish(spawn_rlaunch(args))
 }
 
+/// Runs `rlaunch ARGS` as a user would, without [`launcher`]'s allowance:
+/// more ranks than slots are refused unless ARGS say `--oversubscribe`.
+pub fn rlaunch_within_slots(args: &[&str]) -> Outcome {
+    let child = Command::new(rlaunch_path())
+        .args(args)
+        .env_remove("RLAUNCH_OVERSUBSCRIBE")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rlaunch starts");
+    finish(child)
+}
+
 /// Runs `rlaunch ARGS` with the extra environment `vars`, to completion.
 pub fn rlaunch_with_env(args: &[&str], vars: &[(&str, &str)]) -> Outcome {
-    let child = Command::new(rlaunch_path())
+    let child = launcher(rlaunch_path())
         .args(args)
         .envs(vars.iter().copied())
         .stdin(Stdio::null())

@@ -13,6 +13,9 @@
 #   6. make uninstall, which must leave p2 empty.
 # Needs make, gcc, lmod, man-db and pkg-config (.ci/run installs them).
 set -euo pipefail
+# This harness runs more ranks than a small machine has CPUs, on purpose:
+# allow it, as --oversubscribe would (without it rlaunch refuses).
+export RLAUNCH_OVERSUBSCRIBE=1
 # Its builds (the copy's `make install`, `cargo install`, the Rust program of
 # step 5) start from nothing, so they are built without the optimizer: this
 # checks where files go and that they work, not how fast they run.

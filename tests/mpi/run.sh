@@ -25,6 +25,9 @@
 # speaks it, in the unit tests (src/bootstrap/pmi/wire/tests.rs).
 # Needs openmpi-bin, libopenmpi-dev, mpich, libmpich-dev, libpmix2.
 set -uo pipefail
+# This harness runs more ranks than a small machine has CPUs, on purpose:
+# allow it, as --oversubscribe would (without it rlaunch refuses).
+export RLAUNCH_OVERSUBSCRIBE=1
 cd "$(dirname "$0")/../.."
 root=$PWD
 for tool in mpicc.openmpi mpirun.openmpi mpicc.mpich mpiexec.hydra; do

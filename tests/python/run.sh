@@ -13,6 +13,9 @@
 #   TRANSPORTS=shm SIZES="2" tests/python/run.sh
 #   BUILD_ONLY=1 tests/python/run.sh    # only the venv (for tests/vm/verbs-c-python.sh)
 set -euo pipefail
+# This harness runs more ranks than a small machine has CPUs, on purpose:
+# allow it, as --oversubscribe would (without it rlaunch refuses).
+export RLAUNCH_OVERSUBSCRIBE=1
 cd "$(dirname "$0")/../.."
 root=$PWD
 profile=${PROFILE:-debug}

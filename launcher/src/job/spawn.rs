@@ -92,24 +92,9 @@ impl CpuShare {
     }
 }
 
-/// The CPUs this process may run on, in order.
-pub fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity
-    // writes at most size_of::<cpu_set_t>() bytes into it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Vec::new();
-        }
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect()
-    }
-}
-
 /// The CPUs a rank with `share` is pinned to, if any.
 pub fn pin_cpus(share: Option<CpuShare>) -> Option<Vec<usize>> {
-    let allowed = allowed_cpus();
+    let allowed = crate::cpus::allowed_cpus();
     share?.cpus(&allowed).map(<[usize]>::to_vec)
 }
 
