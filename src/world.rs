@@ -145,7 +145,7 @@ pub fn init_with(options: Options) -> Result<World> {
         // Every peer reads the host's card table, and maps our segment unless
         // it maps lazily, before entering this barrier, so after it those files
         // are no longer needed: unlink them now so a crash leaves nothing.
-        world.barrier()?;
+        crate::profile::runtime_own(|| world.barrier())?;
         if !lazy_shm {
             world.own.unlink();
         }

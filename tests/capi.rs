@@ -394,7 +394,23 @@ fn the_runtimes_profile_of_a_c_program_is_exact() {
                 "{transport} at {n}: {json}"
             );
             assert!(json.contains("\"histogram_log2_ns\":["), "{json}");
+            // The program's 4 barriers per PE, and nothing it did not call:
+            // init's barrier and SHMEM_TEAM_SHARED's collectives (a reduce
+            // among them) are init/finalize's, 3 calls per PE.
+            let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+            for pe in value["ops"].as_array().unwrap() {
+                let ops = &pe["ops"];
+                assert_eq!(ops["barrier"]["calls"], 4, "{transport} at {n}: {pe}");
+                assert_eq!(ops["init_finalize"]["calls"], 3, "{transport} at {n}: {pe}");
+                for absent in ["reduce", "sync", "broadcast", "collect", "fcollect"] {
+                    assert!(ops[absent].is_null(), "{absent}, never called: {pe}");
+                }
+            }
+            let summary = std::fs::read_to_string(dir.join("summary.txt")).unwrap();
+            assert!(summary.contains("init/finalize: "), "{summary}");
+            assert!(!summary.contains("reduce"), "{summary}");
             let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+            assert!(html.contains("<p id=\"runtime-own\">init/finalize: "), "{html}");
             assert!(
                 html.contains("<svg class=\"histogram\""),
                 "pcontrol(2) records histograms: {html}"

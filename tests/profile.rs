@@ -38,6 +38,12 @@ fn the_matrix_of_a_program_with_known_traffic_is_exact() {
                 let expected_total = 8 + 1 + 7;
                 assert_eq!(row.iter().sum::<u64>(), expected_total, "rank {r}: {json}");
             }
+            // The program's 2 barriers; init's closing barrier is apart.
+            let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+            for rank in value["ops"].as_array().unwrap() {
+                assert_eq!(rank["ops"]["barrier"]["calls"], 2, "{transport} at {n}: {rank}");
+                assert_eq!(rank["ops"]["init_finalize"]["calls"], 1, "{transport} at {n}: {rank}");
+            }
             let collective = json_matrix(&json, "collective_matrix_bytes");
             if transport == "tcp" {
                 assert!(collective[0].iter().sum::<u64>() >= 512, "the root's broadcast: {json}");

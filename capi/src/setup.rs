@@ -34,8 +34,12 @@ fn init(api: &'static str, requested: c_int) {
         }
     }
     let world = ok(api, oneside::init_with(Options::new().symmetric_globals(true)));
-    let shared = ok(api, world.split_node());
-    let direct = crate::direct::publish(&world);
+    // SHMEM_TEAM_SHARED is the library's, not the program's: its
+    // collectives are profiled as init's.
+    let (shared, direct) = oneside::profile::runtime_own(|| {
+        let shared = ok(api, world.split_node());
+        (shared, crate::direct::publish(&world))
+    });
     state::install(State {
         world,
         shared,
@@ -81,7 +85,10 @@ fn finalize_now(at: &str) {
         world, shared, direct, ..
     } = state;
     drop(direct);
-    ok("shmem_finalize", world.team_destroy(shared));
+    ok(
+        "shmem_finalize",
+        oneside::profile::runtime_own(|| world.team_destroy(shared)),
+    );
     match world.finalize_from(at) {
         // rlaunch ended the job because a peer waits for this PE in a call
         // it will never make, and says so: the process goes on to its own

@@ -65,11 +65,15 @@ pub enum Family {
     Alltoall,
     Scan,
     Alloc,
+    /// The runtime's own collectives at init and finalize (the barrier
+    /// that ends wire-up, the C API's `SHMEM_TEAM_SHARED`), kept apart
+    /// from the program's: a program that never calls a reduce shows none.
+    InitFinalize,
 }
 
 impl Family {
     /// Every family's name, as the profile files spell it.
-    pub const NAMES: [&'static str; 19] = [
+    pub const NAMES: [&'static str; 20] = [
         "put",
         "get",
         "put_nbi",
@@ -89,6 +93,7 @@ impl Family {
         "alltoall",
         "scan",
         "alloc",
+        "init_finalize",
     ];
     /// How many families there are.
     pub const COUNT: usize = Family::NAMES.len();
@@ -123,6 +128,7 @@ impl Family {
                 | "alltoall"
                 | "scan"
                 | "alloc"
+                | "init_finalize"
         )
     }
 }
@@ -208,6 +214,15 @@ pub(crate) fn span(family: Family) -> Option<Span> {
         return None;
     }
     Some(Span::open(family))
+}
+
+/// Runs `work`, the runtime's own part of init or finalize (a language
+/// binding's too), as one [`Family::InitFinalize`] call: the collectives
+/// inside it are counted there, not as the program's.
+#[doc(hidden)]
+pub fn runtime_own<R>(work: impl FnOnce() -> R) -> R {
+    let _span = span(Family::InitFinalize);
+    work()
 }
 
 /// Whether calls are being counted now.

@@ -227,7 +227,11 @@ pub fn time_bars(out: &mut String, m: &Merged) {
 /// One histogram per operation that has one: calls per latency bucket,
 /// with both axes labelled and each bar's count written above it.
 pub fn histograms(out: &mut String, m: &Merged) {
-    let mut sums: Vec<(String, Vec<u64>)> = m.totals().into_iter().map(|t| (t.name, t.histogram)).collect();
+    let mut sums: Vec<(String, Vec<u64>)> = m
+        .totals()
+        .into_iter()
+        .map(|t| (super::display_name(&t.name).to_string(), t.histogram))
+        .collect();
     sums.retain(|s| s.1.iter().any(|&c| c > 0));
     if sums.is_empty() {
         out.push_str("<p>No latency histograms: no call was timed.</p>\n");

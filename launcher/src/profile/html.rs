@@ -41,9 +41,7 @@ pub fn render(m: &Merged) -> String {
 /// share of the run (the ranks' elapsed times added up), most time first.
 fn operations(out: &mut String, m: &Merged) {
     let run: u64 = m.ranks.iter().map(|p| p.elapsed_ns).sum::<u64>().max(1);
-    let mut totals = m.totals();
-    totals.retain(|t| t.calls > 0);
-    totals.sort_by_key(|t| std::cmp::Reverse(t.nanos));
+    let totals = m.program_totals();
     out.push_str("<table id=\"operations\">\n<tr><th>operation</th><th>calls</th><th>bytes</th><th>time</th><th>per call</th><th>% of the run</th></tr>\n");
     for t in &totals {
         let _ = writeln!(
@@ -58,6 +56,9 @@ fn operations(out: &mut String, m: &Merged) {
         );
     }
     out.push_str("</table>\n");
+    if let Some(line) = m.runtime_own() {
+        let _ = writeln!(out, "<p id=\"runtime-own\">{line}.</p>");
+    }
 }
 
 /// A few sentences computed from the data: the most blocked rank and in
@@ -82,7 +83,7 @@ fn standouts(m: &Merged, matrix: &[Vec<u64>]) -> Vec<String> {
                 "The most blocked rank is rank {}: {} ({share:.0}% of its run), most of it in {} ({}).",
                 p.rank,
                 time(most),
-                f.name,
+                super::display_name(&f.name),
                 time(f.nanos)
             ),
             _ => "No rank was blocked in oneside.".to_string(),

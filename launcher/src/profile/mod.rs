@@ -15,6 +15,18 @@ use std::path::{Path, PathBuf};
 /// The default directory of `--profile`.
 pub const DEFAULT_DIR: &str = "oneside-profile";
 
+/// The family of the runtime's own collectives at init and finalize,
+/// which the reports show apart from the program's operations.
+pub const RUNTIME_OWN: &str = "init_finalize";
+
+/// How a family's name reads in the reports.
+pub fn display_name(name: &str) -> &str {
+    match name {
+        RUNTIME_OWN => "init/finalize",
+        name => name,
+    }
+}
+
 /// Every rank's profile that could be read, and the ranks whose could not.
 pub struct Merged {
     pub size: usize,
@@ -67,6 +79,31 @@ impl Merged {
             }
         }
         totals
+    }
+
+    /// [`totals`](Self::totals) of the program's own calls, those with any,
+    /// most time first: without init's and finalize's collectives.
+    pub fn program_totals(&self) -> Vec<FamilyStats> {
+        let mut totals = self.totals();
+        totals.retain(|t| t.calls > 0 && t.name != RUNTIME_OWN);
+        totals.sort_by_key(|t| std::cmp::Reverse(t.nanos));
+        totals
+    }
+
+    /// What init's and finalize's own collectives cost over all ranks, as
+    /// a sentence, if they were profiled.
+    pub fn runtime_own(&self) -> Option<String> {
+        let t = self
+            .totals()
+            .into_iter()
+            .find(|t| t.name == RUNTIME_OWN && t.calls > 0)?;
+        Some(format!(
+            "init/finalize: {} across the ranks in {} calls: the runtime's own collectives \
+             (wire-up's closing barrier, the C API's SHMEM_TEAM_SHARED), not the program's, \
+             so they are not in the table",
+            summary::time(t.nanos),
+            t.calls
+        ))
     }
 
     /// Time a rank spent blocked and communicating (ns), from its families.

@@ -37,9 +37,7 @@ pub fn render(m: &Merged, dir: &Path) -> String {
     for (rank, why) in &m.missing {
         let _ = writeln!(out, "  rank {rank}: no profile ({why})");
     }
-    let mut totals = m.totals();
-    totals.retain(|t| t.calls > 0);
-    totals.sort_by_key(|t| std::cmp::Reverse(t.nanos));
+    let totals = m.program_totals();
     let _ = writeln!(
         out,
         "\n{:<12} {:>10} {:>12} {:>12} {:>12}",
@@ -55,6 +53,9 @@ pub fn render(m: &Merged, dir: &Path) -> String {
             time(t.nanos),
             time(t.nanos / t.calls)
         );
+    }
+    if let Some(line) = m.runtime_own() {
+        let _ = writeln!(out, "{line}");
     }
     let _ = writeln!(
         out,
