@@ -309,6 +309,7 @@ impl World {
         // heap; no other rank writes it until the barrier below.
         unsafe { self.own.heap_base().add(offset).write_bytes(0, bytes) };
         self.barrier()?;
+        crate::watch::allocated(offset, bytes);
         Ok(offset)
     }
 
@@ -330,6 +331,7 @@ impl World {
             }
             self.barrier()?;
             if crate::sync::lock(&self.heap).free(sym.offset) {
+                crate::watch::freed(sym.offset);
                 Ok(())
             } else {
                 Err(self.unknown("free", &sym))

@@ -432,12 +432,27 @@ fn hang_reports_name_the_c_call_and_its_source_line() {
         );
         let waiting = report_line(&out, 0);
         assert!(waiting.contains("shmem_long_wait_until at "), "{waiting}");
-        assert!(waiting.contains("hang.c:20"), "{waiting}");
-        assert!(waiting.contains("(now 0) to become == 1"), "{waiting}");
+        assert!(waiting.contains("hang.c:21"), "{waiting}");
+        assert!(
+            waiting.contains("waits for the global 'flag' (now 0) to become == 1"),
+            "named from the symbol table: {waiting}"
+        );
         assert!(waiting.contains("(ranks 1-2 in finalize)"), "{waiting}");
         assert!(
             report_line(&out, 1).contains("in finalize from shmem_finalize"),
             "{out:?}"
+        );
+
+        // An element of a heap object: named by the line that allocated it.
+        let out = oshrun_with(2, transport, &["--hang-timeout", "2"], &exe, &["heap"]);
+        assert_eq!(out.code, Some(124), "{transport}: {out:?}");
+        let waiting = report_line(&out, 0);
+        assert!(waiting.contains("hang.c:28"), "{waiting}");
+        assert!(
+            waiting.contains("waits for its element [2] of the 32-byte object allocated at ")
+                && waiting.contains("hang.c:26:")
+                && waiting.contains("(heap offset "),
+            "{waiting}"
         );
 
         let out = oshrun_with(2, transport, &["--hang-timeout", "2"], &exe, &["cycle"]);
@@ -449,7 +464,7 @@ fn hang_reports_name_the_c_call_and_its_source_line() {
         for rank in 0..2 {
             let line = report_line(&out, rank);
             assert!(
-                line.contains("shmem_barrier_all at ") && line.contains("hang.c:30"),
+                line.contains("shmem_barrier_all at ") && line.contains("hang.c:36"),
                 "{line}"
             );
             assert!(line.contains("rank 2, which was killed by signal 9"), "{line}");

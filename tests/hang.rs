@@ -64,7 +64,7 @@ fn a_wait_nobody_can_satisfy_with_the_others_in_finalize_ends_the_job_at_once() 
         assert!(!out.stderr.contains("--hang-timeout"), "{out:?}");
         let waiting = &report_line(&out, 0);
         assert!(waiting.contains("wait_until at examples/hang.rs:"), "{waiting}");
-        assert!(waiting.contains("(now 0)"), "{waiting}");
+        assert!(waiting.contains(", now 0)"), "{waiting}");
         assert!(
             waiting.contains("no other rank is left to write it (ranks 1-3 in finalize)"),
             "{waiting}"
@@ -97,6 +97,10 @@ fn two_ranks_waiting_for_each_others_values_are_reported_stuck() {
         for rank in 0..2 {
             let line = &report_line(&out, rank);
             assert!(line.contains("signal_wait_until at examples/hang.rs:"), "{line}");
+            assert!(
+                line.contains("waits for the 8-byte object allocated at examples/hang.rs:35:"),
+                "the object is named by its allocation: {line}"
+            );
             assert!(line.contains("to become == 1"), "{line}");
             assert!(
                 line.contains(&format!("only rank {} could write it", 1 - rank)),

@@ -132,6 +132,45 @@ fn run_only_when_idle() {
     let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
 }
 
+/// The `count` elements of `size` bytes a wait watches, from `addr` (heap
+/// `offset`, or a `global` variable), named as the program knows them:
+/// "its element [2] of the global 'flags' (now 0)", "its element [0] of
+/// the 8-byte object allocated at hang.rs:30:25 (heap offset 2228224, now
+/// 0)"; the bare address or offset when nothing names them.
+fn elements(addr: usize, offset: usize, global: bool, size: u8, count: usize) -> String {
+    let size = usize::from(size.max(1));
+    // What holds the elements, its name, the first one's byte offset in
+    // it and its size.
+    let (holder, mut notes) = match global {
+        true => (
+            super::symbols::global_at(addr).map(|(name, at, bytes)| (format!("the global '{name}'"), at, bytes)),
+            Vec::new(),
+        ),
+        false => match super::objects::object_at(offset) {
+            Some(object) => (Some(object), vec![format!("heap offset {offset}")]),
+            None => (None, Vec::new()),
+        },
+    };
+    if count == 1 {
+        notes.push(format!("now {}", read(addr, size as u8)));
+    }
+    let notes = match notes.is_empty() {
+        true => String::new(),
+        false => format!(" ({})", notes.join(", ")),
+    };
+    let bare = match global {
+        true => format!("global variable {addr:#x}"),
+        false => format!("heap offset {offset}"),
+    };
+    match (holder, count) {
+        (Some((name, 0, bytes)), 1) if bytes <= size => format!("{name}{notes}"),
+        (Some((name, at, _)), 1) => format!("its element [{}] of {name}{notes}", at / size),
+        (Some((name, at, _)), n) => format!("{n} of its elements from [{}] of {name}{notes}", at / size),
+        (None, 1) => format!("its element at {bare}{notes}"),
+        (None, n) => format!("{n} of its elements from {bare}{notes}"),
+    }
+}
+
 /// One block in words.
 fn describe(block: &Block) -> ThreadStall {
     let call = block.call;
@@ -144,14 +183,7 @@ fn describe(block: &Block) -> ThreadStall {
             count,
             cmp,
         } => {
-            let place = match global {
-                true => format!("global variable at {addr:#x}"),
-                false => format!("heap offset {offset}"),
-            };
-            let what = match count {
-                1 => format!("its element at {place} (now {})", read(addr, size)),
-                n => format!("{n} of its elements from {place}"),
-            };
+            let what = elements(addr, offset, global, size, count);
             let until = match cmp {
                 Some((op, value)) => format!("to become {op} {value}"),
                 None => "to satisfy the program's condition".to_string(),

@@ -14,9 +14,12 @@
 //! (`Msg::Stalled`), and when one gets going again (`Msg::Moving`).
 
 mod dog;
+mod objects;
 mod site;
+mod symbols;
 
 pub(crate) use dog::start;
+pub(crate) use objects::{allocated, freed};
 pub(crate) use site::frames;
 use site::Site;
 pub use site::{c_call_site, place};

@@ -1,0 +1,60 @@
+//! The symmetric heap's live objects and where the program allocated each,
+//! for hang reports: a wait on heap offset 2228224 reads as "element 0 of
+//! the 8-byte object allocated at hang.rs:30:25". Kept only while hang
+//! reports or the checking mode are on; an allocation costs a map insert
+//! then, and in C an unresolved backtrace (resolved only for a report).
+
+use super::site::Site;
+use std::backtrace::Backtrace;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+/// One live object.
+struct Object {
+    bytes: usize,
+    site: Site,
+    /// For an allocation made from C: the stack at the call, whose C
+    /// caller a report names.
+    trace: Option<Backtrace>,
+}
+
+/// Live objects by heap offset.
+static OBJECTS: Mutex<BTreeMap<usize, Object>> = Mutex::new(BTreeMap::new());
+
+/// Notes the object of `bytes` at heap `offset` that this thread's
+/// current call allocated, with that call's site.
+pub(crate) fn allocated(offset: usize, bytes: usize) {
+    if !super::watching() {
+        return;
+    }
+    let (site, trace) = super::LOCAL.with(|local| match (local.c_call.get(), local.call.get()) {
+        (Some(_), _) => (Site::C, Some(Backtrace::force_capture())),
+        (None, Some(call)) => (call.site, None),
+        (None, None) => (Site::Unknown, None),
+    });
+    crate::sync::lock(&OBJECTS).insert(offset, Object { bytes, site, trace });
+}
+
+/// Forgets the object at heap `offset`.
+pub(crate) fn freed(offset: usize) {
+    if super::watching() {
+        crate::sync::lock(&OBJECTS).remove(&offset);
+    }
+}
+
+/// The live object holding heap `offset`, in words (`the 8-byte object
+/// allocated at hang.c:12:20`), `offset`'s byte offset inside it, and
+/// its size.
+pub(crate) fn object_at(offset: usize) -> Option<(String, usize, usize)> {
+    let objects = crate::sync::lock(&OBJECTS);
+    let (&start, object) = objects.range(..=offset).next_back()?;
+    if offset >= start + object.bytes.max(1) {
+        return None;
+    }
+    let at = super::place(&object.site.describe(object.trace.as_ref()));
+    Some((
+        format!("the {}-byte object allocated{at}", object.bytes),
+        offset - start,
+        object.bytes,
+    ))
+}
