@@ -130,3 +130,37 @@ fn the_report_reads_on_paper() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Above 32 ranks the rank matrix carries no numbers; the node view does,
+/// with each node's drill-down (here one node, this host, of 40 ranks),
+/// and init's and finalize's collectives are a line of their own.
+#[test]
+fn a_large_job_reads_by_node() {
+    let dir = std::env::temp_dir().join(format!("oneside-report-nodes-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let profile = format!("--profile={}", dir.display());
+    let out = rlaunch(&["-n", "40", &profile, &example("traffic")]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let text = visible_text(&dir.join("report.html"));
+    // examples/traffic.rs at 40 ranks: each rank puts 64 bytes to its
+    // right, gets 16 from its left, fetch-adds 56 on rank 0: 136 bytes
+    // each, 5440 B in all, every byte within the one node.
+    for expected in [
+        "Bytes moved between nodes, and within each",
+        "40 ranks on 1 node(s)",
+        "target node",
+        "origin node",
+        "5440 B",
+        "Node localhost: ranks 0-39",
+        "Its ranks moved 5440 B to all nodes; 5440 B came to it.",
+        "rank \\ to node localhost 0 136 B 1 136 B",
+        "39 136 B",
+        "init/finalize: ",
+    ] {
+        assert!(
+            text.contains(expected),
+            "'{expected}' is not in the page's visible text: {text}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 const MAP: f64 = 480.0;
 
 /// Up to this many ranks, every cell shows its bytes and every rank its label.
-const NUMBERED: usize = 32;
+pub const NUMBERED: usize = 32;
 
 /// Where the map starts in its picture: room for the labels.
 const LEFT: f64 = 64.0;
@@ -27,7 +27,7 @@ fn shade(t: f64) -> String {
 }
 
 /// Where `value` sits on the log scale up to `max`.
-fn level(value: u64, max: u64) -> f64 {
+pub fn level(value: u64, max: u64) -> f64 {
     match value == 0 || max == 0 {
         true => 0.0,
         false => ((value as f64).ln_1p() / (max as f64).ln_1p()).clamp(0.0, 1.0),
@@ -53,54 +53,82 @@ fn label_step(n: usize) -> usize {
 
 /// The matrix (row: origin, column: target), labelled, with its scale.
 pub fn heat_map(out: &mut String, matrix: &[Vec<u64>]) {
-    let n = matrix.len().max(1);
-    let cell = MAP / n as f64;
+    let labels: Vec<String> = (0..matrix.len()).map(|r| r.to_string()).collect();
+    let ranks = Axis {
+        name: "rank",
+        labels: &labels,
+    };
+    grid(out, "heatmap", matrix, &ranks, &ranks);
+}
+
+/// One side of a [`grid`]: what its rows or columns are, and their labels.
+pub struct Axis<'a> {
+    /// "rank" or "node": the axis reads "origin rank", "target node".
+    pub name: &'a str,
+    pub labels: &'a [String],
+}
+
+/// A matrix of bytes (rows: origins, columns: targets) as a heat map with
+/// its labels, its numbers up to [`NUMBERED`] rows and columns, and its
+/// colour scale; `id` names the picture.
+pub fn grid(out: &mut String, id: &str, matrix: &[Vec<u64>], rows: &Axis, cols: &Axis) {
+    let (nr, nc) = (rows.labels.len().max(1), cols.labels.len().max(1));
+    let (cw, ch) = (MAP / nc as f64, MAP / nr as f64);
     let max = matrix.iter().flatten().copied().max().unwrap_or(0);
     let (width, height) = (LEFT + MAP + 20.0, TOP + MAP + 80.0);
     let _ = writeln!(
         out,
-        "<svg id=\"heatmap\" width=\"{width}\" height=\"{height}\" viewBox=\"{} {} {width} {height}\" role=\"img\" font-family=\"sans-serif\">",
+        "<svg id=\"{id}\" width=\"{width}\" height=\"{height}\" viewBox=\"{} {} {width} {height}\" role=\"img\" font-family=\"sans-serif\">",
         -LEFT, -TOP
     );
     let _ = writeln!(
         out,
-        "<text x=\"{}\" y=\"-24\" font-size=\"12\" text-anchor=\"middle\">target rank</text>",
-        MAP / 2.0
+        "<text x=\"{}\" y=\"-24\" font-size=\"12\" text-anchor=\"middle\">target {}</text>",
+        MAP / 2.0,
+        cols.name
     );
     let _ = writeln!(
         out,
-        "<text x=\"-48\" y=\"{y}\" font-size=\"12\" transform=\"rotate(-90 -48 {y})\" text-anchor=\"middle\">origin rank</text>",
+        "<text x=\"-48\" y=\"{y}\" font-size=\"12\" transform=\"rotate(-90 -48 {y})\" text-anchor=\"middle\">origin {}</text>",
+        rows.name,
         y = MAP / 2.0
     );
-    for r in (0..n).step_by(label_step(n)) {
-        let mid = (r as f64 + 0.5) * cell;
+    for c in (0..nc.min(cols.labels.len())).step_by(label_step(nc)) {
         let _ = writeln!(
             out,
-            "<text x=\"{mid:.1}\" y=\"-6\" font-size=\"10\" text-anchor=\"middle\">{r}</text>"
-        );
-        let _ = writeln!(
-            out,
-            "<text x=\"-6\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\">{r}</text>",
-            mid + 3.0
+            "<text x=\"{:.1}\" y=\"-6\" font-size=\"10\" text-anchor=\"middle\">{}</text>",
+            (c as f64 + 0.5) * cw,
+            cols.labels[c]
         );
     }
-    let font = (cell / 5.0).clamp(6.0, 12.0);
+    for r in (0..nr.min(rows.labels.len())).step_by(label_step(nr)) {
+        let _ = writeln!(
+            out,
+            "<text x=\"-6\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\">{}</text>",
+            (r as f64 + 0.5) * ch + 3.0,
+            rows.labels[r]
+        );
+    }
+    let numbered = nr <= NUMBERED && nc <= NUMBERED;
+    let font = (cw.min(ch) / 5.0).clamp(6.0, 12.0);
     for (from, row) in matrix.iter().enumerate() {
         for (to, &value) in row.iter().enumerate() {
-            let (x, y) = (to as f64 * cell, from as f64 * cell);
+            let (x, y) = (to as f64 * cw, from as f64 * ch);
             let _ = writeln!(
                 out,
-                "<rect x=\"{x:.2}\" y=\"{y:.2}\" width=\"{cell:.2}\" height=\"{cell:.2}\" fill=\"{}\"><title>{from} -&gt; {to}: {}</title></rect>",
+                "<rect x=\"{x:.2}\" y=\"{y:.2}\" width=\"{cw:.2}\" height=\"{ch:.2}\" fill=\"{}\"><title>{} -&gt; {}: {}</title></rect>",
                 heat(value, max),
+                rows.labels.get(from).map_or("", String::as_str),
+                cols.labels.get(to).map_or("", String::as_str),
                 bytes(value),
             );
-            if n <= NUMBERED && value > 0 {
+            if numbered && value > 0 {
                 let ink = if level(value, max) > 0.5 { "white" } else { "black" };
                 let _ = writeln!(
                     out,
                     "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"{font:.0}\" text-anchor=\"middle\" fill=\"{ink}\">{}</text>",
-                    x + cell / 2.0,
-                    y + cell / 2.0 + font / 3.0,
+                    x + cw / 2.0,
+                    y + ch / 2.0 + font / 3.0,
                     bytes(value)
                 );
             }

@@ -23,6 +23,10 @@ pub fn render(m: &Merged) -> String {
     out.push_str("<h2>Bytes moved by the program's puts, gets and atomics (row: origin, column: target)</h2>\n");
     let matrix = m.matrix(|p| &p.target_bytes);
     charts::heat_map(&mut out, &matrix);
+    if m.size > charts::NUMBERED {
+        out.push_str("<h2>Bytes moved between nodes, and within each</h2>\n");
+        super::nodes::node_view(&mut out, m, &matrix);
+    }
     out.push_str("<h2>What stands out</h2>\n<ul id=\"standout\">\n");
     for line in standouts(m, &matrix) {
         let _ = writeln!(out, "<li>{line}</li>");

@@ -5,6 +5,7 @@
 
 mod charts;
 mod html;
+mod nodes;
 mod summary;
 pub mod timeline;
 
