@@ -96,39 +96,53 @@ fn visible_text(page: &Path) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-#[test]
-fn the_report_reads_on_paper() {
-    let dir = std::env::temp_dir().join(format!("oneside-report-text-{}", std::process::id()));
+/// The visible text of the report of examples/traffic.rs at `ranks`.
+fn traffic_report_text(ranks: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("oneside-report-text-{ranks}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let profile = format!("--profile={}", dir.display());
-    let out = rlaunch(&["-n", "4", &profile, &example("traffic")]);
+    let out = rlaunch(&["-n", ranks, &profile, &example("traffic")]);
     assert_eq!(out.code, Some(0), "{out:?}");
     let text = visible_text(&dir.join("report.html"));
-    // examples/traffic.rs: each rank puts 64 bytes to its right, gets 16
-    // from its left and fetch-adds 56 on rank 0, so rank 3 sends rank 0
-    // 120 bytes, the most.
-    for expected in [
-        "target rank",
-        "origin rank",
-        "120 B",
-        "bytes moved (log scale)",
-        "0 B",
-        "computing communicating blocked",
-        "time since start",
-        "operation calls bytes time per call % of the run",
-        "put 32 256 B",
-        "The hottest pair is rank 3 to rank 0: 120 B",
-        "The most blocked rank is rank",
-        // Histograms by default: the barriers are timed, every one.
-        "barrier calls",
-        "latency (bucket from)",
-    ] {
+    let _ = std::fs::remove_dir_all(&dir);
+    text
+}
+
+/// Fails unless every one of `expected` is in `text`.
+fn assert_reads(text: &str, expected: &[&str]) {
+    for expected in expected {
         assert!(
             text.contains(expected),
             "'{expected}' is not in the page's visible text: {text}"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_report_reads_on_paper() {
+    let text = traffic_report_text("4");
+    // examples/traffic.rs: each rank puts 64 bytes to its right, gets 16
+    // from its left and fetch-adds 56 on rank 0, so rank 3 sends rank 0
+    // 120 bytes, the most.
+    assert_reads(
+        &text,
+        &[
+            "target rank",
+            "origin rank",
+            "120 B",
+            "bytes moved (log scale)",
+            "0 B",
+            "computing communicating blocked",
+            "time since start",
+            "operation calls bytes time per call % of the run",
+            "put 32 256 B",
+            "The hottest pair is rank 3 to rank 0: 120 B",
+            "The most blocked rank is rank",
+            // Histograms by default: the barriers are timed, every one.
+            "barrier calls",
+            "latency (bucket from)",
+        ],
+    );
 }
 
 /// Above 32 ranks the rank matrix carries no numbers; the node view does,
@@ -136,31 +150,23 @@ fn the_report_reads_on_paper() {
 /// and init's and finalize's collectives are a line of their own.
 #[test]
 fn a_large_job_reads_by_node() {
-    let dir = std::env::temp_dir().join(format!("oneside-report-nodes-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let profile = format!("--profile={}", dir.display());
-    let out = rlaunch(&["-n", "40", &profile, &example("traffic")]);
-    assert_eq!(out.code, Some(0), "{out:?}");
-    let text = visible_text(&dir.join("report.html"));
+    let text = traffic_report_text("40");
     // examples/traffic.rs at 40 ranks: each rank puts 64 bytes to its
     // right, gets 16 from its left, fetch-adds 56 on rank 0: 136 bytes
     // each, 5440 B in all, every byte within the one node.
-    for expected in [
-        "Bytes moved between nodes, and within each",
-        "40 ranks on 1 node(s)",
-        "target node",
-        "origin node",
-        "5440 B",
-        "Node localhost: ranks 0-39",
-        "Its ranks moved 5440 B to all nodes; 5440 B came to it.",
-        "rank \\ to node localhost 0 136 B 1 136 B",
-        "39 136 B",
-        "init/finalize: ",
-    ] {
-        assert!(
-            text.contains(expected),
-            "'{expected}' is not in the page's visible text: {text}"
-        );
-    }
-    let _ = std::fs::remove_dir_all(&dir);
+    assert_reads(
+        &text,
+        &[
+            "Bytes moved between nodes, and within each",
+            "40 ranks on 1 node(s)",
+            "target node",
+            "origin node",
+            "5440 B",
+            "Node localhost: ranks 0-39",
+            "Its ranks moved 5440 B to all nodes; 5440 B came to it.",
+            "rank \\ to node localhost 0 136 B 1 136 B",
+            "39 136 B",
+            "init/finalize: ",
+        ],
+    );
 }

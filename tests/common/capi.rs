@@ -95,16 +95,12 @@ pub fn oshrun(n: usize, transport: &str, exe: &Path, args: &[&str]) -> Outcome {
 
 /// [`oshrun`] with launcher `options` before the program.
 pub fn oshrun_with(n: usize, transport: &str, options: &[&str], exe: &Path, args: &[&str]) -> Outcome {
-    let child = super::launcher(tool("oshrun"))
+    let mut command = super::launcher(tool("oshrun"));
+    command
         .args(["-np", &n.to_string(), "--timeout", "90"])
         .args(options)
         .arg(exe)
         .args(args)
-        .env("ONESIDE_TRANSPORT", transport)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("oshrun starts");
-    finish(child)
+        .env("ONESIDE_TRANSPORT", transport);
+    finish(super::start_piped(command))
 }

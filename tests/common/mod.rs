@@ -101,15 +101,21 @@ impl Outcome {
     }
 }
 
-/// Starts `rlaunch ARGS` with piped output.
-pub fn spawn_rlaunch(args: &[&str]) -> Child {
-    launcher(rlaunch_path())
-        .args(args)
+/// Starts `command` with no input and piped output.
+pub fn start_piped(mut command: Command) -> Child {
+    command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("rlaunch starts")
+        .expect("the command starts")
+}
+
+/// Starts `rlaunch ARGS` with piped output.
+pub fn spawn_rlaunch(args: &[&str]) -> Child {
+    let mut command = launcher(rlaunch_path());
+    command.args(args);
+    start_piped(command)
 }
 
 /// Runs `rlaunch ARGS` to completion (or to [`hard_limit`]).
@@ -120,28 +126,16 @@ pub fn rlaunch(args: &[&str]) -> Outcome {
 /// Runs `rlaunch ARGS` as a user would, without [`launcher`]'s allowance:
 /// more ranks than slots are refused unless ARGS say `--oversubscribe`.
 pub fn rlaunch_within_slots(args: &[&str]) -> Outcome {
-    let child = Command::new(rlaunch_path())
-        .args(args)
-        .env_remove("RLAUNCH_OVERSUBSCRIBE")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("rlaunch starts");
-    finish(child)
+    let mut command = Command::new(rlaunch_path());
+    command.args(args).env_remove("RLAUNCH_OVERSUBSCRIBE");
+    finish(start_piped(command))
 }
 
 /// Runs `rlaunch ARGS` with the extra environment `vars`, to completion.
 pub fn rlaunch_with_env(args: &[&str], vars: &[(&str, &str)]) -> Outcome {
-    let child = launcher(rlaunch_path())
-        .args(args)
-        .envs(vars.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("rlaunch starts");
-    finish(child)
+    let mut command = launcher(rlaunch_path());
+    command.args(args).envs(vars.iter().copied());
+    finish(start_piped(command))
 }
 
 /// Waits for a child, collecting its output; kills it at [`hard_limit`].
