@@ -27,8 +27,9 @@ rm -rf "$work"
 mkdir -p "$work/src" "$work/run" "$work/app/src"
 step() { echo "== install: $*"; }
 fail() { echo "install: FAIL: $*" >&2; exit 1; }
-# Only the installed tools, the compiler and coreutils.
-plain() { env -i HOME="$HOME" PATH="$work/p2/bin:/usr/bin:/bin" "$@"; }
+# Only the installed tools, the compiler and coreutils (and the allowance
+# to run 4 ranks on 2 cores).
+plain() { env -i HOME="$HOME" PATH="$work/p2/bin:/usr/bin:/bin" RLAUNCH_OVERSUBSCRIBE=1 "$@"; }
 
 step "copy the tree to $work/src"
 (cd "$root" && git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf -) | tar -xf - -C "$work/src"
@@ -78,7 +79,7 @@ done
 MANWIDTH=80 man -l "$work/p2/share/man/man1/rlaunch.1" | grep -q -- "--hang-timeout" || fail "rlaunch.1 lacks --hang-timeout"
 
 step "4. the same through module load under Lmod"
-env -i HOME="$HOME" PATH=/usr/bin:/bin WORK="$work" bash -c '
+env -i HOME="$HOME" PATH=/usr/bin:/bin WORK="$work" RLAUNCH_OVERSUBSCRIBE=1 bash -c '
   set -euo pipefail
   source /usr/share/lmod/lmod/init/bash
   module use "$WORK/p2/share/modulefiles"
