@@ -3,6 +3,7 @@
 //!
 //! * `exit RANK CODE`     — RANK exits with CODE after init; the others wait in a barrier
 //! * `signal RANK`        — RANK prints `dying pid=P`, then kills itself with SIGKILL after init
+//! * `signal-handled RANK` — the same, every rank having installed a SIGTERM handler of its own before init (it says so on stderr, then exits 143)
 //! * `stop RANK`          — RANK stops itself with SIGSTOP after init (a silent rank); the others wait in a barrier
 //! * `sleep`              — init, print `ready pid=P job=J`, then sleep forever
 //! * `no-init RANK`       — RANK exits 0 without calling init; the others call it
@@ -36,6 +37,16 @@ fn main() -> ExitCode {
 
 fn arg(args: &[String], i: usize) -> usize {
     args.get(i).and_then(|a| a.parse().ok()).unwrap_or(0)
+}
+
+/// The program's own SIGTERM handler of `signal-handled`.
+extern "C" fn own_sigterm(_signal: libc::c_int) {
+    const SAID: &[u8] = b"faults: the program's own SIGTERM handler ran\n";
+    // SAFETY: write(2) and _exit(2) are async-signal-safe; SAID is static.
+    unsafe {
+        libc::write(2, SAID.as_ptr().cast(), SAID.len());
+        libc::_exit(143);
+    }
 }
 
 fn env_rank() -> usize {
@@ -86,6 +97,16 @@ fn run(args: &[String]) -> oneside::Result<u8> {
         _ => {}
     }
 
+    if mode == "signal-handled" {
+        // SAFETY: installing a handler that only writes(2) and _exits, both
+        // async-signal-safe.
+        unsafe {
+            libc::signal(
+                libc::SIGTERM,
+                own_sigterm as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            )
+        };
+    }
     if mode == "peer-dies" {
         // SAFETY: ignoring SIGTERM has no memory-safety preconditions. It lets
         // rank 0 see the broken link itself before rlaunch's SIGKILL comes.
@@ -100,7 +121,7 @@ fn run(args: &[String]) -> oneside::Result<u8> {
             }
             world.barrier()?;
         }
-        "signal" => {
+        "signal" | "signal-handled" => {
             if rank == arg(args, 1) {
                 println!("dying pid={}", std::process::id());
                 // SAFETY: raising a signal at ourselves has no memory-safety preconditions.

@@ -11,8 +11,8 @@
 //! Every injected fault must end the job within [`BOUND`] of it, with a
 //! non-zero status, the faulty rank named, no rank process left,
 //! nothing of the job's left in `/dev/shm`, and (every job runs under
-//! `--profile`) a profile written by every rank that lived past init
-//! (not yet asked over libfabric: see `inject_into`). The campaign prints a table:
+//! `--profile`) a profile written by every rank that lived past init,
+//! over every transport. The campaign prints a table:
 //! faults injected, ended as promised, missed (with why), and faults that
 //! came after the job had already finished (not counted as injected).
 //!
@@ -171,11 +171,6 @@ fn inject_into(fault: &Fault, profiles: &std::path::Path) -> Verdict {
     let mut stdout: Vec<String> = seen;
     stdout.extend(lines.rest().lines().map(str::to_string));
     match judge(fault, status.and_then(|s| s.code()), took, &stdout, &stderr, pid) {
-        // Over libfabric, the ranks that lived beside a killed or stopped
-        // rank end without their profile (found by this check in CI: 45
-        // of 56 faults; still open): they are not held to it there yet,
-        // and the guide says so.
-        Verdict::Kept if fault.transport == "ofi" => Verdict::Kept,
         Verdict::Kept => profiles_of_the_living(fault, &stdout, profiles),
         other => other,
     }

@@ -222,3 +222,38 @@ fn the_ranks_that_lived_write_their_profile_when_the_job_is_ended() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// A SIGTERM handler installed before init (the program's, or a
+/// library's, as libfabric's shm provider installs one) still runs when
+/// rlaunch ends the job, after the profile is written: the fault campaign
+/// found ranks beside such a handler writing none.
+#[test]
+fn a_sigterm_handler_that_was_there_first_runs_after_the_profile_is_written() {
+    for (transport, _) in transports() {
+        let dir = fresh_dir(&format!("handled-{transport}"));
+        let profile = format!("--profile={}", dir.display());
+        let out = rlaunch(&[
+            "-n",
+            "3",
+            "--transport",
+            transport,
+            &profile,
+            &example("faults"),
+            "signal-handled",
+            "1",
+        ]);
+        assert_eq!(out.code, Some(128 + 9), "{transport}: {out:?}");
+        for rank in [0, 2] {
+            assert!(
+                dir.join(format!("rank-{rank}.prof")).exists(),
+                "{transport}, rank {rank}: {out:?}"
+            );
+        }
+        assert_eq!(
+            out.stderr.matches("the program's own SIGTERM handler ran").count(),
+            2,
+            "{transport}: {out:?}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

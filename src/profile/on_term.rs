@@ -5,17 +5,29 @@
 //! they were.
 //!
 //! The handler only writes a byte to a pipe (what a signal handler may
-//! do); a thread waiting on the pipe writes the files, then puts back
-//! SIGTERM's default action and raises it again, so the rank still ends
-//! as killed by SIGTERM. A program that installed its own SIGTERM
-//! handler before oneside started keeps it, and nothing is written on
-//! SIGTERM.
+//! do); a thread waiting on the pipe writes the files, then puts back the
+//! action SIGTERM had before and raises it again: by default the rank
+//! still ends as killed by SIGTERM, and a handler installed before (the
+//! program's, or libfabric's shm provider's, which removes its shared
+//! memory and then chains on) runs as it would have, after the files are
+//! written. Found by the fault campaign: over libfabric's shm provider,
+//! whose handler was there first, ranks that lived wrote no profile. A
+//! SIGTERM the program ignores stays ignored, and nothing is written on it.
 
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 /// The pipe's writing end, for the handler (-1: none).
 static WAKE: AtomicI32 = AtomicI32::new(-1);
+
+/// SIGTERM's action before ours, put back once the files are written.
+struct Before(libc::sigaction);
+// SAFETY: a sigaction is plain data (a handler address, flags, a mask);
+// it is written once before the writer thread reads it.
+unsafe impl Send for Before {}
+// SAFETY: as above; nothing mutates it after it is set.
+unsafe impl Sync for Before {}
+static BEFORE: std::sync::OnceLock<Before> = std::sync::OnceLock::new();
 
 extern "C" fn on_sigterm(_signal: c_int) {
     let fd = WAKE.load(Ordering::Relaxed);
@@ -34,7 +46,7 @@ pub(super) fn write_on_sigterm(rank: usize) -> Result<(), String> {
     if unsafe { libc::sigaction(libc::SIGTERM, std::ptr::null(), &mut old) } != 0 {
         return Err(std::io::Error::last_os_error().to_string());
     }
-    if old.sa_sigaction != libc::SIG_DFL {
+    if old.sa_sigaction == libc::SIG_IGN || BEFORE.set(Before(old)).is_err() {
         return Ok(());
     }
     let mut fds = [-1; 2];
@@ -52,10 +64,14 @@ pub(super) fn write_on_sigterm(rank: usize) -> Result<(), String> {
         if let Err(e) = super::finish() {
             eprintln!("oneside: rank {rank} could not write its profile: {e}");
         }
-        // SAFETY: back to the default action, then the signal again: the
-        // process ends as killed by SIGTERM, as it would have.
+        // SAFETY: back to the action SIGTERM had before ours (BEFORE was
+        // set before this thread started), then the signal again: the
+        // process ends as killed by SIGTERM, or the handler that was
+        // there first runs, as either would have.
         unsafe {
-            libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            if let Some(Before(before)) = BEFORE.get() {
+                libc::sigaction(libc::SIGTERM, before, std::ptr::null_mut());
+            }
             libc::raise(libc::SIGTERM);
         }
     })
