@@ -155,7 +155,7 @@ pub enum Error {
     },
 
     /// A peer's connection broke during an operation.
-    #[error("{who_rank}: {op} with {who_peer} failed: {source} (did {who_peer} exit or crash?)", who_rank = who(.rank), who_peer = who(.peer))]
+    #[error("{who_rank}: {op} with {who_peer} failed: {source} ({})", why_lost(.source, who(.peer)), who_rank = who(.rank), who_peer = who(.peer))]
     PeerLost {
         rank: usize,
         peer: usize,
@@ -434,6 +434,20 @@ fn describe_missing(missing: &[usize]) -> String {
     }
     let ranks: Vec<String> = missing.iter().map(|r| r.to_string()).collect();
     format!("{}(s) {}", noun(), ranks.join(", "))
+}
+
+/// Why a peer's connection broke, as far as its error can say: a peer
+/// whose host went silent (`ETIMEDOUT`, after `liveness::SILENCE`) was not
+/// heard to exit.
+fn why_lost(source: &io::Error, peer: crate::words::Who) -> String {
+    match source.kind() {
+        io::ErrorKind::TimedOut => format!(
+            "nothing was heard from the host of {peer} for {} s: a cut or failed link, \
+             or a host that is down or frozen; check the network to it",
+            crate::protocol::liveness::SILENCE.as_secs()
+        ),
+        _ => format!("did {peer} exit or crash?"),
+    }
 }
 
 #[cfg(test)]

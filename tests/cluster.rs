@@ -384,3 +384,126 @@ fn the_doctor_prints_one_row_per_host_and_names_the_broken_one() {
         .stdout
         .contains("198.18.0.14: ssh failed: ssh: connect to host 198.18.0.14 port 22: Connection refused"));
 }
+
+/// Host `h`'s cable to the bridge, cut until this is dropped.
+struct CutLink(usize);
+
+impl CutLink {
+    fn cut(h: usize) -> CutLink {
+        let status = std::process::Command::new("ip")
+            .args(["link", "set", &format!("osv{h}"), "down"])
+            .status()
+            .unwrap();
+        assert!(status.success(), "ip link set osv{h} down");
+        CutLink(h)
+    }
+}
+
+impl Drop for CutLink {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("ip")
+            .args(["link", "set", &format!("osv{}", self.0), "up"])
+            .status();
+    }
+}
+
+/// A link that fails mid-job ends the job within oneside's silence limit
+/// (liveness::SILENCE, 10 s) and rlaunch's grace, and names the ranks of
+/// the host that fell silent; once the link is back, nothing is left on
+/// either host (the cut-off ranks gave up on rlaunch by themselves).
+/// Without it the job hung for TCP's quarter of an hour.
+#[test]
+fn a_cut_link_is_named_and_ends_the_job() {
+    let c = cluster();
+    let hosts = c.hostfile("cut", &[(1, 2), (2, 2)]);
+    let args = ["-n", "4", "--transport", "tcp", &example("fault_target"), "put", "60"];
+    let mut child = c.spawn(&hosts, &args);
+    let _ = wait_for_lines(&mut child, "ready", 4);
+    let cut = CutLink::cut(2);
+    let began = std::time::Instant::now();
+    let out = finish(child);
+    let took = began.elapsed();
+    drop(cut);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(took < Duration::from_secs(30), "took {took:?}: {out:?}");
+    assert!(
+        out.stderr.contains("on host 198.18.0.12 (pid ")
+            && out
+                .stderr
+                .contains("nothing heard from its host for 10 s (a cut or failed link"),
+        "{out:?}"
+    );
+    c.assert_hosts_clean(&[1, 2]);
+}
+
+/// Runs an nftables script here, or inside host namespace `ns`.
+fn nft(ns: Option<&str>, script: &str) -> bool {
+    let mut command = match ns {
+        Some(ns) => {
+            let mut command = std::process::Command::new("ip");
+            command.args(["netns", "exec", ns, "nft"]);
+            command
+        }
+        None => std::process::Command::new("nft"),
+    };
+    command.args(["-f", "-"]);
+    let Ok(mut child) = command.stdin(std::process::Stdio::piped()).spawn() else {
+        return false;
+    };
+    let wrote = std::io::Write::write_all(&mut child.stdin.take().unwrap(), script.as_bytes());
+    wrote.is_ok() && child.wait().is_ok_and(|s| s.success())
+}
+
+/// 5% of host 2's packets dropped each way, until this is dropped.
+struct LossyLink;
+
+impl LossyLink {
+    fn start() -> LossyLink {
+        let table = |device: &str| {
+            format!(
+                "table netdev oneside_loss {{\n  chain in {{\n    type filter hook ingress device \"{device}\" priority 0;\n    numgen random mod 100 < 5 counter drop\n  }}\n}}\n"
+            )
+        };
+        assert!(nft(None, &table("osv2")), "nft runs (apt-get install nftables)");
+        assert!(nft(Some("os-h2"), &table("osv2p")), "nft in os-h2");
+        LossyLink
+    }
+}
+
+impl Drop for LossyLink {
+    fn drop(&mut self) {
+        nft(None, "delete table netdev oneside_loss\n");
+        nft(Some("os-h2"), "delete table netdev oneside_loss\n");
+    }
+}
+
+/// 5% of the packets lost each way on host 2's link (nftables; this
+/// kernel has no sch_netem for tc's loss and delay): jobs across it still
+/// finish with correct results, TCP resending what was lost, and no
+/// connection is taken for silent.
+#[test]
+fn a_lossy_link_still_gives_correct_results() {
+    let c = cluster();
+    let _lossy = LossyLink::start();
+    let hosts = c.hostfile("lossy", &[(1, 2), (2, 2)]);
+    let out = c.run(&hosts, &["-n", "4", &example("coll_check"), "--quick"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(out.stdout.matches("coll_check: rank").count(), 4, "{out:?}");
+    let out = c.run(&hosts, &["-n", "4", "--transport", "tcp", &example("traffic")]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(out.stdout, "traffic ok: 4 ranks\n", "{out:?}");
+    // The loss was real: packets were dropped.
+    let listed = std::process::Command::new("nft")
+        .args(["list", "table", "netdev", "oneside_loss"])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    let dropped: u64 = listed
+        .split_whitespace()
+        .skip_while(|w| *w != "packets")
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(dropped > 0, "no packet was dropped: {listed}");
+    c.assert_hosts_clean(&[1, 2]);
+}

@@ -208,6 +208,7 @@ pub fn exchange_cards(
     let addr = resolve(&env.bootstrap_addr).map_err(launcher_err("address lookup"))?;
     let mut stream = TcpStream::connect_timeout(&addr, timeout).map_err(launcher_err("connect"))?;
     stream.set_nodelay(true).map_err(launcher_err("connect"))?;
+    crate::protocol::liveness::watch(&stream).map_err(launcher_err("connect"))?;
     stream
         .set_read_timeout(Some(timeout))
         .map_err(launcher_err("connect"))?;

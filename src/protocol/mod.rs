@@ -13,6 +13,7 @@ pub mod auth;
 pub mod env;
 pub mod limits;
 pub mod listen;
+pub mod liveness;
 pub mod pmi1;
 pub mod route;
 pub mod shm_files;

@@ -109,8 +109,17 @@ pub fn report(states: &[RankState], hosts: &[&str]) -> Vec<String> {
     lines
 }
 
+/// What rlaunch says of a rank whose host fell silent.
+pub fn silent() -> String {
+    format!(
+        "nothing heard from its host for {} s (a cut or failed link, or a host that is down or frozen)",
+        oneside::protocol::liveness::SILENCE.as_secs()
+    )
+}
+
 fn not_blocked(state: &RankState) -> String {
     match state.ending {
+        None if state.silent => silent(),
         Some(Ending::Code(0)) if state.finalized => "finalized and exited".into(),
         Some(ending) => ending.describe(),
         None if state.finalized => format!("in finalize {}, waiting for every rank's farewell", state.finalize_at),

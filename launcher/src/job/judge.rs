@@ -56,6 +56,14 @@ pub fn judge(event: JobEvent, view: &View, states: &mut [RankState], abort: Opti
             states[rank].stall = None;
             None
         }
+        JobEvent::Silent { rank } => {
+            states[rank].silent = true;
+            if aborting || states[rank].ending.is_some() {
+                return None;
+            }
+            eprintln!("rlaunch: {}: {}", view.describe(rank), super::hang::silent());
+            Some(1)
+        }
         JobEvent::GlobalExit { rank, status } if !aborting => {
             // Its own exit is the job's end, not a failure to finalize.
             states[rank].finalized = true;

@@ -94,6 +94,11 @@ pub enum JobEvent {
     Moving {
         rank: usize,
     },
+    /// Nothing has been heard from `rank`'s host for
+    /// `liveness::SILENCE`: its connection to rlaunch timed out.
+    Silent {
+        rank: usize,
+    },
 }
 
 /// A started rank.
@@ -122,6 +127,8 @@ pub struct RankState {
     pub stall: Option<hang::Seen>,
     /// The program's frame it died in, from its `Crashed`.
     pub crashed_at: Option<String>,
+    /// Its host fell silent: its connection to rlaunch timed out.
+    pub silent: bool,
 }
 
 pub struct Abort {

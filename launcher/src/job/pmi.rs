@@ -129,7 +129,10 @@ impl BootstrapServer {
                     let registry = self.poll.registry();
                     listen::accept_queued(&self.listener, |mut stream| {
                         let token = Token(conns.len());
-                        if registry.register(&mut stream, token, Interest::READABLE).is_ok() {
+                        // A rank whose host goes silent is heard of within
+                        // liveness::SILENCE, not TCP's quarter of an hour.
+                        let watched = oneside::protocol::liveness::watch(&stream);
+                        if watched.is_ok() && registry.register(&mut stream, token, Interest::READABLE).is_ok() {
                             let (acceptor, buf) = Acceptor::start_buffered();
                             conns.push(Some(Conn {
                                 stream,
@@ -248,7 +251,17 @@ fn serve_conn(
     events: &Sender<JobEvent>,
 ) -> Result<Served, Drop> {
     let _ = conn.buf.flush_to(&mut conn.stream);
-    let open = conn.buf.fill_from(&mut conn.stream).unwrap_or(false);
+    let open = match conn.buf.fill_from(&mut conn.stream) {
+        Ok(open) => open,
+        // The rank's host has been silent for liveness::SILENCE.
+        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+            if let State::Registered(rank) = conn.state {
+                let _ = events.send(JobEvent::Silent { rank });
+            }
+            false
+        }
+        Err(_) => false,
+    };
     let mut served = Served::Nothing;
     loop {
         let authenticated = matches!(conn.state, State::Registered(_) | State::AwaitRegister);

@@ -31,6 +31,7 @@ pub fn connect(address: &str) -> Result<(TcpStream, ProxySpec), String> {
     let mut stream = TcpStream::connect_timeout(&target, CONNECT_TIMEOUT)
         .map_err(|e| format!("cannot reach the launcher at {target}: {e}"))?;
     let _ = stream.set_nodelay(true);
+    let _ = oneside::protocol::liveness::watch(&stream);
     let failed = |e: std::io::Error| format!("the launcher at {target} hung up during the handshake: {e}");
     auth::connect_blocking(&mut stream, &secret).map_err(|e| match e {
         HandshakeError::Io(e) => failed(e),

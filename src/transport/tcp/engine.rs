@@ -343,7 +343,10 @@ impl Conns {
     fn accept_all(&mut self, listener: &TcpListener, ready: &ReadySet) {
         listen::accept_queued(listener, |stream| {
             let index = self.open.len();
-            if stream.set_nodelay(true).is_ok() && ready.add(stream.as_raw_fd(), index).is_ok() {
+            let watched = stream
+                .set_nodelay(true)
+                .and_then(|()| crate::protocol::liveness::watch(&stream));
+            if watched.is_ok() && ready.add(stream.as_raw_fd(), index).is_ok() {
                 self.open.push(Some(Conn::accepted(stream)));
             }
         });

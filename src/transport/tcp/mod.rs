@@ -109,6 +109,7 @@ impl TcpPeer {
     fn handshake(rank: usize, addr: SocketAddr, dial: &Dial) -> io::Result<TcpStream> {
         let mut stream = TcpStream::connect_timeout(&addr, dial.timeout)?;
         stream.set_nodelay(true)?;
+        crate::protocol::liveness::watch(&stream)?;
         stream.set_read_timeout(Some(dial.timeout))?;
         auth::connect_blocking(&mut stream, &dial.secret).map_err(|e| match e {
             HandshakeError::Io(e) => e,

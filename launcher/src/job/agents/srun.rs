@@ -222,7 +222,8 @@ fn admit(mut stream: TcpStream, secret: &[u8]) -> Result<(TcpStream, String, Str
     let setup = stream
         .set_nonblocking(false)
         .and_then(|()| stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT)))
-        .and_then(|()| stream.set_nodelay(true));
+        .and_then(|()| stream.set_nodelay(true))
+        .and_then(|()| oneside::protocol::liveness::watch(&stream));
     setup.map_err(|e| e.to_string())?;
     auth::accept_blocking(&mut stream, secret).map_err(|e| match e {
         HandshakeError::Io(e) => e.to_string(),
