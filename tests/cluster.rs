@@ -306,6 +306,26 @@ fn a_remote_rank_killed_mid_run_ends_the_job_everywhere() {
     c.assert_hosts_clean(&[1, 2]);
 }
 
+/// A rank stopped by a signal on another host (a silent rank) is seen by
+/// its host's proxy: the job ends within rlaunch's limit for stopped ranks
+/// (2 s while others wait) and the grace, naming it, as on rlaunch's own
+/// host; nothing is left on either host.
+#[test]
+fn a_remote_rank_stopped_mid_run_ends_the_job_named() {
+    let c = cluster();
+    let hosts = c.hostfile("stop-remote", &[(1, 2), (2, 2)]);
+    let began = std::time::Instant::now();
+    let out = c.run(&hosts, &["-n", "4", &example("faults"), "stop", "3"]);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(began.elapsed() < Duration::from_secs(20), "{out:?}");
+    assert!(
+        out.stderr.contains("rank 3 on host 198.18.0.12 (pid ")
+            && out.stderr.contains("is stopped by a signal (SIGSTOP or SIGTSTP)"),
+        "{out:?}"
+    );
+    c.assert_hosts_clean(&[1, 2]);
+}
+
 #[test]
 fn sigint_and_sigkill_to_rlaunch_leave_nothing_on_any_host() {
     let c = cluster();

@@ -56,6 +56,10 @@ pub fn judge(event: JobEvent, view: &View, states: &mut [RankState], abort: Opti
             states[rank].stall = None;
             None
         }
+        JobEvent::RemoteStopped { rank, stopped } => {
+            states[rank].stopped_since = stopped.then(std::time::Instant::now);
+            None
+        }
         JobEvent::Silent { rank } => {
             states[rank].silent = true;
             if aborting || states[rank].ending.is_some() {

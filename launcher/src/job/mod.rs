@@ -19,7 +19,7 @@ mod judge;
 pub mod output;
 mod pmi;
 pub mod report;
-mod silent;
+pub mod silent;
 mod simple_pmi;
 pub mod spawn;
 mod table;
@@ -94,6 +94,11 @@ pub enum JobEvent {
     Moving {
         rank: usize,
     },
+    /// Another host's proxy saw `rank` stopped by a signal, or running again.
+    RemoteStopped {
+        rank: usize,
+        stopped: bool,
+    },
     /// Nothing has been heard from `rank`'s host for
     /// `liveness::SILENCE`: its connection to rlaunch timed out.
     Silent {
@@ -129,6 +134,8 @@ pub struct RankState {
     pub crashed_at: Option<String>,
     /// Its host fell silent: its connection to rlaunch timed out.
     pub silent: bool,
+    /// Since when another host's proxy has said it is stopped by a signal.
+    pub stopped_since: Option<std::time::Instant>,
 }
 
 pub struct Abort {

@@ -12,7 +12,8 @@
 //! memory; `fi_cq_read` then never returns, and the peer cannot say that
 //! it waits). A rank stopped by a debugger (tracing stop, `t`)
 //! is left alone: someone is looking at it. Ranks on other hosts are their
-//! proxies' to watch, which they do not yet.
+//! proxies' to watch: a proxy says when one of its ranks is stopped
+//! (`FromProxy::Stopped`), and the same limits apply from then.
 
 use super::{RankProcess, RankState};
 use std::time::{Duration, Instant};
@@ -83,14 +84,19 @@ impl Watch {
             let state = &states[p.rank];
             // A rank in finalize may be stopped there after the others
             // left: it is watched too, as long as it has not ended.
-            let watched = p.control.pid_here(p.pid).is_some() && state.ending.is_none() && state.stall.is_none();
-            let stopped = watched && pids[p.rank] > 0 && stopped(pids[p.rank]);
+            let watched = state.ending.is_none() && state.stall.is_none();
             let since = &mut self.since[p.rank];
-            if !stopped {
+            let stopped_since = match p.control.pid_here(p.pid) {
+                Some(pid) if watched && is_stopped(pid) => Some(*since.get_or_insert_with(Instant::now)),
+                Some(_) => None,
+                // Another host's rank: as its proxy last said.
+                None => state.stopped_since.filter(|_| watched),
+            };
+            let Some(stopped_since) = stopped_since else {
                 *since = None;
                 continue;
-            }
-            let stopped_for = since.get_or_insert_with(Instant::now).elapsed();
+            };
+            let stopped_for = stopped_since.elapsed();
             if stopped_for >= limit {
                 let title = format!(
                     "rank {} on host {} (pid {}) is stopped by a signal (SIGSTOP or SIGTSTP) and has sent nothing \
@@ -101,8 +107,11 @@ impl Watch {
                     stopped_for.as_secs_f64()
                 );
                 super::print_report(&title, states, hosts);
-                // A stopped process acts on SIGTERM only once continued.
-                super::spawn::signal_group(pids[p.rank], libc::SIGKILL);
+                // A stopped process acts on SIGTERM only once continued
+                // (another host's gets its SIGKILL after rlaunch's grace).
+                if let Some(pid) = p.control.pid_here(p.pid) {
+                    super::spawn::signal_group(pid, libc::SIGKILL);
+                }
                 return Some(1);
             }
         }
@@ -112,7 +121,7 @@ impl Watch {
 
 /// Whether process `pid` is stopped by a signal (state `T` in
 /// `/proc/<pid>/stat`; a tracing stop, `t`, is not).
-fn stopped(pid: i32) -> bool {
+pub fn is_stopped(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
         .as_deref()
@@ -142,14 +151,14 @@ mod tests {
     fn a_stopped_child_reads_as_stopped_and_a_running_one_does_not() {
         let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
         let pid = child.id() as i32;
-        assert!(!stopped(pid));
+        assert!(!is_stopped(pid));
         // SAFETY: signalling our own child.
         unsafe { libc::kill(pid, libc::SIGSTOP) };
         let deadline = Instant::now() + Duration::from_secs(5);
-        while !stopped(pid) && Instant::now() < deadline {
+        while !is_stopped(pid) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
-        assert!(stopped(pid));
+        assert!(is_stopped(pid));
         let _ = child.kill();
         let _ = child.wait();
     }

@@ -6,7 +6,9 @@
 //! never outlives the job, even if rlaunch is killed. The link is the ssh
 //! connection's stdin and stdout (`rlaunch --proxy`), or a TCP connection
 //! back to the launcher for a proxy started by srun (`rlaunch --proxy
-//! --connect ADDR`).
+//! --connect ADDR`). Twice a second it reads its ranks' `/proc/<pid>/stat`
+//! and tells the launcher when one is stopped by a signal or runs again,
+//! as rlaunch sees for itself on its own host.
 
 mod connect;
 pub mod wire;
@@ -159,6 +161,8 @@ fn serve(link: Link) -> u8 {
         live.push((rank.rank, pid));
     }
     drop(spawner);
+    let watched = Arc::new(Mutex::new(live.clone()));
+    watch_stops(Arc::clone(&watched), Arc::clone(&out));
 
     std::thread::spawn(move || loop {
         match recv_any::<ToProxy>(&mut input, MAX_FRAME) {
@@ -176,6 +180,7 @@ fn serve(link: Link) -> u8 {
         match events.recv() {
             Ok(ProxyEvent::Exited { rank, pid, ending }) => {
                 live.retain(|&(_, p)| p != pid);
+                crate::sync::lock(&watched).retain(|&(_, p)| p != pid);
                 if !ending.success() {
                     // A rank that did not end cleanly may have left its
                     // libfabric shm region (16 MiB) behind.
@@ -204,4 +209,32 @@ fn serve(link: Link) -> u8 {
         shm_files::remove_job_segments(job_id);
     }
     0
+}
+
+/// How often the proxy reads its ranks' states.
+const LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Tells the launcher, on a thread, when a rank of `live` is stopped by a
+/// signal and when it runs again; ends when no rank is left.
+fn watch_stops(live: Arc<Mutex<Vec<(u32, i32)>>>, out: Outbox) {
+    std::thread::spawn(move || {
+        let mut stopped: Vec<u32> = Vec::new();
+        loop {
+            std::thread::sleep(LOOK_EVERY);
+            let ranks = crate::sync::lock(&live).clone();
+            if ranks.is_empty() {
+                return;
+            }
+            for (rank, pid) in ranks {
+                let now = crate::job::silent::is_stopped(pid);
+                if now != stopped.contains(&rank) {
+                    match now {
+                        true => stopped.push(rank),
+                        false => stopped.retain(|&r| r != rank),
+                    }
+                    send(&out, &FromProxy::Stopped { rank, stopped: now });
+                }
+            }
+        }
+    });
 }

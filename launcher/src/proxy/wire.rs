@@ -68,4 +68,11 @@ pub enum FromProxy {
         rank: u32,
         ending: Ending,
     },
+    /// The rank was stopped by a signal (SIGSTOP, SIGTSTP), or, with
+    /// `stopped: false`, runs again: rlaunch cannot read another host's
+    /// `/proc`, so the proxy tells it.
+    Stopped {
+        rank: u32,
+        stopped: bool,
+    },
 }

@@ -151,6 +151,10 @@ pub fn forward_frames(
                     detail: format!("cannot start rank {rank}: {error}"),
                 }
             }
+            FromProxy::Stopped { rank, stopped } => JobEvent::RemoteStopped {
+                rank: rank as usize,
+                stopped,
+            },
             FromProxy::Hello { .. } => continue,
         };
         let _ = events.send(event);
