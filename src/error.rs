@@ -442,9 +442,8 @@ fn describe_missing(missing: &[usize]) -> String {
 fn why_lost(source: &io::Error, peer: crate::words::Who) -> String {
     match source.kind() {
         io::ErrorKind::TimedOut => format!(
-            "nothing was heard from the host of {peer} for {} s: a cut or failed link, \
-             or a host that is down or frozen; check the network to it",
-            crate::protocol::liveness::SILENCE.as_secs()
+            "{}; check the network to it",
+            crate::protocol::liveness::silent_host(&format!("the host of {peer}"))
         ),
         _ => format!("did {peer} exit or crash?"),
     }

@@ -17,6 +17,15 @@ use std::time::Duration;
 /// How long a peer's host may stay silent before its connection fails.
 pub const SILENCE: Duration = Duration::from_secs(10);
 
+/// Why `host` ("its host", "the host of rank 2") is taken for silent,
+/// said the same way by rlaunch and by a rank that notices first.
+pub fn silent_host(host: &str) -> String {
+    format!(
+        "nothing heard from {host} for {} s (a cut or failed link, or a host that is down or frozen)",
+        SILENCE.as_secs()
+    )
+}
+
 /// Idle seconds before the first probe, seconds between probes, and how
 /// many unanswered probes end the connection: 2 + 8 x 1 = 10 s.
 const IDLE: libc::c_int = 2;

@@ -111,10 +111,7 @@ pub fn report(states: &[RankState], hosts: &[&str]) -> Vec<String> {
 
 /// What rlaunch says of a rank whose host fell silent.
 pub fn silent() -> String {
-    format!(
-        "nothing heard from its host for {} s (a cut or failed link, or a host that is down or frozen)",
-        oneside::protocol::liveness::SILENCE.as_secs()
-    )
+    oneside::protocol::liveness::silent_host("its host")
 }
 
 fn not_blocked(state: &RankState) -> String {

@@ -45,7 +45,7 @@ pub fn render(m: &Merged) -> String {
 /// share of the run (the ranks' elapsed times added up), most time first.
 fn operations(out: &mut String, m: &Merged) {
     let run: u64 = m.ranks.iter().map(|p| p.elapsed_ns).sum::<u64>().max(1);
-    let totals = m.program_totals();
+    let (totals, runtime_own) = m.program_totals();
     out.push_str("<table id=\"operations\">\n<tr><th>operation</th><th>calls</th><th>bytes</th><th>time</th><th>per call</th><th>% of the run</th></tr>\n");
     for t in &totals {
         let _ = writeln!(
@@ -60,7 +60,7 @@ fn operations(out: &mut String, m: &Merged) {
         );
     }
     out.push_str("</table>\n");
-    if let Some(line) = m.runtime_own() {
+    if let Some(line) = runtime_own {
         let _ = writeln!(out, "<p id=\"runtime-own\">{line}.</p>");
     }
 }

@@ -82,29 +82,27 @@ impl Merged {
         totals
     }
 
-    /// [`totals`](Self::totals) of the program's own calls, those with any,
-    /// most time first: without init's and finalize's collectives.
-    pub fn program_totals(&self) -> Vec<FamilyStats> {
-        let mut totals = self.totals();
-        totals.retain(|t| t.calls > 0 && t.name != RUNTIME_OWN);
-        totals.sort_by_key(|t| std::cmp::Reverse(t.nanos));
-        totals
-    }
-
-    /// What init's and finalize's own collectives cost over all ranks, as
-    /// a sentence, if they were profiled.
-    pub fn runtime_own(&self) -> Option<String> {
-        let t = self
+    /// [`totals`](Self::totals) split in two: the program's own calls,
+    /// those with any, most time first; and what init's and finalize's own
+    /// collectives cost over all ranks, as a sentence, if they were
+    /// profiled.
+    pub fn program_totals(&self) -> (Vec<FamilyStats>, Option<String>) {
+        let (own, mut program): (Vec<_>, Vec<_>) = self
             .totals()
             .into_iter()
-            .find(|t| t.name == RUNTIME_OWN && t.calls > 0)?;
-        Some(format!(
-            "init/finalize: {} across the ranks in {} calls: the runtime's own collectives \
-             (wire-up's closing barrier, the C API's SHMEM_TEAM_SHARED), not the program's, \
-             so they are not in the table",
-            summary::time(t.nanos),
-            t.calls
-        ))
+            .filter(|t| t.calls > 0)
+            .partition(|t| t.name == RUNTIME_OWN);
+        program.sort_by_key(|t| std::cmp::Reverse(t.nanos));
+        let own = own.first().map(|t| {
+            format!(
+                "init/finalize: {} across the ranks in {} calls: the runtime's own collectives \
+                 (wire-up's closing barrier, the C API's SHMEM_TEAM_SHARED), not the program's, \
+                 so they are not in the table",
+                summary::time(t.nanos),
+                t.calls
+            )
+        });
+        (program, own)
     }
 
     /// Time a rank spent blocked and communicating (ns), from its families.

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 /// The nodes of a job, in the order of their first rank, and each
 /// rank's node. A rank whose profile is missing counts under "unknown".
-pub fn nodes_of(m: &Merged) -> (Vec<String>, Vec<usize>) {
+fn nodes_of(m: &Merged) -> (Vec<String>, Vec<usize>) {
     let mut hosts: Vec<String> = Vec::new();
     let mut node_of = Vec::with_capacity(m.size);
     for rank in 0..m.size {

@@ -37,7 +37,7 @@ pub fn render(m: &Merged, dir: &Path) -> String {
     for (rank, why) in &m.missing {
         let _ = writeln!(out, "  rank {rank}: no profile ({why})");
     }
-    let totals = m.program_totals();
+    let (totals, runtime_own) = m.program_totals();
     let _ = writeln!(
         out,
         "\n{:<12} {:>10} {:>12} {:>12} {:>12}",
@@ -54,7 +54,7 @@ pub fn render(m: &Merged, dir: &Path) -> String {
             time(t.nanos / t.calls)
         );
     }
-    if let Some(line) = m.runtime_own() {
+    if let Some(line) = runtime_own {
         let _ = writeln!(out, "{line}");
     }
     let _ = writeln!(
