@@ -20,8 +20,10 @@
 //! transports) sets how many, `ONESIDE_FAULT_JOBS` (default 4) how many
 //! jobs run side by side; `ONESIDE_FAULT_SEED` replays a campaign's choices
 //! (each run prints its seed); `ONESIDE_TEST_TRANSPORTS` picks the
-//! transports as for the other suites. CI runs 520 over shm and tcp, and
-//! 56 over each of libfabric's tcp;ofi_rxm and shm (tests/ofi/run.sh), and
+//! transports as for the other suites. CI runs 400 over shm and tcp, 56
+//! over each of libfabric's tcp;ofi_rxm and shm (tests/ofi/run.sh), and
+//! 28 over each of verbs and verbs;ofi_rxm in the Soft-RoCE guest
+//! (tests/vm/run-suite.sh), and
 //! prints each table, which the test also writes to
 //! `target/<profile>/fault-campaign-<transports>.md`.
 

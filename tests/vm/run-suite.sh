@@ -8,6 +8,10 @@
 # verbs;ofi_rxm (--transport ofi, 2 ranks), through the host's libfabric1
 # seen over 9p. rxm sizes its completion queue by FI_UNIVERSE_SIZE (default
 # 256), more than rxe's max_cqe (32767) holds: the guest keeps it at 64.
+# Last, the fault campaign (tests/fault_campaign.rs) over verbs (VM_FAULTS,
+# default 28: each family, SIGKILL and SIGSTOP) and over verbs;ofi_rxm
+# (VM_OFI_FAULTS, default 28), with the host's bound: each job ended within
+# 5 s of its fault, named, with nothing left.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$(pwd)
@@ -21,6 +25,9 @@ cargo build --release -p oneside-shmem --quiet
 tests=$(cargo test --release -p rlaunch --features verbs-tests --test examples --test course --test coll --test model --test threads --test verbs --test profile --test hang --no-run \
           --message-format=json 2>/dev/null | grep -o '"executable":"[^"]*/deps/[^"]*"' | cut -d'"' -f4)
 [ -n "$tests" ] || { echo "run-suite: no test executables were built"; exit 1; }
+campaign=$(cargo test --release -p rlaunch --test fault_campaign --no-run --message-format=json 2>/dev/null \
+             | grep -o '"executable":"[^"]*/deps/[^"]*"' | cut -d'"' -f4)
+[ -n "$campaign" ] || { echo "run-suite: the fault campaign was not built"; exit 1; }
 
 script="cd $repo
 export ONESIDE_TEST_TRANSPORTS=verbs
@@ -46,6 +53,12 @@ echo \"== \$(basename $t) over verbs;ofi_rxm\"
 $t --test-threads=1 || status=1"
 done
 script="$script
+echo '== the fault campaign over verbs;ofi_rxm'
+ONESIDE_FAULTS=${VM_OFI_FAULTS:-28} ONESIDE_FAULT_JOBS=2 $campaign --nocapture || status=1
+echo '== the fault campaign over verbs'
+export ONESIDE_TEST_TRANSPORTS=verbs
+unset ONESIDE_OFI_PROVIDER
+ONESIDE_FAULTS=${VM_FAULTS:-28} ONESIDE_FAULT_JOBS=2 $campaign --nocapture || status=1
 exit \$status"
 
 echo "== running in the Soft-RoCE guest"

@@ -4,8 +4,16 @@
 # netdev on host loopback (eth0 198.18.2.1 and 198.18.2.2, rxe0 on each);
 # guest B runs a real sshd with throwaway keys, guest A runs rlaunch, which
 # starts rank 0 there and rank 1 on B over ssh. Rank 0 RDMA-writes its
-# greeting into rank 1's buffer across the link, and back. Every wait is
-# bounded; guest B stops when A is done (or after its own timeout).
+# greeting into rank 1's buffer across the link, and back. Then the link
+# gets 20 ms of delay and 5% loss each way (tc netem, on both guests' eth0:
+# the host's own kernel has no sch_netem, the guests' Debian kernel has),
+# and 4 ranks over TCP, 2 a guest, must still give correct results, each
+# checked by the program itself (bucket_sort: alltoall and exscan; matvec:
+# fcollect and collect; ring: puts ordered by quiet before a flag; traffic:
+# puts, gets and fetch-adds counted exactly), with packets dropped on both
+# sides. (Each step waits 40 ms for a round trip under emulation, so
+# coll_check, hundreds of collectives, would take past 5 minutes.) Every wait is bounded; guest B stops when A is done (or after
+# its own timeout).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$(pwd)
@@ -31,6 +39,7 @@ StrictModes no
 PidFile /run/sshd.pid
 CFG
 printf 'localhost slots=1\n198.18.2.2 slots=1\n' > "$control/hosts"
+printf 'localhost slots=2\n198.18.2.2 slots=2\n' > "$control/hosts2"
 ssh="ssh -i $control/client_key -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
 port=$((20000 + RANDOM % 20000))
 
@@ -43,7 +52,16 @@ echo "== guest A (198.18.2.1): rlaunch -n 2 -f hosts hello_put --transport verbs
 set +e
 VM_NET=connect:$port:198.18.2.1/24 VM_TIMEOUT=900 tests/vm/vm.sh "for i in \$(seq 180); do $ssh -o BatchMode=yes -o ConnectTimeout=5 198.18.2.2 true 2>/dev/null && break; sleep 1; done
 cat $control/hosts
-cd $repo && target/release/rlaunch -n 2 -f $control/hosts --ssh '$ssh' --transport verbs --timeout 300 target/release/examples/hello_put" | tee "$control/a.log"
+cd $repo && target/release/rlaunch -n 2 -f $control/hosts --ssh '$ssh' --transport verbs --timeout 300 target/release/examples/hello_put || exit 1
+echo '== 20 ms delay and 5% loss each way (netem): 4 ranks over tcp'
+netem='modprobe sch_netem && tc qdisc add dev eth0 root netem delay 20ms loss 5%'
+$ssh 198.18.2.2 \"\$netem\" && sh -c \"\$netem\" || exit 1
+export ONESIDE_YIELD_WHEN_IDLE=1
+for program in bucket_sort matvec 'ring 10' traffic; do
+  target/release/rlaunch -n 4 -f $control/hosts2 --ssh '$ssh' --transport tcp --timeout 300 target/release/examples/\$program || exit 1
+done
+echo \"A: \$(tc -s qdisc show dev eth0 | grep -o 'dropped [0-9]*')\"
+echo \"B: \$($ssh 198.18.2.2 tc -s qdisc show dev eth0 | grep -o 'dropped [0-9]*')\"" | tee "$control/a.log"
 status=${PIPESTATUS[0]}
 set -e
 touch "$control/stop"
@@ -57,4 +75,15 @@ for line in "${expected[@]}"; do
     exit 1
   fi
 done
-echo "two-node: ok: RDMA WRITE between two kernels over Soft-RoCE"
+if [ "$status" != 0 ] || ! grep -qx 'traffic ok: 4 ranks' "$control/a.log" \
+   || [ "$(grep -c ': ok$' "$control/a.log")" != 3 ]; then
+  echo "two-node: FAILED: 4 ranks over tcp under 20 ms delay and 5% loss (rlaunch exit $status)"
+  exit 1
+fi
+for side in A B; do
+  if ! grep -qE "^$side: dropped [1-9]" "$control/a.log"; then
+    echo "two-node: FAILED: netem dropped no packet on guest $side: the loss was not real"
+    exit 1
+  fi
+done
+echo "two-node: ok: RDMA WRITE between two kernels over Soft-RoCE; TCP collectives and traffic exact under 20 ms delay and 5% loss each way"
