@@ -173,7 +173,7 @@ fn streamed_frames_are_refused_past_their_limit_and_never_panic() {
         let mut frames = FrameBuf::default();
         let peak = peak_of(|| {
             for chunk in stream.chunks(piece) {
-                let _ = frames.fill_from(&mut PieceThenBlock(Some(chunk)));
+                let _ = frames.fill_from(&mut PieceThenBlock(Some(chunk)), limit);
                 while let Ok(Some(_)) = frames.next_msg(limit) {}
             }
             let _ = wire::recv_blocking(&mut &stream[..], limit);

@@ -259,6 +259,15 @@ impl World {
         self.links.tcp_endpoint()
     }
 
+    /// Whether every operation, on every context, is complete when its
+    /// call returns: every peer is on this host's shared memory, so a
+    /// quiet is a fence and nothing more, and one fence (a barrier's own)
+    /// completes every context. The C API's `shmem_barrier_all` then need
+    /// not quiet each context the program made.
+    pub fn complete_on_return(&self) -> bool {
+        self.links.quiet_is_a_fence()
+    }
+
     /// The RDMA device this rank uses, if the job uses verbs.
     pub fn rdma_device(&self) -> Option<String> {
         self.links.rdma_device()

@@ -106,6 +106,13 @@ impl Links {
         }
     }
 
+    /// Whether a quiet is a fence and nothing more, on every stream: no
+    /// peer is reached over TCP or a NIC, so each operation is complete
+    /// when its call returns.
+    pub(crate) fn quiet_is_a_fence(&self) -> bool {
+        self.rdma.is_none() && self.tcp_peers.is_empty()
+    }
+
     /// The address of this rank's TCP progress engine, if it runs one.
     pub(crate) fn tcp_endpoint(&self) -> Option<std::net::SocketAddr> {
         self.engine.as_ref().map(ProgressEngine::addr)

@@ -179,6 +179,10 @@ pub fn decode_any<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Deco
     Ok(envelope.msg)
 }
 
+/// How many frames of the largest size a peer may send ahead of the reader
+/// (a rank's messages to rlaunch come unasked; a handshake's one at a time).
+pub const BACKLOG_FRAMES: usize = 4;
+
 /// Reassembles frames from a non-blocking byte stream.
 #[derive(Default)]
 pub struct FrameBuf {
@@ -187,10 +191,18 @@ pub struct FrameBuf {
 }
 
 impl FrameBuf {
-    /// Reads whatever is available. Returns `Ok(false)` when the peer closed.
-    pub fn fill_from(&mut self, src: &mut impl Read) -> io::Result<bool> {
+    /// Reads whatever is available, from a peer whose frames may be up to
+    /// `limit` bytes. Returns `Ok(false)` when the peer closed, and an
+    /// `InvalidData` error, without reading on, once the peer has sent more
+    /// than it may: a first frame declared over `limit`, or more than
+    /// [`BACKLOG_FRAMES`] frames of that size unread. So a stranger's
+    /// stream costs at most that much memory, however fast it comes.
+    pub fn fill_from(&mut self, src: &mut impl Read, limit: usize) -> io::Result<bool> {
         let mut chunk = [0u8; 8192];
         loop {
+            if let Some(why) = self.overflow(limit) {
+                return Err(io::Error::new(io::ErrorKind::InvalidData, why));
+            }
             match src.read(&mut chunk) {
                 Ok(0) => return Ok(false),
                 Ok(n) => self.inbox.extend_from_slice(&chunk[..n]),
@@ -198,6 +210,23 @@ impl FrameBuf {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             }
+        }
+    }
+
+    /// Why the unread input is more than a peer with frames of at most
+    /// `limit` bytes may send ahead, if it is.
+    fn overflow(&self, limit: usize) -> Option<String> {
+        let first = self
+            .inbox
+            .get(..4)
+            .map(|h| u32::from_le_bytes(h.try_into().expect("4-byte slice")) as usize);
+        match first {
+            Some(len) if len > limit => Some(format!("a frame of {len} bytes, over the limit of {limit}")),
+            _ if self.inbox.len() > BACKLOG_FRAMES * (4 + limit) => Some(format!(
+                "{} bytes unread, more than {BACKLOG_FRAMES} frames of at most {limit} bytes",
+                self.inbox.len()
+            )),
+            _ => None,
         }
     }
 
@@ -289,6 +318,59 @@ mod tests {
             table_entries(&table[..table.len() - 1]).is_err(),
             "a cut table is refused"
         );
+    }
+
+    /// An endless stream: frames that each declare `len` bytes.
+    struct Endless {
+        len: u32,
+        read: usize,
+    }
+
+    impl Read for Endless {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let frame = 4 + self.len as usize;
+            for (i, b) in buf.iter_mut().enumerate() {
+                let at = (self.read + i) % frame;
+                *b = if at < 4 { self.len.to_le_bytes()[at] } else { 0xa5 };
+            }
+            self.read += buf.len();
+            Ok(buf.len())
+        }
+    }
+
+    #[test]
+    fn a_stream_that_never_stops_is_cut_at_the_backlog() {
+        for (len, limit) in [
+            (100, MAX_UNAUTHENTICATED_FRAME),
+            (4000, MAX_FRAME),
+            (300, MAX_UNAUTHENTICATED_FRAME),
+        ] {
+            let mut frames = FrameBuf::default();
+            let mut src = Endless { len, read: 0 };
+            let e = frames.fill_from(&mut src, limit).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
+            assert!(
+                src.read <= BACKLOG_FRAMES * (4 + limit) + 8192,
+                "read {} bytes before stopping (limit {limit})",
+                src.read
+            );
+        }
+    }
+
+    #[test]
+    fn frames_within_the_backlog_all_arrive() {
+        let msg = Msg::Challenge { nonce: [3; 32] };
+        let frame = encode(&msg);
+        let ahead = (BACKLOG_FRAMES * (4 + MAX_UNAUTHENTICATED_FRAME)) / frame.len();
+        let stream: Vec<u8> = frame.iter().copied().cycle().take(ahead * frame.len()).collect();
+        let mut frames = FrameBuf::default();
+        assert!(frames.fill_from(&mut &stream[..], MAX_UNAUTHENTICATED_FRAME).is_ok());
+        let mut got = 0;
+        while let Ok(Some(m)) = frames.next_msg(MAX_UNAUTHENTICATED_FRAME) {
+            assert_eq!(m, msg);
+            got += 1;
+        }
+        assert_eq!(got, ahead);
     }
 
     #[test]

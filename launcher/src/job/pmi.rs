@@ -251,7 +251,11 @@ fn serve_conn(
     events: &Sender<JobEvent>,
 ) -> Result<Served, Drop> {
     let _ = conn.buf.flush_to(&mut conn.stream);
-    let open = match conn.buf.fill_from(&mut conn.stream) {
+    let limit = |state: &State| match state {
+        State::Registered(_) | State::AwaitRegister => MAX_FRAME,
+        _ => MAX_UNAUTHENTICATED_FRAME,
+    };
+    let open = match conn.buf.fill_from(&mut conn.stream, limit(&conn.state)) {
         Ok(open) => open,
         // The rank's host has been silent for liveness::SILENCE.
         Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
@@ -260,17 +264,21 @@ fn serve_conn(
             }
             false
         }
+        // More than a peer may send ahead (wire::BACKLOG_FRAMES).
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            return Err(match conn.state {
+                State::Registered(_) | State::AwaitRegister => {
+                    Drop::Fatal(format!("a rank sent more than rlaunch reads ahead: {e}"))
+                }
+                _ => Drop::Stranger,
+            })
+        }
         Err(_) => false,
     };
     let mut served = Served::Nothing;
     loop {
         let authenticated = matches!(conn.state, State::Registered(_) | State::AwaitRegister);
-        let limit = if authenticated {
-            MAX_FRAME
-        } else {
-            MAX_UNAUTHENTICATED_FRAME
-        };
-        let msg = match conn.buf.next_msg(limit) {
+        let msg = match conn.buf.next_msg(limit(&conn.state)) {
             Ok(Some(msg)) => msg,
             Ok(None) => break,
             Err(e) if authenticated => return Err(Drop::Fatal(format!("a rank sent a bad frame: {e}"))),

@@ -185,7 +185,10 @@ fn fresh_header() -> Phase {
 /// Runs the secret handshake: `Some(true)` when done, `Some(false)` when it
 /// needs more input, `None` to drop a stranger.
 fn handshake(rank: usize, secret: &[u8], conn: &mut Conn) -> Option<bool> {
-    let open = conn.frames.fill_from(&mut conn.stream).unwrap_or(false);
+    let open = conn
+        .frames
+        .fill_from(&mut conn.stream, MAX_UNAUTHENTICATED_FRAME)
+        .unwrap_or(false);
     while let Some(msg) = conn.frames.next_msg(MAX_UNAUTHENTICATED_FRAME).ok()? {
         match (&conn.phase, msg) {
             (Phase::AwaitResponse(acceptor), response) => {
