@@ -525,6 +525,57 @@ fn a_replayed_or_wrong_key_handshake_at_a_ranks_tcp_port_is_refused() {
     assert_eq!(stdout.matches("object intact: true").count(), 2, "{stdout}");
 }
 
+/// rlaunch's PMI-1 port (for the program's own MPI) hangs up on a
+/// stranger: a garbage line, a bare rank as `pmiid`, an id made with
+/// another key, a barrier, put or get without a claim, and the real id
+/// presented a second time; the real id
+/// (read from a rank's environment, as only the job's user can) is
+/// answered, so the others were refused for their id. The job goes on.
+#[test]
+fn strangers_at_the_mpi_pmi_port_are_hung_up_on() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::net::TcpStream;
+    let mut child = spawn_rlaunch(&["-n", "2", "--transport", "tcp", &example("faults"), "guard", "3"]);
+    let (ready, rest) = wait_for_lines(&mut child, "ready", 2);
+    let environ = std::fs::read(format!("/proc/{}/environ", field(&ready[0], "pid"))).unwrap();
+    let var = |name: &str| {
+        environ
+            .split(|&b| b == 0)
+            .find_map(|v| v.strip_prefix(format!("{name}=").as_bytes()))
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .unwrap_or_else(|| panic!("{name} in the rank's environment"))
+    };
+    let (port, id): (String, u64) = (var("PMI_PORT"), var("PMI_ID").parse().unwrap());
+    // The first line the server answers `line` with, or "" when it hangs up.
+    let first_reply = |line: &str| {
+        let mut stream = TcpStream::connect(&port).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+        stream.write_all(line.as_bytes()).unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut reply = String::new();
+        let _ = reader.read_line(&mut reply);
+        (stream, reply)
+    };
+    let rank = id % 2;
+    for stranger in [
+        "\u{1}\u{7f}garbage\n".to_string(),
+        format!("cmd=initack pmiid={rank}\n"),
+        format!("cmd=initack pmiid={}\n", id + 2),
+        "cmd=barrier_in\n".to_string(),
+        "cmd=put kvsname=x key=k value=v\n".to_string(),
+        "cmd=get kvsname=x key=PMI_process_mapping\n".to_string(),
+    ] {
+        assert_eq!(first_reply(&stranger).1, "", "{stranger:?} must be hung up on");
+    }
+    let (_honest, reply) = first_reply(&format!("cmd=initack pmiid={id}\n"));
+    assert_eq!(reply, "cmd=initack\n", "the rank's own id is answered");
+    let (_, again) = first_reply(&format!("cmd=initack pmiid={id}\n"));
+    assert_eq!(again, "", "an id already claimed is refused");
+    let out = finish(child);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(rest.rest().matches("object intact: true").count(), 2);
+}
+
 /// A misspelt host in a hostfile is named with its `file:line` and the
 /// name it likely meant, not answered with advice about addresses; and
 /// `--check` reports it in its own row and checks the other hosts.

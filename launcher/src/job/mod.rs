@@ -154,13 +154,15 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
     let job_id = hex_encode(&auth::random_bytes::<8>());
     // The program's own MPI (MPICH's family) wires up through this, so it
     // sees the job's ranks rather than one singleton per process.
-    let mpi_pmi_addr =
-        simple_pmi::start(bind_ip, plan, &job_id).map_err(|source| LaunchError::BootstrapListen { source })?;
+    let mpi_pmi_ids = simple_pmi::Ids::new(plan.ranks.len());
+    let mpi_pmi_addr = simple_pmi::start(bind_ip, plan, &job_id, mpi_pmi_ids)
+        .map_err(|source| LaunchError::BootstrapListen { source })?;
     let job = JobContext {
         bootstrap_addr: server.addr().to_string(),
         secret_hex: hex_encode(&secret),
         job_id,
         mpi_pmi_addr,
+        mpi_pmi_ids,
     };
     let (events_tx, events) = channel::unbounded();
     let server_events = events_tx.clone();

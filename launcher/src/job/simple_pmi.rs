@@ -13,8 +13,15 @@
 //! every rank), `finalize` and `abort`. A version-2 `init` is refused, as
 //! Flux refuses it, so a client falls back to PMI-1.
 //!
-//! The port is unauthenticated, like Hydra's: it listens on the bootstrap
-//! address only, and every line, key, value and connection count is bounded.
+//! Hydra's port takes any `pmiid` from anyone. Here a rank's `PMI_ID` is
+//! not its rank but `key × size + rank`, with `key` drawn at random for
+//! the job (an `int`, which is all simple-PMI clients send): a client
+//! whose id does not carry the key, or claims a rank already claimed, is
+//! hung up on, so a stranger at the port can neither read the job's keys,
+//! nor write them, nor pass a rank's barrier for it. The port listens on
+//! the bootstrap address only; every line, key, value and connection count
+//! is bounded, and a connection that has not claimed its rank within
+//! [`CLAIM_WITHIN`] is closed.
 
 use crate::plan::LaunchPlan;
 use oneside::protocol::pmi1::field;
@@ -24,12 +31,44 @@ use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex};
 
 const MAX_LINE: u64 = 4096;
+/// How long a connection may take to claim its rank (`initack`).
+pub const CLAIM_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
 const MAX_KEY: usize = 64;
 const MAX_VALUE: usize = 1024;
+
+/// The `PMI_ID`s of a job: `key × size + rank`, each fitting a C `int`.
+#[derive(Debug, Clone, Copy)]
+pub struct Ids {
+    key: u64,
+    size: usize,
+}
+
+impl Ids {
+    /// A fresh random key for a job of `size` ranks.
+    pub fn new(size: usize) -> Ids {
+        let keys = (i32::MAX as u64 / size.max(1) as u64).saturating_sub(1).max(1);
+        let draw = u64::from_le_bytes(oneside::protocol::auth::random_bytes::<8>());
+        Ids {
+            key: 1 + draw % keys,
+            size: size.max(1),
+        }
+    }
+
+    /// Rank `rank`'s `PMI_ID`.
+    pub fn of(&self, rank: usize) -> u64 {
+        self.key * self.size as u64 + rank as u64
+    }
+
+    /// The rank whose `PMI_ID` is `id`, if it is one of this job's.
+    fn rank(&self, id: u64) -> Option<usize> {
+        (id / self.size as u64 == self.key).then_some((id % self.size as u64) as usize)
+    }
+}
 
 /// The job's key-value space and barrier, shared by every connection.
 struct Space {
     size: usize,
+    ids: Ids,
     kvsname: String,
     state: Mutex<State>,
     barrier_out: Condvar,
@@ -42,10 +81,13 @@ struct State {
     waiting: usize,
     generation: u64,
     connections: usize,
+    /// Ranks whose id a connection has presented.
+    claimed: Vec<bool>,
 }
 
-/// Starts the server on `ip` for `plan`'s ranks; returns its `host:port`.
-pub fn start(ip: IpAddr, plan: &LaunchPlan, job_id: &str) -> io::Result<String> {
+/// Starts the server on `ip` for `plan`'s ranks, whose ids are `ids`;
+/// returns its `host:port`.
+pub fn start(ip: IpAddr, plan: &LaunchPlan, job_id: &str, ids: Ids) -> io::Result<String> {
     let listener = TcpListener::bind(SocketAddr::new(ip, 0))?;
     let addr = listener.local_addr()?.to_string();
     let size = plan.ranks.len();
@@ -54,9 +96,11 @@ pub fn start(ip: IpAddr, plan: &LaunchPlan, job_id: &str) -> io::Result<String> 
     kvs.insert("PMI_process_mapping".to_string(), process_mapping(&nodes));
     let space = Arc::new(Space {
         size,
+        ids,
         kvsname: format!("rlaunch_{job_id}"),
         state: Mutex::new(State {
             kvs,
+            claimed: vec![false; size],
             ..State::default()
         }),
         barrier_out: Condvar::new(),
@@ -81,6 +125,7 @@ fn accept(listener: TcpListener, space: Arc<Space>) {
             .name("rlaunch-pmi-client".into())
             .spawn(move || {
                 let _ = serve(stream, &space);
+                crate::sync::lock(&space.state).connections -= 1;
             });
     }
 }
@@ -88,6 +133,7 @@ fn accept(listener: TcpListener, space: Arc<Space>) {
 /// Answers one client until it finalizes or hangs up.
 fn serve(stream: TcpStream, space: &Space) -> io::Result<()> {
     stream.set_nodelay(true)?;
+    stream.set_read_timeout(Some(CLAIM_WITHIN))?;
     let mut out = stream.try_clone()?;
     let mut lines = BufReader::new(stream).take(MAX_LINE);
     let mut rank: Option<usize> = None;
@@ -97,10 +143,15 @@ fn serve(stream: TcpStream, space: &Space) -> io::Result<()> {
         if lines.read_line(&mut line)? == 0 || !line.ends_with('\n') {
             return Ok(());
         }
+        let claimed = rank.is_some();
         let reply = answer(line.trim_end(), space, &mut rank);
         let Some(reply) = reply else {
-            return Ok(()); // abort, or a line we do not serve: hang up
+            return Ok(()); // abort, a line we do not serve, or a stranger: hang up
         };
+        if !claimed && rank.is_some() {
+            // A rank of the job: it may wait in barriers for as long as the job runs.
+            lines.get_ref().get_ref().set_read_timeout(None)?;
+        }
         out.write_all(reply.as_bytes())?;
         if line.starts_with("cmd=finalize") {
             return Ok(());
@@ -111,9 +162,17 @@ fn serve(stream: TcpStream, space: &Space) -> io::Result<()> {
 /// The reply to one request line; `None` to hang up.
 fn answer(line: &str, space: &Space, rank: &mut Option<usize>) -> Option<String> {
     let number = |k: &str| field(line, k).and_then(|v| v.parse::<usize>().ok());
-    Some(match field(line, "cmd")? {
+    let cmd = field(line, "cmd")?;
+    if rank.is_none() && cmd != "initack" {
+        return None; // nothing but a claim from a connection that has not made one
+    }
+    Some(match cmd {
         "initack" => {
-            let id = number("pmiid").filter(|&id| id < space.size)?;
+            let id = space.ids.rank(number("pmiid")? as u64)?;
+            let mut st = crate::sync::lock(&space.state);
+            if rank.is_some() || std::mem::replace(&mut st.claimed[id], true) {
+                return None; // a second claim, on this connection or another
+            }
             *rank = Some(id);
             format!(
                 "cmd=initack\ncmd=set size={}\ncmd=set rank={id}\ncmd=set debug=0\n",
@@ -192,10 +251,54 @@ mod tests {
     fn space(size: usize) -> Space {
         Space {
             size,
+            ids: Ids { key: 7, size },
             kvsname: "rlaunch_x".into(),
-            state: Mutex::default(),
+            state: Mutex::new(State {
+                claimed: vec![false; size],
+                ..State::default()
+            }),
             barrier_out: Condvar::new(),
         }
+    }
+
+    #[test]
+    fn ids_carry_the_key_and_fit_an_int() {
+        for size in [1, 2, 3, 1000, 100_000] {
+            let ids = Ids::new(size);
+            for rank in [0, size / 2, size - 1] {
+                let id = ids.of(rank);
+                assert!(id <= i32::MAX as u64, "{id} for rank {rank} of {size}");
+                assert_eq!(ids.rank(id), Some(rank));
+            }
+            assert_eq!(ids.rank(size as u64 - 1), None, "a bare rank is no id");
+            assert_eq!(ids.rank(ids.of(0) + size as u64), None, "another key");
+        }
+    }
+
+    #[test]
+    fn a_rank_is_claimed_once_and_only_with_its_id() {
+        let s = space(2);
+        let (mut first, mut second, mut stranger) = (None, None, None);
+        assert!(
+            answer("cmd=initack pmiid=1", &s, &mut stranger).is_none(),
+            "a bare rank"
+        );
+        assert!(answer("cmd=initack pmiid=abc", &s, &mut stranger).is_none());
+        assert!(answer("cmd=initack pmiid=15", &s, &mut first).is_some());
+        assert_eq!(first, Some(1));
+        assert!(
+            answer("cmd=initack pmiid=15", &s, &mut second).is_none(),
+            "claimed already"
+        );
+        assert!(
+            answer("cmd=initack pmiid=14", &s, &mut first).is_none(),
+            "one rank a connection"
+        );
+        assert!(answer("cmd=initack pmiid=14", &s, &mut second).is_some());
+        assert!(
+            answer("cmd=barrier_in", &s, &mut stranger).is_none(),
+            "no barrier for a stranger"
+        );
     }
 
     #[test]
@@ -209,20 +312,19 @@ mod tests {
         let s = space(1);
         let mut rank = None;
         let mut ask = |l: &str| answer(l, &s, &mut rank);
+        assert!(
+            ask("cmd=put kvsname=rlaunch_x key=k value=v").is_none(),
+            "before initack"
+        );
+        assert!(ask("cmd=get kvsname=rlaunch_x key=PMI_process_mapping").is_none());
+        assert!(ask("cmd=initack pmiid=1").is_none(), "only ranks of the job");
+        assert!(ask("cmd=initack pmiid=7")
+            .unwrap()
+            .contains("cmd=set size=1\ncmd=set rank=0\n"));
         assert_eq!(
             ask("cmd=init pmi_version=2 pmi_subversion=0").unwrap(),
             "cmd=response_to_init rc=-1\n"
         );
-        assert!(
-            ask("cmd=put kvsname=rlaunch_x key=k value=v")
-                .unwrap()
-                .contains("rc=-1"),
-            "before initack"
-        );
-        assert!(ask("cmd=initack pmiid=1").is_none(), "only ranks of the job");
-        assert!(ask("cmd=initack pmiid=0")
-            .unwrap()
-            .contains("cmd=set size=1\ncmd=set rank=0\n"));
         assert!(ask("cmd=init pmi_version=1 pmi_subversion=1").unwrap().contains("rc=0"));
         assert!(ask("cmd=put kvsname=rlaunch_x key=k value=v").unwrap().contains("rc=0"));
         assert_eq!(ask("cmd=barrier_in").unwrap(), "cmd=barrier_out\n");

@@ -21,6 +21,8 @@ pub struct JobContext {
     pub job_id: String,
     /// rlaunch's PMI-1 server for the program's own MPI (`simple_pmi`).
     pub mpi_pmi_addr: String,
+    /// The ranks' `PMI_ID`s there.
+    pub mpi_pmi_ids: super::simple_pmi::Ids,
 }
 
 /// The complete environment rlaunch sets for one rank.
@@ -40,7 +42,7 @@ pub fn rank_env(plan: &LaunchPlan, placement: &Placement, job: &JobContext) -> V
         // For the program's MPI, as Hydra's -pmi-port sets them; oneside
         // itself uses the variables above.
         ("PMI_PORT", job.mpi_pmi_addr.clone()),
-        ("PMI_ID", placement.rank.to_string()),
+        ("PMI_ID", job.mpi_pmi_ids.of(placement.rank).to_string()),
     ];
     if let Some(size) = &plan.heap_size {
         env.push((vars::HEAP_SIZE, size.clone()));
