@@ -261,6 +261,70 @@ mod tests {
         }
     }
 
+    /// Property-based fuzzing: any sequence of lines, random or near the
+    /// protocol's, on one connection to a one-rank job never panics, and a
+    /// connection that has not claimed the rank is never answered but for
+    /// its claim. 100 000 cases (`ONESIDE_FUZZ_CASES`).
+    #[test]
+    fn any_request_lines_never_panic_and_strangers_get_nothing() {
+        use proptest::prelude::*;
+        use proptest::test_runner::{Config, TestRunner};
+        let cases = std::env::var("ONESIDE_FUZZ_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(100_000);
+        const CMDS: [&str; 12] = [
+            "initack",
+            "init",
+            "get_maxes",
+            "get_appnum",
+            "get_my_kvsname",
+            "get_universe_size",
+            "put",
+            "get",
+            "barrier_in",
+            "finalize",
+            "abort",
+            "spawn",
+        ];
+        const KEYS: [&str; 5] = ["pmiid", "pmi_version", "kvsname", "key", "value"];
+        let near = (
+            0..CMDS.len(),
+            prop::collection::vec((0..KEYS.len(), 0u64..20, any::<bool>()), 0..3),
+        )
+            .prop_map(|(cmd, fields)| {
+                let mut line = format!("cmd={}", CMDS[cmd]);
+                for (key, value, text) in fields {
+                    match text {
+                        true => line += &format!(" {}=v{value}", KEYS[key]),
+                        false => line += &format!(" {}={value}", KEYS[key]),
+                    }
+                }
+                line
+            });
+        let line = prop_oneof![any::<String>(), near, Just("cmd=initack pmiid=7".to_string())];
+        let config = Config {
+            cases,
+            failure_persistence: None,
+            ..Config::default()
+        };
+        let result = TestRunner::new(config).run(&prop::collection::vec(line, 1..4), |lines| {
+            let s = space(1);
+            let mut rank = None;
+            for line in &lines {
+                let claimed = rank.is_some();
+                let reply = answer(line, &s, &mut rank);
+                if !claimed && rank.is_none() {
+                    prop_assert!(reply.is_none(), "{line:?} answered to a stranger: {reply:?}");
+                }
+            }
+            Ok(())
+        });
+        if let Err(e) = result {
+            panic!("{e}");
+        }
+    }
+
     #[test]
     fn ids_carry_the_key_and_fit_an_int() {
         for size in [1, 2, 3, 1000, 100_000] {
