@@ -467,6 +467,17 @@ fn a_panic_in_a_service_thread_ends_the_job_naming_the_rank() {
     assert!(!out.stdout.contains("received"), "{out:?}");
 }
 
+/// Variable `name` of process `pid`'s environment (as only its user can
+/// read it).
+fn env_of(pid: &str, name: &str) -> String {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    environ
+        .split(|&b| b == 0)
+        .find_map(|v| v.strip_prefix(format!("{name}=").as_bytes()))
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .unwrap_or_else(|| panic!("{name} in the environment of {pid}"))
+}
+
 /// The job's own key (read from a rank's environment, which only the
 /// job's user can) gets a Confirm at a rank's TCP port, so what follows
 /// is refused for its proof and not for a broken exchange: that same
@@ -481,12 +492,9 @@ fn a_replayed_or_wrong_key_handshake_at_a_ranks_tcp_port_is_refused() {
     let (ready, rest) = wait_for_lines(&mut child, "ready", 2);
     for line in &ready {
         let (pid, addr) = (field(line, "pid"), field(line, "tcp"));
-        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
-        let hex = environ
-            .split(|&b| b == 0)
-            .find_map(|v| v.strip_prefix(b"ONESIDE_JOB_SECRET="))
-            .expect("the rank's secret");
+        let hex = env_of(pid, "ONESIDE_JOB_SECRET");
         let secret: Vec<u8> = hex
+            .as_bytes()
             .chunks(2)
             .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).unwrap(), 16).unwrap())
             .collect();
@@ -537,14 +545,7 @@ fn strangers_at_the_mpi_pmi_port_are_hung_up_on() {
     use std::net::TcpStream;
     let mut child = spawn_rlaunch(&["-n", "2", "--transport", "tcp", &example("faults"), "guard", "3"]);
     let (ready, rest) = wait_for_lines(&mut child, "ready", 2);
-    let environ = std::fs::read(format!("/proc/{}/environ", field(&ready[0], "pid"))).unwrap();
-    let var = |name: &str| {
-        environ
-            .split(|&b| b == 0)
-            .find_map(|v| v.strip_prefix(format!("{name}=").as_bytes()))
-            .map(|v| String::from_utf8_lossy(v).into_owned())
-            .unwrap_or_else(|| panic!("{name} in the rank's environment"))
-    };
+    let var = |name: &str| env_of(field(&ready[0], "pid"), name);
     let (port, id): (String, u64) = (var("PMI_PORT"), var("PMI_ID").parse().unwrap());
     // The first line the server answers `line` with, or "" when it hangs up.
     let first_reply = |line: &str| {

@@ -8,6 +8,8 @@ mod cpus;
 mod dry_run;
 mod error;
 mod foreign;
+#[cfg(test)]
+mod fuzz;
 mod hostfile;
 mod job;
 mod known_hosts;

@@ -216,11 +216,7 @@ impl FrameBuf {
     /// Why the unread input is more than a peer with frames of at most
     /// `limit` bytes may send ahead, if it is.
     fn overflow(&self, limit: usize) -> Option<String> {
-        let first = self
-            .inbox
-            .get(..4)
-            .map(|h| u32::from_le_bytes(h.try_into().expect("4-byte slice")) as usize);
-        match first {
+        match self.first_len() {
             Some(len) if len > limit => Some(format!("a frame of {len} bytes, over the limit of {limit}")),
             _ if self.inbox.len() > BACKLOG_FRAMES * (4 + limit) => Some(format!(
                 "{} bytes unread, more than {BACKLOG_FRAMES} frames of at most {limit} bytes",
@@ -230,12 +226,17 @@ impl FrameBuf {
         }
     }
 
+    /// The body length the first unread frame declares, once its header is in.
+    fn first_len(&self) -> Option<usize> {
+        let header = self.inbox.get(..4)?;
+        Some(u32::from_le_bytes(header.try_into().expect("4-byte slice")) as usize)
+    }
+
     /// Takes the next complete frame, if any, enforcing `limit` on its size.
     pub fn next_msg(&mut self, limit: usize) -> Result<Option<Msg>, DecodeError> {
-        let Some(header) = self.inbox.get(..4) else {
+        let Some(len) = self.first_len() else {
             return Ok(None);
         };
-        let len = u32::from_le_bytes(header.try_into().expect("4-byte slice")) as usize;
         if len > limit {
             return Err(DecodeError::TooLarge { len, limit });
         }

@@ -52,6 +52,21 @@ enum State {
     Registered(usize),
 }
 
+impl State {
+    /// Whether the peer has proved it knows the job's secret.
+    fn authenticated(&self) -> bool {
+        matches!(self, State::Registered(_) | State::AwaitRegister)
+    }
+
+    /// The largest frame this peer may send now.
+    fn limit(&self) -> usize {
+        match self.authenticated() {
+            true => MAX_FRAME,
+            false => MAX_UNAUTHENTICATED_FRAME,
+        }
+    }
+}
+
 struct Conn {
     stream: TcpStream,
     buf: FrameBuf,
@@ -251,11 +266,7 @@ fn serve_conn(
     events: &Sender<JobEvent>,
 ) -> Result<Served, Drop> {
     let _ = conn.buf.flush_to(&mut conn.stream);
-    let limit = |state: &State| match state {
-        State::Registered(_) | State::AwaitRegister => MAX_FRAME,
-        _ => MAX_UNAUTHENTICATED_FRAME,
-    };
-    let open = match conn.buf.fill_from(&mut conn.stream, limit(&conn.state)) {
+    let open = match conn.buf.fill_from(&mut conn.stream, conn.state.limit()) {
         Ok(open) => open,
         // The rank's host has been silent for liveness::SILENCE.
         Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
@@ -266,19 +277,17 @@ fn serve_conn(
         }
         // More than a peer may send ahead (wire::BACKLOG_FRAMES).
         Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-            return Err(match conn.state {
-                State::Registered(_) | State::AwaitRegister => {
-                    Drop::Fatal(format!("a rank sent more than rlaunch reads ahead: {e}"))
-                }
-                _ => Drop::Stranger,
+            return Err(match conn.state.authenticated() {
+                true => Drop::Fatal(format!("a rank sent more than rlaunch reads ahead: {e}")),
+                false => Drop::Stranger,
             })
         }
         Err(_) => false,
     };
     let mut served = Served::Nothing;
     loop {
-        let authenticated = matches!(conn.state, State::Registered(_) | State::AwaitRegister);
-        let msg = match conn.buf.next_msg(limit(&conn.state)) {
+        let authenticated = conn.state.authenticated();
+        let msg = match conn.buf.next_msg(conn.state.limit()) {
             Ok(Some(msg)) => msg,
             Ok(None) => break,
             Err(e) if authenticated => return Err(Drop::Fatal(format!("a rank sent a bad frame: {e}"))),

@@ -268,11 +268,6 @@ mod tests {
     #[test]
     fn any_request_lines_never_panic_and_strangers_get_nothing() {
         use proptest::prelude::*;
-        use proptest::test_runner::{Config, TestRunner};
-        let cases = std::env::var("ONESIDE_FUZZ_CASES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(100_000);
         const CMDS: [&str; 12] = [
             "initack",
             "init",
@@ -303,12 +298,7 @@ mod tests {
                 line
             });
         let line = prop_oneof![any::<String>(), near, Just("cmd=initack pmiid=7".to_string())];
-        let config = Config {
-            cases,
-            failure_persistence: None,
-            ..Config::default()
-        };
-        let result = TestRunner::new(config).run(&prop::collection::vec(line, 1..4), |lines| {
+        crate::fuzz::fuzz(prop::collection::vec(line, 1..4), |lines| {
             let s = space(1);
             let mut rank = None;
             for line in &lines {
@@ -320,9 +310,6 @@ mod tests {
             }
             Ok(())
         });
-        if let Err(e) = result {
-            panic!("{e}");
-        }
     }
 
     #[test]
