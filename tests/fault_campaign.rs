@@ -67,8 +67,8 @@ struct Fault {
 /// How a fault's job ended.
 #[derive(Debug)]
 enum Verdict {
-    /// Ended as promised.
-    Kept,
+    /// Ended as promised, this long after the fault.
+    Kept(Duration),
     /// It did not: why.
     Missed(String),
     /// The job was over before the fault could land.
@@ -173,7 +173,7 @@ fn inject_into(fault: &Fault, profiles: &std::path::Path) -> Verdict {
     let mut stdout: Vec<String> = seen;
     stdout.extend(lines.rest().lines().map(str::to_string));
     match judge(fault, status.and_then(|s| s.code()), took, &stdout, &stderr, pid) {
-        Verdict::Kept => profiles_of_the_living(fault, &stdout, profiles),
+        Verdict::Kept(took) => profiles_of_the_living(fault, &stdout, profiles, took),
         other => other,
     }
 }
@@ -181,7 +181,7 @@ fn inject_into(fault: &Fault, profiles: &std::path::Path) -> Verdict {
 /// Whether every rank but the victim that said it was ready (past init)
 /// wrote its profile: the ranks that lived show where they spent their
 /// time, whether they ended on SIGTERM from rlaunch or on their own error.
-fn profiles_of_the_living(fault: &Fault, stdout: &[String], dir: &std::path::Path) -> Verdict {
+fn profiles_of_the_living(fault: &Fault, stdout: &[String], dir: &std::path::Path, took: Duration) -> Verdict {
     let ready: Vec<usize> = stdout
         .iter()
         .filter(|l| l.starts_with("ready"))
@@ -191,7 +191,7 @@ fn profiles_of_the_living(fault: &Fault, stdout: &[String], dir: &std::path::Pat
         .collect();
     match ready.iter().find(|r| !dir.join(format!("rank-{r}.prof")).exists()) {
         Some(r) => Verdict::Missed(format!("rank {r} lived but wrote no profile in {}", dir.display())),
-        None => Verdict::Kept,
+        None => Verdict::Kept(took),
     }
 }
 
@@ -235,7 +235,7 @@ fn judge(fault: &Fault, code: Option<i32>, took: Duration, stdout: &[String], st
         };
     }
     if took > BOUND {
-        return Verdict::Missed(format!("ended {took:?} after the fault"));
+        return Verdict::Missed(format!("ended {took:?} after the fault: {stderr}"));
     }
     if !stderr.contains(&format!("rank {} ", fault.victim)) {
         return Verdict::Missed(format!("rank {} is not named: {stderr}", fault.victim));
@@ -258,7 +258,7 @@ fn judge(fault: &Fault, code: Option<i32>, took: Duration, stdout: &[String], st
     if let Some(job) = jobs.first().filter(|job| !shm_files(job).is_empty()) {
         return Verdict::Missed(format!("left in /dev/shm: {:?}", shm_files(job)));
     }
-    Verdict::Kept
+    Verdict::Kept(took)
 }
 
 /// The faults of a campaign of `count`, from `seed`: families, signals
@@ -336,23 +336,25 @@ fn every_injected_fault_ends_the_job_as_promised() {
         });
     eprintln!("fault campaign: {count} faults, ONESIDE_FAULT_SEED={seed}");
     let started = Instant::now();
-    // (transport, signal) -> (injected, kept, too late); and the misses.
-    let mut rows: Vec<((&str, i32), [usize; 3])> = Vec::new();
+    // (transport, signal) -> (injected, kept, too late), and the slowest
+    // kept end; and the misses.
+    let mut rows: Vec<((&str, i32), [usize; 3], Duration)> = Vec::new();
     let mut missed: Vec<String> = Vec::new();
     for (fault, verdict) in inject_all(plan(count, seed)) {
         let key = (fault.transport, fault.signal);
-        let at = match rows.iter().position(|(k, _)| *k == key) {
+        let at = match rows.iter().position(|(k, _, _)| *k == key) {
             Some(at) => at,
             None => {
-                rows.push((key, [0; 3]));
+                rows.push((key, [0; 3], Duration::ZERO));
                 rows.len() - 1
             }
         };
-        let row = &mut rows[at].1;
+        let (_, row, slowest) = &mut rows[at];
         match verdict {
-            Verdict::Kept => {
+            Verdict::Kept(took) => {
                 row[0] += 1;
                 row[1] += 1;
+                *slowest = (*slowest).max(took);
             }
             Verdict::TooLate => row[2] += 1,
             Verdict::Missed(why) => {
@@ -361,26 +363,31 @@ fn every_injected_fault_ends_the_job_as_promised() {
             }
         }
     }
-    let mut table = String::from(
-        "\n| transport | fault | injected | ended as promised | missed | after the job's end |\n| --- | --- | --- | --- | --- | --- |\n",
+    let mut table = format!(
+        "\n| transport | fault | injected | ended as promised | missed | after the job's end | slowest end (bound {} s) |\n| --- | --- | --- | --- | --- | --- | --- |\n",
+        BOUND.as_secs()
     );
     let mut total = [0usize; 3];
-    for ((transport, signal), [injected, kept, late]) in &rows {
+    let mut slowest_of_all = Duration::ZERO;
+    for ((transport, signal), [injected, kept, late], slowest) in &rows {
         table += &format!(
-            "| {transport} | {} | {injected} | {kept} | {} | {late} |\n",
+            "| {transport} | {} | {injected} | {kept} | {} | {late} | {:.2} s |\n",
             signal_name(*signal),
-            injected - kept
+            injected - kept,
+            slowest.as_secs_f64()
         );
         total[0] += injected;
         total[1] += kept;
         total[2] += late;
+        slowest_of_all = slowest_of_all.max(*slowest);
     }
     table += &format!(
-        "| all | | {} | {} | {} | {} |\n",
+        "| all | | {} | {} | {} | {} | {:.2} s |\n",
         total[0],
         total[1],
         total[0] - total[1],
-        total[2]
+        total[2],
+        slowest_of_all.as_secs_f64()
     );
     let summary = format!(
         "fault campaign: {count} faults, ONESIDE_FAULT_SEED={seed}, {:.0} s\n{table}",
@@ -389,7 +396,7 @@ fn every_injected_fault_ends_the_job_as_promised() {
     eprintln!("{summary}");
     // Kept for CI's log (cargo test shows a passing test's output only
     // with --nocapture): target/<profile>/fault-campaign-<transports>.md.
-    let mut transports: Vec<&str> = rows.iter().map(|((t, _), _)| *t).collect();
+    let mut transports: Vec<&str> = rows.iter().map(|((t, _), _, _)| *t).collect();
     transports.dedup();
     let mut name = transports.join("-");
     if let Ok(provider) = std::env::var("ONESIDE_OFI_PROVIDER") {

@@ -22,11 +22,14 @@ repo=$(pwd)
 echo "== building (host, release)"
 cargo build --release --workspace --bins --examples --quiet
 cargo build --release -p oneside-shmem --quiet
-tests=$(cargo test --release -p rlaunch --features verbs-tests --test examples --test course --test coll --test model --test threads --test verbs --test profile --test hang --no-run \
-          --message-format=json 2>/dev/null | grep -o '"executable":"[^"]*/deps/[^"]*"' | cut -d'"' -f4)
+# Builds rlaunch's integration tests named by "$@" and prints their paths.
+executables() {
+  cargo test --release -p rlaunch "$@" --no-run --message-format=json 2>/dev/null \
+    | grep -o '"executable":"[^"]*/deps/[^"]*"' | cut -d'"' -f4
+}
+tests=$(executables --features verbs-tests --test examples --test course --test coll --test model --test threads --test verbs --test profile --test hang)
 [ -n "$tests" ] || { echo "run-suite: no test executables were built"; exit 1; }
-campaign=$(cargo test --release -p rlaunch --test fault_campaign --no-run --message-format=json 2>/dev/null \
-             | grep -o '"executable":"[^"]*/deps/[^"]*"' | cut -d'"' -f4)
+campaign=$(executables --test fault_campaign)
 [ -n "$campaign" ] || { echo "run-suite: the fault campaign was not built"; exit 1; }
 
 script="cd $repo

@@ -1,48 +1,46 @@
 //! Silent ranks: a rank stopped by a signal (SIGSTOP, SIGTSTP) sends
 //! nothing and ends nothing, so its peers wait for it forever without
-//! any rank having failed. While some rank is blocked or in finalize
-//! (where it waits for every rank's farewell) or registered in init while
-//! another has not, or once any rank has ended, rlaunch looks at
-//! the state of the other ranks it started on this host
-//! (`/proc/<pid>/stat`); one that has stayed stopped for [`STOPPED_FOR`]
-//! ends the job, named. When no rank is seen waiting, rlaunch still looks
-//! once a second, and a rank stopped for [`STOPPED_ALONE`] ends the job
-//! too: a peer may be spinning inside a fabric library for a lock the
-//! stopped rank holds (libfabric's shm provider keeps its locks in shared
-//! memory; `fi_cq_read` then never returns, and the peer cannot say that
-//! it waits). A rank stopped by a debugger (tracing stop, `t`)
+//! any rank having failed. rlaunch looks at the state of the ranks it
+//! started on this host (`/proc/<pid>/stat`), every [`LOOK_WAITING`] while
+//! some rank is blocked or in finalize (where it waits for every rank's
+//! farewell) or registered in init while another has not, or once any rank
+//! has ended, and every [`LOOK_ALONE`] otherwise; a rank that has stayed
+//! stopped for [`STOPPED_FOR`] ends the job, named, whether or not a peer
+//! is seen waiting: a peer may be spinning inside a fabric library for a
+//! lock the stopped rank holds (libfabric's shm provider keeps its locks
+//! in shared memory; `fi_cq_read` then never returns, and the peer cannot
+//! say that it waits). A rank stopped by a debugger (tracing stop, `t`)
 //! is left alone: someone is looking at it. Ranks on other hosts are their
 //! proxies' to watch: a proxy says when one of its ranks is stopped
-//! (`FromProxy::Stopped`), and the same limits apply from then.
+//! (`FromProxy::Stopped`), and the same limit applies from then.
 
 use super::{RankProcess, RankState};
 use std::time::{Duration, Instant};
 
-/// How long a rank must stay stopped while others wait before the job
-/// ends: long enough for a program that stops a rank on purpose for a
-/// moment (`examples/ctx_isolation.rs` stops one for 1 s).
+/// How long a rank must stay stopped before the job ends: long enough for
+/// a program that stops a rank on purpose for a moment
+/// (`examples/ctx_isolation.rs` stops one for 1 s). The same whether or
+/// not a peer is seen waiting, since one spinning inside a fabric library
+/// cannot say it waits: with 3 s and a look a second when none was seen,
+/// a job over libfabric's shm provider ended up to 5.8 s after the stop.
 pub const STOPPED_FOR: Duration = Duration::from_secs(2);
-/// How long a rank must stay stopped, with no rank seen waiting, before
-/// the job ends.
-pub const STOPPED_ALONE: Duration = Duration::from_secs(3);
 
-/// The two limits, unless `RLAUNCH_STOPPED_LIMIT` sets both (seconds; 0:
-/// stopped ranks never end the job, for stopping ranks on purpose).
-fn limits() -> Option<(Duration, Duration)> {
+/// The limit, unless `RLAUNCH_STOPPED_LIMIT` sets it (seconds; 0: stopped
+/// ranks never end the job, for stopping ranks on purpose).
+fn limit() -> Option<Duration> {
     match std::env::var("RLAUNCH_STOPPED_LIMIT")
         .ok()
         .and_then(|v| v.parse::<f64>().ok())
     {
-        Some(secs) if secs.is_finite() && secs > 0.0 => {
-            let limit = Duration::from_secs_f64(secs);
-            Some((limit, limit))
-        }
+        Some(secs) if secs.is_finite() && secs > 0.0 => Some(Duration::from_secs_f64(secs)),
         Some(_) => None,
-        None => Some((STOPPED_FOR, STOPPED_ALONE)),
+        None => Some(STOPPED_FOR),
     }
 }
-/// How often the ranks' states are read while no rank is seen waiting.
-const LOOK_ALONE: Duration = Duration::from_secs(1);
+/// How often the ranks' states are read while no rank is seen waiting: a
+/// stop is seen at most this late, so a job ends at most
+/// `STOPPED_FOR + LOOK_ALONE` after it, plus the teardown.
+const LOOK_ALONE: Duration = Duration::from_millis(250);
 
 /// How often rlaunch looks while some rank waits: the supervisor calls
 /// `check` after every event, and reading every local rank's
@@ -55,8 +53,8 @@ const LOOK_WAITING: Duration = Duration::from_millis(100);
 pub struct Watch {
     since: Vec<Option<Instant>>,
     looked: Option<Instant>,
-    /// Read once from the environment ([`limits`]).
-    limits: Option<Option<(Duration, Duration)>>,
+    /// Read once from the environment ([`limit`]).
+    limit: Option<Option<Duration>>,
 }
 
 impl Watch {
@@ -77,8 +75,7 @@ impl Watch {
             return None;
         }
         self.looked = Some(Instant::now());
-        let (with_waiters, alone) = self.limits.get_or_insert_with(limits).as_ref().copied()?;
-        let limit = if someone_waits { with_waiters } else { alone };
+        let limit = self.limit.get_or_insert_with(limit).as_ref().copied()?;
         self.since.resize(states.len(), None);
         for p in procs {
             let state = &states[p.rank];
