@@ -9,7 +9,9 @@
 # oneside runs twice per round: its target waiting in a barrier, as MPI's
 # does, and its target computing outside oneside (examples/bench
 # --busy-target), the case an MPI target cannot serve at all (its
-# progress needs the target inside MPI). The floor has two rows: a
+# progress needs the target inside MPI), and once more its target looping
+# on test of a word (examples/bench --testing-target, a program polling
+# with shmem_test), which must serve as fast as a wait. The floor has two rows: a
 # polling ping-pong (tcp_rtt_poll, the floor of a waiting target) and a
 # blocking one (tcp_rtt, the floor of a target whose thread must be
 # woken). Then the wall time of launching 2 hosts x 2 ranks with rlaunch
@@ -61,9 +63,11 @@ run() {
   case "$side-$place" in
     ours-one)  target/release/rlaunch -n 2 --transport tcp "${bench[@]}" ;;
     busy-one)  target/release/rlaunch -n 2 --transport tcp "${bench[@]}" --busy-target ;;
+    test-one)  target/release/rlaunch -n 2 --transport tcp "${bench[@]}" --testing-target ;;
     mpi-one)   mpirun -n 2 "${MPI_TCP[@]}" "$OUT/mpi_rma" --max "$MAX" ;;
     ours-two)  target/release/rlaunch --ssh "$SSH" -f "$cluster/one-each" -n 2 -x ONESIDE_YIELD_WHEN_IDLE=0 "${bench[@]}" ;;
     busy-two)  target/release/rlaunch --ssh "$SSH" -f "$cluster/one-each" -n 2 -x ONESIDE_YIELD_WHEN_IDLE=0 "${bench[@]}" --busy-target ;;
+    test-two)  target/release/rlaunch --ssh "$SSH" -f "$cluster/one-each" -n 2 -x ONESIDE_YIELD_WHEN_IDLE=0 "${bench[@]}" --testing-target ;;
     mpi-two)   "${MPIRUN_2H[@]}" -H $H1,$H2 -n 2 "$OUT/mpi_rma" --max "$MAX" ;;
     raw-one)   "$OUT/tcp_pingpong" server 7777 & sleep 0.2
                "$OUT/tcp_pingpong" client 127.0.0.1 7777; wait ;;
@@ -74,8 +78,8 @@ run() {
 }
 
 for round in $(seq "$ROUNDS"); do
-  order="ours busy mpi raw"
-  [ $((round % 2)) = 0 ] && order="raw mpi busy ours"
+  order="ours test busy mpi raw"
+  [ $((round % 2)) = 0 ] && order="raw mpi busy test ours"
   for place in $PLACES; do
     echo "== round $round/$ROUNDS, $place host(s)"
     for side in $order; do run "$side" "$place"; done
@@ -113,6 +117,9 @@ for place in $PLACES; do
     awk -v peer="Open MPI" -f bench/ratios.awk -v rows="$ROWS" "$OUT/ours-$place.txt" "$OUT/mpi-$place.txt"
     echo
     floor "target waiting: oneside TCP / polling raw TCP ping-pong (the floor)" tcp_rtt_poll poll "raw polled" ours
+    echo
+    echo "== $where, target looping on test: / the same target waiting"
+    awk -v peer="waiting" -f bench/ratios.awk -v rows="$ROWS" "$OUT/test-$place.txt" "$OUT/ours-$place.txt"
     echo
     echo "== $where, target computing outside oneside: / the same target waiting (Open MPI cannot serve this case)"
     awk -v peer="waiting" -f bench/ratios.awk -v rows="$ROWS" "$OUT/busy-$place.txt" "$OUT/ours-$place.txt"

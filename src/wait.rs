@@ -179,7 +179,7 @@ impl World {
     /// tests, or its own flag reads) may call it in its loop.
     #[track_caller]
     pub fn progress(&self) -> Result<()> {
-        self.links.check_links()
+        self.links.poll_links()
     }
 
     /// A test's one look: sends this rank's batches, evaluates `look`, and

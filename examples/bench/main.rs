@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! rlaunch -n 2 target/release/examples/bench [--smoke] [--only-barrier] [--only-ops] [--only-coll] [--osu-iters] [--max BYTES]
-//!         [--busy-target]
+//!         [--busy-target | --testing-target]
 //!         [--csv FILE] [--plot FILE.svg] [--peer FILE] [--peer-name NAME]
 //! ```
 //!
@@ -16,7 +16,9 @@
 //! another implementation (`bench/mpi_rma.c`) to draw next to ours.
 //! `--busy-target` has the other ranks compute outside oneside, rather
 //! than wait in a barrier, while rank 0 measures a one-sided figure (the
-//! case an MPI target cannot serve). `--osu-iters` runs each collective OSU's number of calls per size
+//! case an MPI target cannot serve); `--testing-target` has them loop on
+//! `test` of a word instead (a program polling with `shmem_test`).
+//! `--osu-iters` runs each collective OSU's number of calls per size
 //! (`coll::Counts::Osu`), as `bench/mpi_coll.c` does.
 
 mod coll;
@@ -35,7 +37,7 @@ struct Options {
     only_barrier: bool,
     only_ops: bool,
     only_coll: bool,
-    busy_target: bool,
+    target: measure::Target,
     osu_iters: bool,
     max: usize,
     csv: Option<PathBuf>,
@@ -58,7 +60,8 @@ fn parse_options() -> Result<Options, String> {
             "--only-barrier" => opts.only_barrier = true,
             "--only-ops" => opts.only_ops = true,
             "--only-coll" => opts.only_coll = true,
-            "--busy-target" => opts.busy_target = true,
+            "--busy-target" => opts.target = measure::Target::Computing,
+            "--testing-target" => opts.target = measure::Target::Testing,
             "--osu-iters" => opts.osu_iters = true,
             "--max" => opts.max = value()?.parse().map_err(|_| "--max takes a byte count".to_string())?,
             "--csv" => opts.csv = Some(value()?.into()),
@@ -128,7 +131,7 @@ fn run(opts: &Options) -> Result<ExitCode, Box<dyn std::error::Error>> {
         words: world.alloc::<u64>(4)?,
         signals: world.alloc::<u64>(2)?,
         smoke: opts.smoke,
-        busy_target: opts.busy_target,
+        target: opts.target,
         done: world.alloc::<u64>(1)?,
         measured: std::cell::Cell::new(0),
     };

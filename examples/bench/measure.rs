@@ -15,7 +15,7 @@
 //! median of [`BATCHES`] timed batches, after a warm-up batch.
 
 use oneside::prelude::*;
-use oneside::{Sym, World};
+use oneside::{Cmp, Sym, World};
 use std::time::{Duration, Instant};
 
 pub const WINDOW: usize = 64;
@@ -70,6 +70,21 @@ pub fn measure(
     Ok((n, timed(n, &mut run)?))
 }
 
+/// What the ranks other than rank 0 do while it measures a one-sided
+/// figure.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Target {
+    /// Wait in a barrier (inside oneside, as an MPI target waits in MPI).
+    #[default]
+    Waiting,
+    /// `--testing-target`: loop on `test` of a word, as a program polls
+    /// with `shmem_test`.
+    Testing,
+    /// `--busy-target`: compute outside oneside (reading only a local word
+    /// between chunks of arithmetic), so their progress thread serves.
+    Computing,
+}
+
 pub struct Bench<'w> {
     pub world: &'w World,
     /// Target buffer of every put and get: `max` bytes on every rank.
@@ -82,12 +97,10 @@ pub struct Bench<'w> {
     /// Signal words of the put-with-signal ping-pong: 0 for rank 1, 1 for rank 0.
     pub signals: Sym<u64>,
     pub smoke: bool,
-    /// `--busy-target`: while rank 0 measures, the others compute outside
-    /// oneside (reading only a local word between chunks of arithmetic)
-    /// instead of waiting in a barrier, so their progress thread serves.
-    pub busy_target: bool,
-    /// The word rank 0 sets to end a busy target's computing, and the
-    /// last value it set.
+    /// What the other ranks do while rank 0 measures.
+    pub target: Target,
+    /// The word rank 0 sets to end a computing or testing target's loop,
+    /// and the last value it set.
     pub done: Sym<u64>,
     pub measured: std::cell::Cell<u64>,
 }
@@ -240,14 +253,14 @@ impl Bench<'_> {
         }
     }
 
-    /// Rank 0 measures while the others wait in a barrier (or compute,
-    /// with `busy_target`); one-sided ops need nothing from the target.
+    /// Rank 0 measures while the others wait in a barrier (or test, or
+    /// compute: `target`); one-sided ops need nothing from the target.
     pub fn on_rank0(&self, measure: impl FnOnce() -> oneside::Result<f64>) -> oneside::Result<Option<f64>> {
         let round = self.measured.get() + 1;
         self.measured.set(round);
-        let result = match (self.world.rank(), self.busy_target) {
-            (0, false) => Some(measure()?),
-            (0, true) => {
+        let result = match (self.world.rank(), self.target) {
+            (0, Target::Waiting) => Some(measure()?),
+            (0, _) => {
                 let result = measure()?;
                 for target in 1..self.world.size() {
                     self.world.put_value(&self.done, target, 0, round)?;
@@ -255,11 +268,15 @@ impl Bench<'_> {
                 self.world.quiet()?;
                 Some(result)
             }
-            (_, true) => {
+            (_, Target::Computing) => {
                 self.compute_until(round)?;
                 None
             }
-            (_, false) => None,
+            (_, Target::Testing) => {
+                while !self.world.test(&self.done, 0, Cmp::Ge(round))? {}
+                None
+            }
+            (_, Target::Waiting) => None,
         };
         self.world.barrier()?;
         Ok(result)
