@@ -173,7 +173,10 @@ fn inject_into(fault: &Fault, profiles: &std::path::Path) -> Verdict {
     let mut stdout: Vec<String> = seen;
     stdout.extend(lines.rest().lines().map(str::to_string));
     match judge(fault, status.and_then(|s| s.code()), took, &stdout, &stderr, pid) {
-        Verdict::Kept(took) => profiles_of_the_living(fault, &stdout, profiles, took),
+        Verdict::Kept(took) => match profiles_of_the_living(fault, &stdout, profiles) {
+            Some(why) => Verdict::Missed(why),
+            None => Verdict::Kept(took),
+        },
         other => other,
     }
 }
@@ -181,7 +184,8 @@ fn inject_into(fault: &Fault, profiles: &std::path::Path) -> Verdict {
 /// Whether every rank but the victim that said it was ready (past init)
 /// wrote its profile: the ranks that lived show where they spent their
 /// time, whether they ended on SIGTERM from rlaunch or on their own error.
-fn profiles_of_the_living(fault: &Fault, stdout: &[String], dir: &std::path::Path, took: Duration) -> Verdict {
+/// Returns what is missing, if anything.
+fn profiles_of_the_living(fault: &Fault, stdout: &[String], dir: &std::path::Path) -> Option<String> {
     let ready: Vec<usize> = stdout
         .iter()
         .filter(|l| l.starts_with("ready"))
@@ -189,10 +193,10 @@ fn profiles_of_the_living(fault: &Fault, stdout: &[String], dir: &std::path::Pat
         .filter_map(|r| r.parse().ok())
         .filter(|&r| r != fault.victim)
         .collect();
-    match ready.iter().find(|r| !dir.join(format!("rank-{r}.prof")).exists()) {
-        Some(r) => Verdict::Missed(format!("rank {r} lived but wrote no profile in {}", dir.display())),
-        None => Verdict::Kept(took),
-    }
+    ready
+        .iter()
+        .find(|r| !dir.join(format!("rank-{r}.prof")).exists())
+        .map(|r| format!("rank {r} lived but wrote no profile in {}", dir.display()))
 }
 
 /// Reads the job's stdout until the victim's trigger line (or the job ends).

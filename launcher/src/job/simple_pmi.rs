@@ -67,7 +67,7 @@ impl Ids {
 
 /// The job's key-value space and barrier, shared by every connection.
 struct Space {
-    size: usize,
+    /// The job's ids; their `size` is the job's.
     ids: Ids,
     kvsname: String,
     state: Mutex<State>,
@@ -95,7 +95,6 @@ pub fn start(ip: IpAddr, plan: &LaunchPlan, job_id: &str, ids: Ids) -> io::Resul
     let nodes: Vec<usize> = plan.ranks.iter().map(|p| p.host).collect();
     kvs.insert("PMI_process_mapping".to_string(), process_mapping(&nodes));
     let space = Arc::new(Space {
-        size,
         ids,
         kvsname: format!("rlaunch_{job_id}"),
         state: Mutex::new(State {
@@ -115,7 +114,7 @@ fn accept(listener: TcpListener, space: Arc<Space>) {
     for stream in listener.incoming().flatten() {
         {
             let mut st = crate::sync::lock(&space.state);
-            if st.connections >= 2 * space.size + 16 {
+            if st.connections >= 2 * space.ids.size + 16 {
                 continue; // dropped: more clients than ranks can be
             }
             st.connections += 1;
@@ -176,7 +175,7 @@ fn answer(line: &str, space: &Space, rank: &mut Option<usize>) -> Option<String>
             *rank = Some(id);
             format!(
                 "cmd=initack\ncmd=set size={}\ncmd=set rank={id}\ncmd=set debug=0\n",
-                space.size
+                space.ids.size
             )
         }
         "init" if field(line, "pmi_version") == Some("1") => {
@@ -186,7 +185,7 @@ fn answer(line: &str, space: &Space, rank: &mut Option<usize>) -> Option<String>
         "get_maxes" => format!("cmd=maxes kvsname_max=256 keylen_max={MAX_KEY} vallen_max={MAX_VALUE}\n"),
         "get_appnum" => "cmd=appnum appnum=0\n".into(),
         "get_my_kvsname" => format!("cmd=my_kvsname kvsname={}\n", space.kvsname),
-        "get_universe_size" => format!("cmd=universe_size size={}\n", space.size),
+        "get_universe_size" => format!("cmd=universe_size size={}\n", space.ids.size),
         "put" => {
             let (key, value) = (field(line, "key")?, field(line, "value").unwrap_or(""));
             if rank.is_none() || key.len() > MAX_KEY || value.len() > MAX_VALUE {
@@ -219,7 +218,7 @@ fn barrier(space: &Space) {
     let mut st = crate::sync::lock(&space.state);
     let generation = st.generation;
     st.waiting += 1;
-    if st.waiting == space.size {
+    if st.waiting == space.ids.size {
         st.waiting = 0;
         st.generation += 1;
         space.barrier_out.notify_all();
@@ -250,7 +249,6 @@ mod tests {
 
     fn space(size: usize) -> Space {
         Space {
-            size,
             ids: Ids { key: 7, size },
             kvsname: "rlaunch_x".into(),
             state: Mutex::new(State {
