@@ -6,7 +6,8 @@
 //! One algorithm, node-aware by construction. Each node has a *head*: the
 //! root on the root's node, the lowest member elsewhere. The heads form a
 //! binomial tree rooted at the root and push the data down it into each
-//! other's destinations (⌈log2 nodes⌉ hops). Then, within each node, the
+//! other's destinations (⌈log2 nodes⌉ hops), or for small data among up
+//! to four heads the root sends to each itself (one hop). Then, within each node, the
 //! head writes small data (`plan::fan_out_by_push`) into its members'
 //! destinations and notifies them: one hop, and the head waits for nobody.
 //! Larger data the members copy from their head's destination in place
@@ -144,13 +145,27 @@ impl Coll<'_> {
     }
 
     /// A binomial tree among `heads` rooted at `root`, pushing into
-    /// destinations (step 1); the root sends from `from`.
+    /// destinations (step 1); the root sends from `from`. A few heads and
+    /// little data: the root sends to each head itself
+    /// (`plan::broadcast_flat`).
     fn binomial(&self, heads: &[usize], root: usize, from: usize, offset: usize, bytes: usize) -> Result<()> {
         let h = heads.len();
         let at = heads.iter().position(|&x| x == self.me()).expect("this rank is a head");
         let root_at = heads.iter().position(|&x| x == root).expect("the root is a head");
         let member = |virtual_rank: usize| heads[(virtual_rank + root_at) % h];
         let me = (at + h - root_at) % h;
+        if plan::broadcast_flat(h, bytes) {
+            if me != 0 {
+                return self.wait(root, 1);
+            }
+            for child in (1..h).map(member) {
+                if bytes > 0 {
+                    self.forward(child, offset, from, bytes)?;
+                }
+                self.notify(child, 1)?;
+            }
+            return Ok(());
+        }
         let mut mask = 1;
         while mask < h {
             if me & mask != 0 {
