@@ -103,7 +103,10 @@ impl Coll<'_> {
             .collect();
         let head = heads[nodes.mine];
         if self.me() == head && heads.len() > 1 {
-            self.binomial(&heads, root, from, offset, bytes)?;
+            match plan::broadcast_flat(heads.len(), bytes) {
+                true => self.flat(&heads, root, from, offset, bytes)?,
+                false => self.binomial(&heads, root, from, offset, bytes)?,
+            }
         }
         let local = &nodes.groups[nodes.mine];
         if local.len() == 1 {
@@ -144,28 +147,30 @@ impl Coll<'_> {
         self.notify(head, 3)
     }
 
+    /// The root's step 1 for a few heads and little data
+    /// (`plan::broadcast_flat`): it pushes into every other head's
+    /// destination itself, from `from`; the others wait for it.
+    fn flat(&self, heads: &[usize], root: usize, from: usize, offset: usize, bytes: usize) -> Result<()> {
+        if self.me() != root {
+            return self.wait(root, 1);
+        }
+        // The heads after the root's place, then those before it, as the
+        // tree numbers them.
+        let root_at = heads.iter().position(|&x| x == root).expect("the root is a head");
+        for v in 1..heads.len() {
+            self.push_down(heads[(root_at + v) % heads.len()], from, offset, bytes)?;
+        }
+        Ok(())
+    }
+
     /// A binomial tree among `heads` rooted at `root`, pushing into
-    /// destinations (step 1); the root sends from `from`. A few heads and
-    /// little data: the root sends to each head itself
-    /// (`plan::broadcast_flat`).
+    /// destinations (step 1); the root sends from `from`.
     fn binomial(&self, heads: &[usize], root: usize, from: usize, offset: usize, bytes: usize) -> Result<()> {
         let h = heads.len();
         let at = heads.iter().position(|&x| x == self.me()).expect("this rank is a head");
         let root_at = heads.iter().position(|&x| x == root).expect("the root is a head");
         let member = |virtual_rank: usize| heads[(virtual_rank + root_at) % h];
         let me = (at + h - root_at) % h;
-        if plan::broadcast_flat(h, bytes) {
-            if me != 0 {
-                return self.wait(root, 1);
-            }
-            for child in (1..h).map(member) {
-                if bytes > 0 {
-                    self.forward(child, offset, from, bytes)?;
-                }
-                self.notify(child, 1)?;
-            }
-            return Ok(());
-        }
         let mut mask = 1;
         while mask < h {
             if me & mask != 0 {
@@ -177,15 +182,20 @@ impl Coll<'_> {
         mask >>= 1;
         while mask > 0 {
             if me + mask < h {
-                let child = member(me + mask);
-                if bytes > 0 {
-                    let held = if self.me() == root { from } else { offset };
-                    self.forward(child, offset, held, bytes)?;
-                }
-                self.notify(child, 1)?;
+                let held = if self.me() == root { from } else { offset };
+                self.push_down(member(me + mask), held, offset, bytes)?;
             }
             mask >>= 1;
         }
         Ok(())
+    }
+
+    /// Step 1 from this head to `child`: the `bytes` it holds at `held`
+    /// into the child's destination at `offset`, then the flag.
+    fn push_down(&self, child: usize, held: usize, offset: usize, bytes: usize) -> Result<()> {
+        if bytes > 0 {
+            self.forward(child, offset, held, bytes)?;
+        }
+        self.notify(child, 1)
     }
 }
