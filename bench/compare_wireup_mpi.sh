@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RANKS=${RANKS:-64}
 ROUNDS=${ROUNDS:-5}
-cargo build --release -p oneside-shmem --quiet
+cargo build --release -p oneside-shmem -p rlaunch --quiet
 cargo build --release --bins --quiet
 out=$(mktemp -d /tmp/oneside-wireup.XXXXXX)
 trap 'rm -rf "$out"' EXIT

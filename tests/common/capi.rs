@@ -7,9 +7,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-/// `cargo build -p oneside-shmem` into this test's target directory and
-/// profile, once per test binary (the crate is not a dependency of rlaunch,
-/// so Cargo has not built it for us).
+/// `cargo build -p oneside-shmem -p rlaunch` into this test's target
+/// directory and profile, once per test binary (the crate is not a
+/// dependency of rlaunch, so Cargo has not built it for us). With rlaunch
+/// beside it, Cargo resolves oneside's dependencies as for the tests and
+/// reuses their oneside; alone, it would build oneside once more
+/// (Cargo.toml).
 pub fn build_capi() {
     static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
     let built = BUILT.get_or_init(|| {
@@ -18,7 +21,7 @@ pub fn build_capi() {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let mut command = Command::new(cargo);
         command
-            .args(["build", "-p", "oneside-shmem", "--manifest-path"])
+            .args(["build", "-p", "oneside-shmem", "-p", "rlaunch", "--manifest-path"])
             .arg(repo_file("Cargo.toml"))
             .arg("--target-dir")
             .arg(dir.parent().unwrap());

@@ -36,7 +36,7 @@ done
 
 echo "== building"
 cargo build --workspace --bins --examples --quiet || exit 1
-cargo build -p oneside-shmem --quiet || exit 1
+cargo build -p oneside-shmem -p rlaunch --quiet || exit 1  # -p rlaunch: the same oneside build (Cargo.toml)
 bin=$root/target/debug
 ex=$bin/examples
 dir=$(mktemp -d /tmp/oneside-mpi.XXXXXX)

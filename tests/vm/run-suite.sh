@@ -21,7 +21,7 @@ repo=$(pwd)
 # examples and the C library in target/release from their own path.
 echo "== building (host, release)"
 cargo build --release --workspace --bins --examples --quiet
-cargo build --release -p oneside-shmem --quiet
+cargo build --release -p oneside-shmem -p rlaunch --quiet  # with rlaunch: the same oneside build (Cargo.toml)
 # Builds rlaunch's integration tests named by "$@" and prints their paths.
 executables() {
   cargo test --release -p rlaunch "$@" --no-run --message-format=json 2>/dev/null \
