@@ -12,7 +12,6 @@ cd "$(dirname "$0")/.."
 RANKS=${RANKS:-64}
 ROUNDS=${ROUNDS:-5}
 cargo build --release -p oneside-shmem -p rlaunch --quiet
-cargo build --release --bins --quiet
 out=$(mktemp -d /tmp/oneside-wireup.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 for mpi in openmpi mpich; do
