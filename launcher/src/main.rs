@@ -6,6 +6,7 @@ mod check;
 mod cli;
 mod cpus;
 mod dry_run;
+mod elf_needed;
 mod error;
 mod foreign;
 #[cfg(test)]
