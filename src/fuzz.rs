@@ -119,6 +119,7 @@ fn sample_messages() -> Vec<Msg> {
         Msg::Finalized {
             rank: 1,
             at: "prog.rs:3:5".into(),
+            calls: vec![(0, 12)],
         },
         Msg::Stalled(crate::protocol::stall::Stall {
             rank: 2,
@@ -131,6 +132,7 @@ fn sample_messages() -> Vec<Msg> {
                 anyone: false,
                 answer: false,
                 finalizing: false,
+                step_of: Some((0, 12)),
             }],
         }),
         Msg::Abort { reason: "why".into() },

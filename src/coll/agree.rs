@@ -92,6 +92,7 @@ impl Coll<'_> {
         let _blocked = crate::watch::blocked(crate::watch::Waiting::Step {
             op: "--debug's check of the collective",
             rank: from,
+            slot: self.t.slot,
             call: self.call,
             step: 0,
         });

@@ -111,6 +111,7 @@ impl<'a> Coll<'a> {
             let entered = w.collective.enter(w.rank, op)?;
             w.check_team(op, t)?;
             let call = t.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            w.slot_calls[t.slot].store(call, std::sync::atomic::Ordering::Relaxed);
             Ok(Coll {
                 w,
                 t,
@@ -198,6 +199,7 @@ impl<'a> Coll<'a> {
             let waiting = Waiting::Step {
                 op: self.op,
                 rank: self.rank(from),
+                slot: self.t.slot,
                 call: self.call,
                 step,
             };

@@ -36,6 +36,11 @@ pub struct ThreadStall {
     pub answer: bool,
     /// Whether the call is finalize (or its barrier).
     pub finalizing: bool,
+    /// For a wait for a member's step: the team's slot and the collective
+    /// call (numbered from 1 on that team) the step belongs to. A member
+    /// in finalize that reported more calls on that slot made this one:
+    /// its step is in flight, not missing.
+    pub step_of: Option<(u32, u64)>,
 }
 
 impl Stall {

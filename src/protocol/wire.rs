@@ -74,8 +74,13 @@ pub enum Msg {
     Hello { rank: u32 },
     /// Rank → launcher: this rank is in `finalize`, its operations
     /// complete, and waits for `Goodbye`; `at` says where finalize was
-    /// called (`file:line`, or how: "at exit ...").
-    Finalized { rank: u32, at: String },
+    /// called (`file:line`, or how: "at exit ..."); `calls`, each team
+    /// slot it uses and the collective calls it made on that team.
+    Finalized {
+        rank: u32,
+        at: String,
+        calls: Vec<(u32, u64)>,
+    },
     /// Rank → launcher: this rank called global exit (`shmem_global_exit`):
     /// stop the job and exit with `status`.
     GlobalExit { rank: u32, status: i32 },
@@ -403,6 +408,7 @@ mod tests {
             Msg::Finalized {
                 rank: 1,
                 at: "prog.rs:3:5".into(),
+                calls: vec![(0, 9), (3, 2)],
             },
             Msg::Goodbye,
             Msg::Abort { reason: "bye".into() },

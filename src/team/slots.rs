@@ -10,10 +10,27 @@ impl World {
         Team::new(&self.node_of, self.id, slot, start, stride, size, me)
     }
 
-    /// Marks `slot` as used by a team of this rank.
+    /// Marks `slot` as used by a team of this rank (a new team: no call
+    /// made on it yet).
     pub(crate) fn take_slot(&self, slot: usize) {
+        self.slot_calls[slot].store(0, std::sync::atomic::Ordering::Relaxed);
         self.free_slots
             .fetch_and(!(1 << slot), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Each used slot and the collective calls this rank has begun on its
+    /// team, for the farewell.
+    pub(crate) fn team_calls(&self) -> Vec<(u32, u64)> {
+        let free = self.free_slots.load(std::sync::atomic::Ordering::Relaxed);
+        (0..self.slot_calls.len())
+            .filter(|slot| free & (1 << slot) == 0)
+            .map(|slot| {
+                (
+                    slot as u32,
+                    self.slot_calls[slot].load(std::sync::atomic::Ordering::Relaxed),
+                )
+            })
+            .collect()
     }
 
     /// Gives `slot` back, clearing its flags for the next team to use it.

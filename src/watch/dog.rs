@@ -190,7 +190,9 @@ fn describe(block: &Block) -> ThreadStall {
             };
             (format!("{what} {until}"), Vec::new(), true)
         }
-        Waiting::Step { op, rank, call, step } => (
+        Waiting::Step {
+            op, rank, call, step, ..
+        } => (
             format!("rank {rank} to reach step {step} of {op} (the team's collective call {call})"),
             vec![rank as u32],
             false,
@@ -208,7 +210,12 @@ fn describe(block: &Block) -> ThreadStall {
         ),
     };
     let answer = matches!(block.waiting, Waiting::Answer { .. });
+    let step_of = match block.waiting {
+        Waiting::Step { slot, call, .. } => Some((slot as u32, call)),
+        _ => None,
+    };
     ThreadStall {
+        step_of,
         call: call.name.to_string(),
         at: call.site.describe(block.trace.as_deref()),
         waits,

@@ -68,11 +68,12 @@ pub(crate) enum Waiting {
         count: usize,
         cmp: Option<(&'static str, u64)>,
     },
-    /// Member rank `rank` of the team to reach `step` of call `call` of
-    /// collective `op`.
+    /// Member rank `rank` of the team in team slot `slot` to reach `step`
+    /// of call `call` of collective `op`.
     Step {
         op: &'static str,
         rank: usize,
+        slot: usize,
         call: u64,
         step: u64,
     },

@@ -150,7 +150,16 @@ pub fn finish(mut child: Child) -> Outcome {
         }
         if Instant::now() > deadline {
             let _ = child.kill();
-            panic!("command did not finish within {limit:?}");
+            let _ = child.wait();
+            // What it printed until then says where it stood. A reader
+            // still blocked (a process it left holds the pipe) is left.
+            std::thread::sleep(Duration::from_secs(1));
+            let printed = |reader: std::thread::JoinHandle<String>| match reader.is_finished() {
+                true => reader.join().unwrap_or_default(),
+                false => "(the pipe is still held open)".to_string(),
+            };
+            let (stdout, stderr) = (printed(out_reader), printed(err_reader));
+            panic!("command did not finish within {limit:?}; it printed:\n{stdout}\nand on stderr:\n{stderr}");
         }
         std::thread::sleep(Duration::from_millis(10));
     };

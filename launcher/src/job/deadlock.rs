@@ -11,7 +11,12 @@
 //!   write the word, release the lock or reach the step).
 //!
 //! A wait for a peer's answer (a get's data, a quiet's acknowledgement) is
-//! neither: the peer's progress engine answers even from finalize.
+//! neither: the peer's progress engine answers even from finalize. Nor is
+//! a wait for a step the rank in finalize has already made: it said in
+//! `Finalized` how many collective calls it made on each team (by team
+//! slot), and a step of one of those is on its way (over a lossy link TCP
+//! may take seconds to resend it, and the waiter's `Moving` as long), so
+//! only the hang reports may judge it.
 //!
 //! rlaunch knows blocks only from ranks' `Stalled` (sent once a rank has
 //! been blocked 300 ms), so a block may have ended without rlaunch knowing
@@ -23,6 +28,7 @@
 
 use super::hang::place;
 use super::RankState;
+use oneside::protocol::stall::ThreadStall;
 use std::time::{Duration, Instant};
 
 /// How long a deadlock must hold, with no rank moving, before rlaunch acts.
@@ -55,31 +61,51 @@ pub fn find(states: &[RankState]) -> Option<Deadlock> {
     if finalizing.is_empty() || running.is_empty() {
         return None;
     }
+    // A step the rank in finalize made is on its way, however late.
+    let in_flight = |thread: &ThreadStall, gone: usize| {
+        thread.step_of.is_some_and(|(slot, call)| {
+            states[gone]
+                .finalize_calls
+                .iter()
+                .any(|&(used, made)| used == slot && made >= call)
+        })
+    };
+    let missing = |thread: &ThreadStall| {
+        thread
+            .on
+            .iter()
+            .map(|&on| on as usize)
+            .find(|&on| finalizing.contains(&on) && !in_flight(thread, on))
+    };
     for &r in &running {
         let Some(seen) = &states[r].stall else { continue };
         // An answer comes from the peer's progress engine even while that
         // peer is in finalize: only a collective's step can never come.
         for thread in seen.stall.threads.iter().filter(|t| !t.answer) {
-            if let Some(&gone) = thread.on.iter().find(|&&on| finalizing.contains(&(on as usize))) {
+            if let Some(gone) = missing(thread) {
                 return Some(Deadlock {
                     why: format!(
                         "rank {r} waits in {}{} for rank {gone}, which is in finalize {} and will never make that call",
                         thread.call,
                         place(&thread.at),
-                        states[gone as usize].finalize_at
+                        states[gone].finalize_at
                     ),
                     finalizing,
                 });
             }
         }
     }
-    let waits_for_no_answer = |r: &usize| {
-        states[*r]
-            .stall
-            .as_ref()
-            .is_some_and(|seen| seen.stall.threads.iter().all(|t| !t.answer))
+    // Blocked with nothing on its way: no answer, and no step that a rank
+    // in finalize made.
+    let stuck = |r: &usize| {
+        states[*r].stall.as_ref().is_some_and(|seen| {
+            seen.stall
+                .threads
+                .iter()
+                .all(|t| !t.answer && !t.on.iter().any(|&on| in_flight(t, on as usize)))
+        })
     };
-    if running.iter().all(waits_for_no_answer) {
+    if running.iter().all(stuck) {
         let first = &states[running[0]].stall.as_ref()?.stall.threads;
         let call = first
             .first()
@@ -158,7 +184,7 @@ mod tests {
     use super::*;
     use crate::job::hang::Seen;
     use crate::job::report::Ending;
-    use oneside::protocol::stall::{Stall, ThreadStall};
+    use oneside::protocol::stall::Stall;
 
     fn blocked(rank: u32, call: &str, on: &[u32], anyone: bool) -> RankState {
         let thread = ThreadStall {
@@ -169,6 +195,7 @@ mod tests {
             anyone,
             answer: false,
             finalizing: false,
+            step_of: None,
         };
         RankState {
             registered: true,
@@ -259,6 +286,38 @@ mod tests {
             seen.stall.threads[0].answer = true;
         }
         assert_eq!(find(&[answer, in_finalize()]), None);
+    }
+
+    /// Rank `rank` waits for `on`'s step of the world team's call `call`.
+    fn in_step(rank: u32, on: u32, call: u64) -> RankState {
+        let mut state = blocked(rank, "broadcast", &[on], false);
+        if let Some(seen) = state.stall.as_mut() {
+            seen.stall.threads[0].step_of = Some((0, call));
+        }
+        state
+    }
+
+    #[test]
+    fn a_step_the_rank_in_finalize_made_is_in_flight_not_missing() {
+        // examples/traffic across a lossy link: the root broadcast (call 9
+        // on the world team, slot 0) and finalized; its data, and rank 2's
+        // news that it moved on, are still being resent.
+        let root = |made: u64| RankState {
+            finalize_calls: vec![(0, made), (3, 1)],
+            ..in_finalize()
+        };
+        let states = [root(9), in_finalize(), in_step(2, 0, 9), in_step(3, 2, 9)];
+        assert_eq!(find(&states), None);
+        // Call 9 was never made: the same waits are a deadlock.
+        let states = [root(8), in_finalize(), in_step(2, 0, 9), in_step(3, 2, 9)];
+        let found = find(&states).expect("rank 0 never made call 9");
+        assert!(found.why.contains("rank 2 waits in broadcast"), "{found:?}");
+        // Calls on another team say nothing of this one.
+        let other = RankState {
+            finalize_calls: vec![(1, 20)],
+            ..in_finalize()
+        };
+        assert!(find(&[other, in_step(1, 0, 9)]).is_some());
     }
 
     #[test]

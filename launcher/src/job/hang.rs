@@ -300,6 +300,7 @@ mod tests {
             anyone,
             answer: false,
             finalizing: call == "finalize",
+            step_of: None,
         };
         let stall = Stall {
             rank,

@@ -38,9 +38,10 @@ pub fn judge(event: JobEvent, view: &View, states: &mut [RankState], abort: Opti
                 None => None,
             }
         }
-        JobEvent::Finalized { rank, at } => {
+        JobEvent::Finalized { rank, at, calls } => {
             states[rank].finalized = true;
             states[rank].finalize_at = at;
+            states[rank].finalize_calls = calls;
             None
         }
         JobEvent::Stalled(stall) => {

@@ -34,7 +34,7 @@ fn wire_up_under_pmi(mapping: Option<&'static str>) -> (Vec<(usize, usize)>, Vec
                 assert_eq!(cards, (0..4).map(card).collect::<Vec<_>>(), "rank {rank}'s cards");
                 wired.wait();
                 link.remove_card_table();
-                link.send_finalized("at test.rs:1:1").unwrap();
+                link.send_finalized("at test.rs:1:1", Vec::new()).unwrap();
                 (env.local_rank, env.local_size, env.secret)
             })
         })

@@ -89,7 +89,7 @@ fn wire_up_over_pmi1(size: usize, port: bool) -> Vec<Vec<String>> {
                 assert_eq!(cards, (0..size).map(card).collect::<Vec<_>>(), "rank {rank}'s cards");
                 wired.wait();
                 link.remove_card_table();
-                link.send_finalized("at test.rs:1:1").unwrap();
+                link.send_finalized("at test.rs:1:1", Vec::new()).unwrap();
             });
             (task, server)
         })
