@@ -119,7 +119,7 @@ fn sample_messages() -> Vec<Msg> {
         Msg::Finalized {
             rank: 1,
             at: "prog.rs:3:5".into(),
-            calls: vec![(0, 12)],
+            reached: vec![(0, 12 << 24 | 1)],
         },
         Msg::Stalled(crate::protocol::stall::Stall {
             rank: 2,
@@ -132,7 +132,7 @@ fn sample_messages() -> Vec<Msg> {
                 anyone: false,
                 answer: false,
                 finalizing: false,
-                step_of: Some((0, 12)),
+                step_of: Some((0, 12 << 24 | 1)),
             }],
         }),
         Msg::Abort { reason: "why".into() },

@@ -37,11 +37,12 @@ pub struct World {
     pub(crate) world_team: Team,
     /// Team slots not used by any team of this rank, one bit each.
     pub(crate) free_slots: AtomicU64,
-    /// Collective calls this rank has begun on the team in each slot
-    /// (its `Team::calls`, kept here too): finalize reports the used
-    /// slots' counts, so rlaunch can tell a peer's step still in flight
-    /// from one that will never come (`bootstrap::Link::send_finalized`).
-    pub(crate) slot_calls: [AtomicU64; MAX_TEAMS],
+    /// The furthest step this rank has signalled to a member of the team
+    /// in each slot, as its flags encode it (`(call << 24) | step`,
+    /// `Coll::notify`): finalize reports the used slots', so rlaunch can
+    /// tell a peer's step still in flight from one that will never come
+    /// (`bootstrap::Link::send_finalized`).
+    pub(crate) slot_reached: [AtomicU64; MAX_TEAMS],
     pub(crate) id: u64,
     /// Whether local waits may spin (`backoff`): not when this host runs
     /// more ranks than it has cores.
@@ -207,7 +208,7 @@ impl World {
             node_of,
             world_team,
             free_slots: AtomicU64::new(all_but_world),
-            slot_calls: Default::default(),
+            slot_reached: Default::default(),
             id,
             spin_waits: crate::backoff::may_spin(local_size, 1),
             data: None,
@@ -413,9 +414,9 @@ impl World {
             None => "no launcher, as a singleton",
         };
         crate::bootstrap::in_mpi::check_world(self.rank, self.size, how)?;
-        let calls = self.team_calls();
+        let reached = self.steps_reached();
         match &mut self.launcher {
-            Some(link) => link.send_finalized(at, calls),
+            Some(link) => link.send_finalized(at, reached),
             None => Ok(()),
         }
     }

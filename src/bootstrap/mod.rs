@@ -116,16 +116,16 @@ impl LauncherLink {
     /// other launchers), so no rank closes its endpoints while a peer's operations
     /// on it still wait for their completions.
     /// `at` says where finalize was called, for rlaunch's reports;
-    /// `calls`, the collective calls made on each team slot in use (the
-    /// deadlock check's evidence, `Msg::Finalized`).
-    pub fn send_finalized(&mut self, at: &str, calls: Vec<(u32, u64)>) -> Result<()> {
+    /// `reached`, the furthest collective step signalled on each team slot
+    /// in use (the deadlock check's evidence, `Msg::Finalized`).
+    pub fn send_finalized(&mut self, at: &str, reached: Vec<(u32, u64)>) -> Result<()> {
         if let Some(pmi) = self.pmi.take() {
             return pmi.farewell();
         }
         self.farewell(Msg::Finalized {
             rank: self.rank as u32,
             at: at.to_string(),
-            calls,
+            reached,
         })
     }
 

@@ -93,6 +93,10 @@ impl Coll<'_> {
             op: "--debug's check of the collective",
             rank: from,
             slot: self.t.slot,
+            // The record is written before any step of the call is
+            // signalled: a rank that signalled none of this call's steps
+            // may not have written it either.
+            value: self.call << super::STEP_BITS,
             call: self.call,
             step: 0,
         });

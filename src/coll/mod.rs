@@ -111,7 +111,6 @@ impl<'a> Coll<'a> {
             let entered = w.collective.enter(w.rank, op)?;
             w.check_team(op, t)?;
             let call = t.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-            w.slot_calls[t.slot].store(call, std::sync::atomic::Ordering::Relaxed);
             Ok(Coll {
                 w,
                 t,
@@ -155,12 +154,17 @@ impl<'a> Coll<'a> {
     }
 
     /// Tells member `to` that this rank reached `step`: after every earlier
-    /// put of this rank to `to`.
+    /// put of this rank to `to`. The furthest step signalled is kept for
+    /// the farewell (`World::slot_reached`): a member waiting for a step
+    /// at or below it waits for one on its way.
     #[track_caller]
     pub fn notify(&self, to: usize, step: u64) -> Result<()> {
         crate::error::located(|| {
             let flag = self.layout.flag(self.t.slot, self.me());
-            self.w.links.flag_store(self.rank(to), flag, self.value(step))
+            let value = self.value(step);
+            self.w.links.flag_store(self.rank(to), flag, value)?;
+            self.w.slot_reached[self.t.slot].fetch_max(value, std::sync::atomic::Ordering::Relaxed);
+            Ok(())
         })
     }
 
@@ -200,6 +204,7 @@ impl<'a> Coll<'a> {
                 op: self.op,
                 rank: self.rank(from),
                 slot: self.t.slot,
+                value: target,
                 call: self.call,
                 step,
             };

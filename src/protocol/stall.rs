@@ -36,10 +36,10 @@ pub struct ThreadStall {
     pub answer: bool,
     /// Whether the call is finalize (or its barrier).
     pub finalizing: bool,
-    /// For a wait for a member's step: the team's slot and the collective
-    /// call (numbered from 1 on that team) the step belongs to. A member
-    /// in finalize that reported more calls on that slot made this one:
-    /// its step is in flight, not missing.
+    /// For a wait for a member's step: the team's slot and the value of
+    /// the step's flag (`(call << 24) | step`, the call numbered from 1 on
+    /// that team). A member in finalize that reported signalling at least
+    /// that far on that slot sent this step: it is in flight, not missing.
     pub step_of: Option<(u32, u64)>,
 }
 

@@ -74,12 +74,13 @@ pub enum Msg {
     Hello { rank: u32 },
     /// Rank → launcher: this rank is in `finalize`, its operations
     /// complete, and waits for `Goodbye`; `at` says where finalize was
-    /// called (`file:line`, or how: "at exit ..."); `calls`, each team
-    /// slot it uses and the collective calls it made on that team.
+    /// called (`file:line`, or how: "at exit ..."); `reached`, each team
+    /// slot it uses and the furthest step it signalled there
+    /// (`ThreadStall::step_of`).
     Finalized {
         rank: u32,
         at: String,
-        calls: Vec<(u32, u64)>,
+        reached: Vec<(u32, u64)>,
     },
     /// Rank → launcher: this rank called global exit (`shmem_global_exit`):
     /// stop the job and exit with `status`.
@@ -408,7 +409,7 @@ mod tests {
             Msg::Finalized {
                 rank: 1,
                 at: "prog.rs:3:5".into(),
-                calls: vec![(0, 9), (3, 2)],
+                reached: vec![(0, 9 << 24 | 2), (3, 2 << 24)],
             },
             Msg::Goodbye,
             Msg::Abort { reason: "bye".into() },

@@ -10,24 +10,24 @@ impl World {
         Team::new(&self.node_of, self.id, slot, start, stride, size, me)
     }
 
-    /// Marks `slot` as used by a team of this rank (a new team: no call
-    /// made on it yet).
+    /// Marks `slot` as used by a team of this rank (a new team: no step
+    /// signalled on it yet).
     pub(crate) fn take_slot(&self, slot: usize) {
-        self.slot_calls[slot].store(0, std::sync::atomic::Ordering::Relaxed);
+        self.slot_reached[slot].store(0, std::sync::atomic::Ordering::Relaxed);
         self.free_slots
             .fetch_and(!(1 << slot), std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Each used slot and the collective calls this rank has begun on its
+    /// Each used slot and the furthest step this rank signalled on its
     /// team, for the farewell.
-    pub(crate) fn team_calls(&self) -> Vec<(u32, u64)> {
+    pub(crate) fn steps_reached(&self) -> Vec<(u32, u64)> {
         let free = self.free_slots.load(std::sync::atomic::Ordering::Relaxed);
-        (0..self.slot_calls.len())
+        (0..self.slot_reached.len())
             .filter(|slot| free & (1 << slot) == 0)
             .map(|slot| {
                 (
                     slot as u32,
-                    self.slot_calls[slot].load(std::sync::atomic::Ordering::Relaxed),
+                    self.slot_reached[slot].load(std::sync::atomic::Ordering::Relaxed),
                 )
             })
             .collect()

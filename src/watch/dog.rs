@@ -211,7 +211,7 @@ fn describe(block: &Block) -> ThreadStall {
     };
     let answer = matches!(block.waiting, Waiting::Answer { .. });
     let step_of = match block.waiting {
-        Waiting::Step { slot, call, .. } => Some((slot as u32, call)),
+        Waiting::Step { slot, value, .. } => Some((slot as u32, value)),
         _ => None,
     };
     ThreadStall {

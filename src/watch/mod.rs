@@ -69,11 +69,13 @@ pub(crate) enum Waiting {
         cmp: Option<(&'static str, u64)>,
     },
     /// Member rank `rank` of the team in team slot `slot` to reach `step`
-    /// of call `call` of collective `op`.
+    /// of call `call` of collective `op`; `value`, the flag value that
+    /// says so (`(call << 24) | step`).
     Step {
         op: &'static str,
         rank: usize,
         slot: usize,
+        value: u64,
         call: u64,
         step: u64,
     },

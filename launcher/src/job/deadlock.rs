@@ -12,11 +12,11 @@
 //!
 //! A wait for a peer's answer (a get's data, a quiet's acknowledgement) is
 //! neither: the peer's progress engine answers even from finalize. Nor is
-//! a wait for a step the rank in finalize has already made: it said in
-//! `Finalized` how many collective calls it made on each team (by team
-//! slot), and a step of one of those is on its way (over a lossy link TCP
-//! may take seconds to resend it, and the waiter's `Moving` as long), so
-//! only the hang reports may judge it.
+//! a wait for a step the rank in finalize has already signalled: it said
+//! in `Finalized` how far it signalled on each team (by team slot), and a
+//! step up to there is on its way (over a lossy link TCP may take seconds
+//! to resend it, and the waiter's `Moving` as long), so only the hang
+//! reports may judge it.
 //!
 //! rlaunch knows blocks only from ranks' `Stalled` (sent once a rank has
 //! been blocked 300 ms), so a block may have ended without rlaunch knowing
@@ -61,13 +61,13 @@ pub fn find(states: &[RankState]) -> Option<Deadlock> {
     if finalizing.is_empty() || running.is_empty() {
         return None;
     }
-    // A step the rank in finalize made is on its way, however late.
+    // A step the rank in finalize signalled is on its way, however late.
     let in_flight = |thread: &ThreadStall, gone: usize| {
-        thread.step_of.is_some_and(|(slot, call)| {
+        thread.step_of.is_some_and(|(slot, wanted)| {
             states[gone]
-                .finalize_calls
+                .finalize_reached
                 .iter()
-                .any(|&(used, made)| used == slot && made >= call)
+                .any(|&(used, reached)| used == slot && reached >= wanted)
         })
     };
     let missing = |thread: &ThreadStall| {
@@ -96,7 +96,7 @@ pub fn find(states: &[RankState]) -> Option<Deadlock> {
         }
     }
     // Blocked with nothing on its way: no answer, and no step that a rank
-    // in finalize made.
+    // in finalize signalled.
     let stuck = |r: &usize| {
         states[*r].stall.as_ref().is_some_and(|seen| {
             seen.stall
@@ -288,36 +288,39 @@ mod tests {
         assert_eq!(find(&[answer, in_finalize()]), None);
     }
 
-    /// Rank `rank` waits for `on`'s step of the world team's call `call`.
-    fn in_step(rank: u32, on: u32, call: u64) -> RankState {
+    /// Rank `rank` waits for `on`'s step `step` of the world team's call
+    /// `call` (the flag value `(call << 24) | step`).
+    fn in_step(rank: u32, on: u32, call: u64, step: u64) -> RankState {
         let mut state = blocked(rank, "broadcast", &[on], false);
         if let Some(seen) = state.stall.as_mut() {
-            seen.stall.threads[0].step_of = Some((0, call));
+            seen.stall.threads[0].step_of = Some((0, call << 24 | step));
         }
         state
     }
 
     #[test]
-    fn a_step_the_rank_in_finalize_made_is_in_flight_not_missing() {
+    fn a_step_the_rank_in_finalize_signalled_is_in_flight_not_missing() {
         // examples/traffic across a lossy link: the root broadcast (call 9
         // on the world team, slot 0) and finalized; its data, and rank 2's
         // news that it moved on, are still being resent.
-        let root = |made: u64| RankState {
-            finalize_calls: vec![(0, made), (3, 1)],
+        let root = |reached: u64| RankState {
+            finalize_reached: vec![(0, reached), (3, 1 << 24)],
             ..in_finalize()
         };
-        let states = [root(9), in_finalize(), in_step(2, 0, 9), in_step(3, 2, 9)];
+        let waits = || [in_step(2, 0, 9, 1), in_step(3, 2, 9, 1)];
+        let states = [[root(9 << 24 | 1), in_finalize()], waits()].concat();
         assert_eq!(find(&states), None);
-        // Call 9 was never made: the same waits are a deadlock.
-        let states = [root(8), in_finalize(), in_step(2, 0, 9), in_step(3, 2, 9)];
-        let found = find(&states).expect("rank 0 never made call 9");
+        // Root began call 9 but failed before signalling (a bad root, a
+        // mismatch): the same waits are a deadlock.
+        let states = [[root(8 << 24 | 3), in_finalize()], waits()].concat();
+        let found = find(&states).expect("rank 0 never signalled call 9");
         assert!(found.why.contains("rank 2 waits in broadcast"), "{found:?}");
-        // Calls on another team say nothing of this one.
+        // Steps signalled on another team say nothing of this one.
         let other = RankState {
-            finalize_calls: vec![(1, 20)],
+            finalize_reached: vec![(1, 20 << 24)],
             ..in_finalize()
         };
-        assert!(find(&[other, in_step(1, 0, 9)]).is_some());
+        assert!(find(&[other, in_step(1, 0, 9, 1)]).is_some());
     }
 
     #[test]

@@ -38,10 +38,10 @@ pub fn judge(event: JobEvent, view: &View, states: &mut [RankState], abort: Opti
                 None => None,
             }
         }
-        JobEvent::Finalized { rank, at, calls } => {
+        JobEvent::Finalized { rank, at, reached } => {
             states[rank].finalized = true;
             states[rank].finalize_at = at;
-            states[rank].finalize_calls = calls;
+            states[rank].finalize_reached = reached;
             None
         }
         JobEvent::Stalled(stall) => {

@@ -53,11 +53,12 @@ pub enum JobEvent {
         rank: usize,
     },
     /// `at`: where the rank called finalize, or how it got there;
-    /// `calls`: each team slot it uses and the collective calls it made there.
+    /// `reached`: each team slot it uses and the furthest collective step
+    /// it signalled there.
     Finalized {
         rank: usize,
         at: String,
-        calls: Vec<(u32, u64)>,
+        reached: Vec<(u32, u64)>,
     },
     /// A rank is dying of a fault, in the program's frame `at`.
     Crashed {
@@ -129,9 +130,9 @@ pub struct RankState {
     pub gave_up: bool,
     /// Where it called finalize, as it said in `Finalized`.
     pub finalize_at: String,
-    /// The collective calls it had made on each team slot by then, as it
-    /// said in `Finalized`.
-    pub finalize_calls: Vec<(u32, u64)>,
+    /// The furthest collective step it had signalled on each team slot by
+    /// then, as it said in `Finalized` (`ThreadStall::step_of`).
+    pub finalize_reached: Vec<(u32, u64)>,
     pub ending: Option<Ending>,
     /// Where it is blocked, from its latest `Stalled` (hang reports).
     pub stall: Option<hang::Seen>,

@@ -319,11 +319,22 @@ fn serve_conn(
             }
             (State::Registered(rank), Msg::CardsPublished) => table.published(*rank),
             (State::Registered(rank), Msg::NeedCards) => table.needs_cards(*rank),
-            (State::Registered(rank), Msg::Finalized { rank: said, at, calls }) if said as usize == *rank => {
+            (
+                State::Registered(rank),
+                Msg::Finalized {
+                    rank: said,
+                    at,
+                    reached,
+                },
+            ) if said as usize == *rank => {
                 // Report first, then say goodbye (when every rank has
                 // finalized): the rank exits only after the supervisor has
                 // seen this event (one channel keeps the order).
-                let _ = events.send(JobEvent::Finalized { rank: *rank, at, calls });
+                let _ = events.send(JobEvent::Finalized {
+                    rank: *rank,
+                    at,
+                    reached,
+                });
                 served = Served::Finalized(*rank);
             }
             (State::Registered(rank), Msg::Stalled(stall)) if stall.rank as usize == *rank => {
