@@ -20,10 +20,9 @@
 
 mod common;
 
-use common::{repo_file, target_dir};
+use common::{cargo, repo_file};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 /// The selections CI's scripts build with (tests/*/run.sh, tests/vm/,
 /// tests/common/capi.rs, bench/), by shape; `cargo test --workspace` is the
@@ -55,20 +54,9 @@ type Builds = BTreeMap<String, BTreeSet<String>>;
 
 /// The libraries Cargo reports for `args`.
 fn library_builds(args: &[&str]) -> Builds {
-    let dir = target_dir();
-    let profile = dir.file_name().unwrap().to_string_lossy().into_owned();
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = Command::new(cargo);
-    command
-        .args(args)
-        .args(["--quiet", "--message-format=json", "--manifest-path"])
-        .arg(repo_file("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(dir.parent().unwrap());
-    if profile != "debug" {
-        command.args(["--profile", &profile]);
-    }
-    let out = command.stdin(Stdio::null()).output().expect("cargo runs");
+    let out = cargo(&[args, &["--quiet", "--message-format=json"]].concat())
+        .output()
+        .expect("cargo runs");
     assert!(
         out.status.success(),
         "cargo {} failed:\n{}",

@@ -4,7 +4,7 @@
 
 use super::*;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 
 /// `cargo build -p oneside-shmem -p rlaunch` into this test's target
@@ -16,20 +16,7 @@ use std::sync::OnceLock;
 pub fn build_capi() {
     static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
     let built = BUILT.get_or_init(|| {
-        let dir = target_dir();
-        let profile = dir.file_name().unwrap().to_string_lossy().into_owned();
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut command = Command::new(cargo);
-        command
-            .args(["build", "-p", "oneside-shmem", "-p", "rlaunch", "--manifest-path"])
-            .arg(repo_file("Cargo.toml"))
-            .arg("--target-dir")
-            .arg(dir.parent().unwrap());
-        if profile != "debug" {
-            command.args(["--profile", &profile]);
-        }
-        let out = command
-            .stdin(Stdio::null())
+        let out = cargo(&["build", "-p", "oneside-shmem", "-p", "rlaunch"])
             .output()
             .map_err(|e| format!("cargo: {e}"))?;
         if !out.status.success() {

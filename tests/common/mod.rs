@@ -32,6 +32,25 @@ pub fn target_dir() -> PathBuf {
         .to_path_buf()
 }
 
+/// `cargo ARGS` on this workspace, in this test binary's target directory
+/// and profile (so what it builds is what the tests use), stdin closed.
+pub fn cargo(args: &[&str]) -> std::process::Command {
+    let dir = target_dir();
+    let profile = dir.file_name().unwrap().to_string_lossy().into_owned();
+    let mut command = std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    command
+        .args(args)
+        .arg("--manifest-path")
+        .arg(repo_file("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(dir.parent().unwrap())
+        .stdin(std::process::Stdio::null());
+    if profile != "debug" {
+        command.args(["--profile", &profile]);
+    }
+    command
+}
+
 pub fn rlaunch_path() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_rlaunch"))
 }
