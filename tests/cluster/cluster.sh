@@ -17,8 +17,28 @@ LAUNCHER_IP=$NET.1
 
 host_ip() { echo "$NET.$((10 + $1))"; }
 
+# What an earlier cluster left when its run was killed before its teardown
+# (hosts os-hI, their links, the bridge): removed, and said, so that `up`
+# does not stop at "File exists".
+clear_stale() {
+  local ns
+  for ns in $(ip netns list 2>/dev/null | awk '$1 ~ /^os-h[0-9]+$/ {print $1}'); do
+    echo "cluster.sh: removing host $ns left by an earlier run" >&2
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+    ip netns del "$ns" 2>/dev/null || true
+  done
+  for l in $(ip -o link show 2>/dev/null | awk -F': ' '$2 ~ /^osv[0-9]+(@|$)/ {sub(/@.*/, "", $2); print $2}'); do
+    ip link del "$l" 2>/dev/null || true
+  done
+  if ip link show "$BRIDGE" >/dev/null 2>&1; then
+    echo "cluster.sh: removing bridge $BRIDGE left by an earlier run" >&2
+    ip link del "$BRIDGE" 2>/dev/null || true
+  fi
+}
+
 up() {
   local k=$1 dir=$2
+  clear_stale
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
   echo "$k" > "$dir/hosts"

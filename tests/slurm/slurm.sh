@@ -55,6 +55,14 @@ up() {
   mkdir -p "$DIR"
   DIR=$(cd "$DIR" && pwd)
   local t0=$SECONDS
+  # A controller namespace left by a run killed before its teardown (CI
+  # once stopped here at "File exists"); cluster.sh up clears its hosts.
+  if ip netns list 2>/dev/null | grep -qw '^os-ctl'; then
+    echo "slurm.sh: removing namespace os-ctl left by an earlier run" >&2
+    ip netns pids os-ctl 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+    ip netns del os-ctl 2>/dev/null || true
+  fi
+  ip link del osvc 2>/dev/null || true
   "$CLUSTER" up "$K" "$DIR"
 
   # Names: every node, the controller, and localhost, for the namespaces.
