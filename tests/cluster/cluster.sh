@@ -17,18 +17,27 @@ LAUNCHER_IP=$NET.1
 
 host_ip() { echo "$NET.$((10 + $1))"; }
 
+# Host I gone: what runs in its namespace killed, the namespace and its link
+# deleted. Safe when any of them is already gone.
+remove_host() {
+  local i=$1
+  kill_in_host "$i"
+  ip netns del "os-h$i" 2>/dev/null || true
+  ip link del "osv$i" 2>/dev/null || true
+}
+
+kill_in_host() { ip netns pids "os-h$1" 2>/dev/null | xargs -r kill -9 2>/dev/null || true; }
+
 # What an earlier cluster left when its run was killed before its teardown
 # (hosts os-hI, their links, the bridge): removed, and said, so that `up`
 # does not stop at "File exists".
 clear_stale() {
-  local ns
-  for ns in $(ip netns list 2>/dev/null | awk '$1 ~ /^os-h[0-9]+$/ {print $1}'); do
-    echo "cluster.sh: removing host $ns left by an earlier run" >&2
-    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
-    ip netns del "$ns" 2>/dev/null || true
-  done
-  for l in $(ip -o link show 2>/dev/null | awk -F': ' '$2 ~ /^osv[0-9]+(@|$)/ {sub(/@.*/, "", $2); print $2}'); do
-    ip link del "$l" 2>/dev/null || true
+  local i
+  for i in $( { ip netns list 2>/dev/null | awk '$1 ~ /^os-h[0-9]+$/ {print substr($1, 5)}'
+                ip -o link show 2>/dev/null | awk -F': ' '$2 ~ /^osv[0-9]+(@|$)/ {sub(/@.*/, "", $2); print substr($2, 4)}'
+              } | sort -un); do
+    echo "cluster.sh: removing host os-h$i left by an earlier run" >&2
+    remove_host "$i"
   done
   if ip link show "$BRIDGE" >/dev/null 2>&1; then
     echo "cluster.sh: removing bridge $BRIDGE left by an earlier run" >&2
@@ -100,7 +109,7 @@ SSH
 stop_sshd() {
   local dir=$1 i=$2
   [ -f "$dir/sshd.$i.pid" ] && kill "$(cat "$dir/sshd.$i.pid")" 2>/dev/null || true
-  ip netns pids "os-h$i" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+  kill_in_host "$i"
 }
 
 down() {
@@ -108,8 +117,7 @@ down() {
   k=$(cat "$dir/hosts" 2>/dev/null || echo 8)
   for i in $(seq "$k"); do
     stop_sshd "$dir" "$i"
-    ip netns del "os-h$i" 2>/dev/null || true
-    ip link del "osv$i" 2>/dev/null || true
+    remove_host "$i"
   done
   ip link del "$BRIDGE" 2>/dev/null || true
 }

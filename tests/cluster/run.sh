@@ -5,7 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=$(mktemp -d /tmp/oneside-cluster.XXXXXX)
 trap 'tests/cluster/cluster.sh down "$dir"; rm -rf "$dir"' EXIT
-tests/cluster/cluster.sh down "$dir" 2>/dev/null || true
 tests/cluster/cluster.sh up 4 "$dir"
 cargo build --workspace --bins --examples --quiet
 # The namespace hosts share this machine's cores (cluster.sh sets the same

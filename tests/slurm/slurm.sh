@@ -59,10 +59,8 @@ up() {
   # once stopped here at "File exists"); cluster.sh up clears its hosts.
   if ip netns list 2>/dev/null | grep -qw '^os-ctl'; then
     echo "slurm.sh: removing namespace os-ctl left by an earlier run" >&2
-    ip netns pids os-ctl 2>/dev/null | xargs -r kill -9 2>/dev/null || true
-    ip netns del os-ctl 2>/dev/null || true
   fi
-  ip link del osvc 2>/dev/null || true
+  remove_controller
   "$CLUSTER" up "$K" "$DIR"
 
   # Names: every node, the controller, and localhost, for the namespaces.
@@ -160,6 +158,14 @@ ENV
 
 kill_pidfile() { [ -f "$1" ] && kill "$(cat "$1")" 2>/dev/null || true; }
 
+# The controller's namespace gone: what runs in it killed, it and its link
+# deleted. Safe when either is already gone.
+remove_controller() {
+  ip netns pids os-ctl 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+  ip netns del os-ctl 2>/dev/null || true
+  ip link del osvc 2>/dev/null || true
+}
+
 down() {
   DIR=$1
   [ -d "$DIR" ] && DIR=$(cd "$DIR" && pwd)
@@ -168,12 +174,8 @@ down() {
   kill_pidfile "$DIR/slurmctld.pid"
   sleep 0.5
   # Whatever is left in the namespaces: slurmstepd, job tasks, timeout.
-  for ns in os-ctl $(seq -f 'os-h%g' "$K"); do
-    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
-  done
+  remove_controller
   kill_pidfile "$DIR/munge/munged.pid"
-  ip netns del os-ctl 2>/dev/null || true
-  ip link del osvc 2>/dev/null || true
   "$CLUSTER" down "$DIR"
   # Killed slurmstepds (children of PID 1) stay zombies until it reaps them.
   for _ in $(seq 100); do
