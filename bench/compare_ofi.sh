@@ -32,6 +32,11 @@
 # quiet). The floor's windows (64 writes, waited for once) are the second
 # pattern, so its one figure stands for both rows.
 #
+# oneside's latencies are measured twice a round: as it runs by default,
+# and with ONESIDE_OFI_CQ_WAIT=none (no wait descriptor on the CQ: the
+# target's own wait serves, as the floor's does, and a target that
+# computes is served only every 500 µs; docs/src/networks.md).
+#
 #   bench/compare_ofi.sh                               (floor only)
 #   SOS=/tmp/sos/install SOS_NOINJ=/tmp/sos/install-noinj bench/compare_ofi.sh
 set -euo pipefail
@@ -81,6 +86,9 @@ for provider in "${providers[@]}"; do
       || note "raw floor, $provider, round $round"
     ONESIDE_TRANSPORT=ofi ONESIDE_OFI_PROVIDER=$provider timeout "$BOUND" target/release/oshrun -np 2 \
       "$OUT/capi_lat" | figures >> "$OUT/c-$tag.txt" || note "oneside capi_lat, $provider, round $round"
+    ONESIDE_OFI_CQ_WAIT=none ONESIDE_TRANSPORT=ofi ONESIDE_OFI_PROVIDER=$provider timeout "$BOUND" \
+      target/release/oshrun -np 2 "$OUT/capi_lat" | figures >> "$OUT/cnone-$tag.txt" \
+      || note "oneside capi_lat without a CQ wait descriptor, $provider, round $round"
     ONESIDE_TRANSPORT=ofi ONESIDE_OFI_PROVIDER=$provider timeout "$BOUND" target/release/oshrun -np 2 \
       "$OUT/bw_put" -s 65536 -e 65536 | bw_line >> "$OUT/c-$tag.txt" \
       || note "oneside shmem_bw_put_perf, $provider, round $round"
@@ -105,6 +113,12 @@ for provider in "${providers[@]}"; do
   echo "== oneside ofi / raw libfabric ($provider), $ROUNDS alternating rounds (medians)"
   awk -v peer="raw libfabric" -v rows="put_lat 8|get_lat 8|fadd_lat 8|put_bw 65536|put_bw_nbi 65536" \
     -f bench/ratios.awk "$OUT/c-$tag.txt" "$OUT/floor-$tag.txt" | tee -a "$OUT/ratios.txt"
+  echo "== oneside ofi without a CQ wait descriptor (ONESIDE_OFI_CQ_WAIT=none) / raw libfabric ($provider)"
+  awk -v peer="raw libfabric" -v rows="put_lat 8|get_lat 8|fadd_lat 8" \
+    -f bench/ratios.awk "$OUT/cnone-$tag.txt" "$OUT/floor-$tag.txt" | tee -a "$OUT/ratios.txt"
+  echo "== oneside ofi without a CQ wait descriptor / with one, the default ($provider)"
+  awk -v peer="default" -v rows="put_lat 8|get_lat 8|fadd_lat 8|cswap_lat 8" \
+    -f bench/ratios.awk "$OUT/cnone-$tag.txt" "$OUT/c-$tag.txt" | tee -a "$OUT/ratios.txt"
   for peer in "${peers[@]}"; do
     name=${peer%%:*}
     label=$([ "$name" = sos ] && echo "SOS" || echo "SOS no-inject")

@@ -5,7 +5,9 @@
 //! is named within 10 s, a rank killed over shm leaves no region behind,
 //! the providers' known faults in atomics (shm, udp;ofi_rxd) give exact
 //! answers or a clear error, never a wrong answer, a rank idle in a long
-//! wait answers its peers promptly, a rank that computes keeps its
+//! wait answers its peers promptly (also when its waits must poll, with
+//! no CQ wait descriptor), a wait object it does not know is refused,
+//! a rank that computes keeps its
 //! core while it serves them, and shm's writes skip the delivery flag
 //! only where the start-up check proved cross-memory attach.
 
@@ -129,10 +131,45 @@ fn a_rank_idle_in_a_barrier_answers_gets_promptly_without_a_wait_descriptor() {
     assert_idle_rank_answers_within("udp;ofi_rxd", 300.0);
 }
 
+/// With `ONESIDE_OFI_CQ_WAIT=none` the CQ has no wait descriptor, so the
+/// progress thread only reads it every 500 µs; the idle rank's own wait
+/// must keep polling and serve the gets itself (on a host with a core a
+/// rank; elsewhere the setting is not taken, and the descriptor serves).
+/// A get took 540-560 µs when such a wait napped, 16-26 µs polling.
+#[test]
+fn a_rank_idle_in_a_barrier_answers_gets_promptly_when_its_waits_poll() {
+    assert_idle_rank_answers_with("tcp;ofi_rxm", 300.0, &[("ONESIDE_OFI_CQ_WAIT", "none")]);
+}
+
+/// A wait object this transport does not know is refused, saying which
+/// two it knows, not taken for the default.
+#[test]
+fn an_unknown_cq_wait_object_is_a_clear_error() {
+    let out = rlaunch_with_env(
+        &refs(&over("tcp;ofi_rxm", "hello_put", &[])),
+        &[("ONESIDE_OFI_CQ_WAIT", "yield")],
+    );
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("cannot use libfabric (--transport ofi): ONESIDE_OFI_CQ_WAIT=\"yield\" is not a wait object"),
+        "{out:?}"
+    );
+    assert!(
+        out.stderr.contains("say fd") && out.stderr.contains("or none"),
+        "{out:?}"
+    );
+}
+
 /// Runs examples/idle_target over `provider`; its median get must be
 /// below `bound_us`.
 fn assert_idle_rank_answers_within(provider: &str, bound_us: f64) {
-    let out = rlaunch(&refs(&over(provider, "idle_target", &["200", "200"])));
+    assert_idle_rank_answers_with(provider, bound_us, &[]);
+}
+
+/// [`assert_idle_rank_answers_within`] with `vars` set for the job.
+fn assert_idle_rank_answers_with(provider: &str, bound_us: f64, vars: &[(&str, &str)]) {
+    let out = rlaunch_with_env(&refs(&over(provider, "idle_target", &["200", "200"])), vars);
     let (median, line) = figure(&out, "idle_target get median ", 3);
     assert!(
         median < bound_us,

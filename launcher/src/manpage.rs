@@ -29,7 +29,8 @@ pub fn render(name: &str) -> Option<Vec<u8>> {
 }
 
 const ENVIRONMENT: &str = "Environment: ONESIDE_TRANSPORT, ONESIDE_HEAP_SIZE, ONESIDE_PROFILE, \
-ONESIDE_HANG_TIMEOUT, ONESIDE_DEBUG, ONESIDE_OFI_PROVIDER (FI_PROVIDER is honoured too). \
+ONESIDE_HANG_TIMEOUT, ONESIDE_DEBUG, ONESIDE_OFI_PROVIDER (FI_PROVIDER is honoured too), \
+ONESIDE_OFI_CQ_WAIT (fd, the default, or none: waits poll to serve peers). \
 Inside a Slurm allocation (SLURM_JOB_NODELIST) or a PBS job (PBS_NODEFILE), rlaunch places \
 ranks on the allocation's hosts without a hostfile. rlaunch starts itself on other hosts by \
 its own absolute path, so an installation must be at the same path on every node. \

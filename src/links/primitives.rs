@@ -422,6 +422,13 @@ impl Links {
         self.check_rdma()
     }
 
+    /// Whether this rank's long waits keep polling because its ofi link
+    /// serves peers only from them (`ONESIDE_OFI_CQ_WAIT=none`).
+    #[inline]
+    pub(crate) fn rdma_waits_poll(&self) -> bool {
+        self.rdma.as_ref().is_some_and(|rdma| rdma.waits_poll())
+    }
+
     /// One step of a test that found nothing, or of a program's own poll
     /// (`World::progress`): as a wait's step, and the TCP engine's
     /// connections stay with this rank's threads while such steps follow

@@ -68,7 +68,7 @@ impl Offer {
             false => None,
         };
         let ofi = match (choice == Choice::Ofi || auto_remote) && verbs.is_none() {
-            true => rdma::prepare_ofi(env.rank, env.size, own, choice == Choice::Ofi)?,
+            true => rdma::prepare_ofi(env.rank, (env.size, env.local_size), own, choice == Choice::Ofi)?,
             false => None,
         };
         Ok(Offer {

@@ -22,6 +22,8 @@ pub enum RdmaLink {
     Ofi {
         link: std::sync::Arc<std::sync::Mutex<super::ofi::Ofi>>,
         _progress: Option<super::ofi::progress::Progress>,
+        /// The rank's long waits keep polling (`Prepared::waits_poll`).
+        waits_poll: bool,
     },
 }
 
@@ -48,11 +50,12 @@ pub fn prepare(rank: usize, size: usize, segment: RawSegment, required: bool) ->
 /// provider with RMA and atomics in hardware is taken, and `None` otherwise.
 pub fn prepare_ofi(
     rank: usize,
-    size: usize,
+    (size, local_size): (usize, usize),
     segment: RawSegment,
     required: bool,
 ) -> Result<Option<super::ofi::Prepared>> {
-    match super::ofi::prepare(size, segment, !required) {
+    let own_core = crate::backoff::may_spin(local_size, 1);
+    match super::ofi::prepare(size, segment, !required, own_core) {
         Ok(prepared) => Ok(Some(prepared)),
         Err(fault) if required => Err(Error::OfiSetup {
             rank,
@@ -76,6 +79,7 @@ pub fn connect_ofi(
     cards: &[Option<OfiCard>],
 ) -> Result<RdmaLink> {
     let manual = prepared.manual_progress();
+    let waits_poll = prepared.waits_poll();
     let mut link = prepared.connect(cards).map_err(|fault| fault.into_error(rank))?;
     link.spin = crate::backoff::may_spin(local_size, 1);
     link.wire_up(rank).map_err(|fault| fault.into_error(rank))?;
@@ -100,6 +104,7 @@ pub fn connect_ofi(
     Ok(RdmaLink::Ofi {
         link,
         _progress: progress,
+        waits_poll,
     })
 }
 
@@ -155,6 +160,11 @@ impl RdmaLink {
     }
     pub fn poll(&self, lane: usize) -> std::result::Result<(), Fault> {
         on_lane!(self, lane, |t| t.poll())
+    }
+    /// Whether this rank's long waits must keep polling to serve its
+    /// peers (ofi without a CQ wait descriptor, by choice).
+    pub fn waits_poll(&self) -> bool {
+        matches!(self, RdmaLink::Ofi { waits_poll: true, .. })
     }
     pub fn device_name(&self) -> String {
         on_lane!(self, 0, |t| t.device_name().to_string())

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The ofi suite on one host, through Debian's libfabric (1.17): the
 # integration tests (examples, course, collectives, the model test, threads)
-# over tcp;ofi_rxm at 2 and 4 ranks (the model test and collectives at 3),
+# over tcp;ofi_rxm at 2 and 4 ranks (the model test and collectives at 3;
+# examples and the model test again without a CQ wait descriptor),
 # the ofi-specific tests of tests/ofi.rs, the same suites and the
 # collectives over shm at 2, 3 and 4 ranks and again at 2 and 3 with
 # cross-memory attach off (shm's writes then keep the delivery flag,
@@ -34,6 +35,11 @@ ONESIDE_TEST_TRANSPORTS=ofi ONESIDE_OFI_PROVIDER='tcp;ofi_rxm' ONESIDE_TEST_SIZE
 echo "== over tcp;ofi_rxm, 3 ranks: the model test and collectives"
 ONESIDE_TEST_TRANSPORTS=ofi ONESIDE_OFI_PROVIDER='tcp;ofi_rxm' ONESIDE_TEST_SIZES=3 \
   cargo test -p rlaunch --test model --test coll -- --test-threads=1
+
+echo "== over tcp;ofi_rxm without a CQ wait descriptor (ONESIDE_OFI_CQ_WAIT=none), 2 ranks: examples and the model test"
+# The ranks' own waits then serve their peers (src/transport/ofi/arrivals.rs).
+ONESIDE_OFI_CQ_WAIT=none ONESIDE_TEST_TRANSPORTS=ofi ONESIDE_OFI_PROVIDER='tcp;ofi_rxm' ONESIDE_TEST_SIZES=2 \
+  cargo test -p rlaunch --test examples --test model -- --test-threads=1
 
 echo "== over shm, 2, 3 and 4 ranks: examples, model, threads, course, collectives"
 # At 3 ranks the collectives' uneven shares include empty puts, which shm

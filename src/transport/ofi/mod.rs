@@ -113,6 +113,9 @@ pub struct Ofi {
     /// Whether waits may spin (a core for each local rank; its progress
     /// thread is busy only while it naps).
     pub(crate) spin: bool,
+    /// Whether long waits keep polling (no CQ wait descriptor, by choice:
+    /// `Prepared::waits_poll`).
+    waits_poll: bool,
     /// The first byte of this rank's segment (its header).
     own_segment: *mut u8,
     /// The CQ's wait file descriptor, if the provider gave one.
@@ -183,6 +186,7 @@ impl Ofi {
             bounce: vec![0; BOUNCE_BYTES].into_boxed_slice(),
             bounce_used: 0,
             spin: false,
+            waits_poll: prepared.waits_poll,
             own_segment: prepared.own_segment,
             wait_fd: prepared.wait_fd,
             own_polls: 0,
@@ -334,7 +338,7 @@ impl Ofi {
     fn wait_for(&mut self, in_flight: u64, peer: usize, op: &'static str) -> Result<(), Fault> {
         let mut last = self.completed;
         let mut since = Instant::now();
-        let mut backoff = crate::backoff::Backoff::new(self.spin);
+        let mut backoff = crate::backoff::Backoff::new(self.spin).keep_polling(self.waits_poll);
         let mut blocked = None;
         while self.posted - self.completed > in_flight {
             // A wait that lasts is shown to the watchdog, naming the peer,

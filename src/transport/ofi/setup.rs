@@ -5,7 +5,7 @@
 //! in the card, and with every card insert the job's addresses into the AV
 //! in rank order ([`Prepared::connect`]).
 
-use super::arrivals::{arrivals_counter, has_trywait, wait_fd_of};
+use super::arrivals::{arrivals_counter, cq_wait_none, has_trywait, wait_fd_of, CQ_WAIT_VAR};
 use super::atomics::Support;
 use super::fabric::{self, no_context, open, Info, Object};
 use super::library::{self, Library};
@@ -46,6 +46,9 @@ pub struct Prepared {
     pub(super) manual_progress: bool,
     /// The CQ's wait file descriptor, if it has one.
     pub(super) wait_fd: Option<c_int>,
+    /// The CQ went without one by choice (`ONESIDE_OFI_CQ_WAIT=none`,
+    /// manual progress): the rank's long waits keep polling instead.
+    pub(super) waits_poll: bool,
     pub(super) atomics: Support,
 }
 
@@ -65,6 +68,13 @@ impl Prepared {
     /// Whether the provider needs a thread to progress while the rank computes.
     pub fn manual_progress(&self) -> bool {
         self.manual_progress
+    }
+
+    /// Whether this rank's long waits must keep polling, having no wait
+    /// descriptor to hand its peers' operations to the progress thread
+    /// (`ONESIDE_OFI_CQ_WAIT=none`).
+    pub fn waits_poll(&self) -> bool {
+        self.waits_poll
     }
 
     /// Inserts every rank's address in rank order; checks one provider
@@ -139,7 +149,10 @@ fn fabric_device_present() -> bool {
 
 /// Opens the provider and prepares this rank's endpoint for a job of `size`
 /// ranks; with `hardware_only`, only a provider of [`HARDWARE`].
-pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<Prepared, Fault> {
+/// `own_core`: whether each rank on this host has a core, the condition
+/// for honouring `ONESIDE_OFI_CQ_WAIT=none` (see `arrivals`).
+pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool, own_core: bool) -> Result<Prepared, Fault> {
+    let no_cq_wait = cq_wait_none(std::env::var(CQ_WAIT_VAR).ok().as_deref())? && own_core;
     let wanted = std::env::var(PROVIDER_VAR)
         .ok()
         .filter(|p| !p.is_empty() && p != "auto");
@@ -222,7 +235,7 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<
     };
     // A provider with manual progress gets a CQ with a file descriptor for
     // its progress thread to sleep on, if it offers one and `fi_trywait`.
-    let cq = match manual_progress && has_trywait(&fabric) {
+    let cq = match manual_progress && has_trywait(&fabric) && !no_cq_wait {
         true => open_cq(FI_WAIT_FD).or_else(|_| open_cq(FI_WAIT_NONE)),
         false => open_cq(FI_WAIT_NONE),
     }?;
@@ -291,6 +304,7 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool) -> Result<
         own_segment: base,
         manual_progress,
         wait_fd,
+        waits_poll: manual_progress && no_cq_wait,
         arrivals,
         atomics,
     })
