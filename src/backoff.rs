@@ -289,8 +289,11 @@ mod tests {
     #[test]
     fn a_wait_that_keeps_polling_never_naps_nor_sleeps() {
         let mut wait = Backoff::new(false).keep_polling(true);
-        let start = Instant::now();
-        while start.elapsed() < YIELD_FOR {
+        // Until the wait's own clock (started at its first sleep, after
+        // YIELDS_BEFORE_SLEEP polls) is past YIELD_FOR: timed from before
+        // the first poll, a loaded machine left it short of that, and the
+        // next pause still slept, as it should.
+        while !wait.past_yielding() {
             wait.pause_or_sleep(|| std::thread::sleep(Duration::from_micros(100)));
         }
         let mut slept = false;
