@@ -361,7 +361,7 @@ impl World {
         let _blocked = crate::watch::blocked(waiting);
         let driver = engine.driver();
         let mut driving = Some(driver.start_driving());
-        let mut backoff = Backoff::new(self.spin_waits).keep_polling(driver.keeps_polling());
+        let mut backoff = Backoff::new(self.spin_waits).keep_polling(self.links.waits_keep_polling());
         loop {
             self.links.check_links()?;
             if let Some(result) = ready() {
@@ -441,8 +441,7 @@ impl World {
         let _blocked = crate::watch::blocked(waiting);
         let driver = self.links.engine.as_ref().map(|engine| engine.driver());
         let mut driving = driver.map(|driver| driver.start_driving());
-        let keep_polling = driver.is_some_and(|d| d.keeps_polling()) || self.links.rdma_waits_poll();
-        let mut backoff = Backoff::new(self.spin_waits).keep_polling(keep_polling);
+        let mut backoff = Backoff::new(self.spin_waits).keep_polling(self.links.waits_keep_polling());
         loop {
             self.links.check_links()?;
             backoff.pause();

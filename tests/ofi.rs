@@ -117,7 +117,7 @@ fn a_rank_killed_over_shm_leaves_no_region_behind() {
 /// leaves room for a loaded machine.
 #[test]
 fn a_rank_idle_in_a_barrier_answers_gets_promptly() {
-    assert_idle_rank_answers_within("tcp;ofi_rxm", 300.0);
+    assert_idle_rank_answers_within("tcp;ofi_rxm", 300.0, &[]);
 }
 
 /// shm and udp;ofi_rxd offer no wait descriptor: their progress thread
@@ -127,8 +127,8 @@ fn a_rank_idle_in_a_barrier_answers_gets_promptly() {
 /// with the counter; over rxd, 28 µs.
 #[test]
 fn a_rank_idle_in_a_barrier_answers_gets_promptly_without_a_wait_descriptor() {
-    assert_idle_rank_answers_within("shm", 200.0);
-    assert_idle_rank_answers_within("udp;ofi_rxd", 300.0);
+    assert_idle_rank_answers_within("shm", 200.0, &[]);
+    assert_idle_rank_answers_within("udp;ofi_rxd", 300.0, &[]);
 }
 
 /// With `ONESIDE_OFI_CQ_WAIT=none` the CQ has no wait descriptor, so the
@@ -138,7 +138,7 @@ fn a_rank_idle_in_a_barrier_answers_gets_promptly_without_a_wait_descriptor() {
 /// A get took 540-560 µs when such a wait napped, 16-26 µs polling.
 #[test]
 fn a_rank_idle_in_a_barrier_answers_gets_promptly_when_its_waits_poll() {
-    assert_idle_rank_answers_with("tcp;ofi_rxm", 300.0, &[("ONESIDE_OFI_CQ_WAIT", "none")]);
+    assert_idle_rank_answers_within("tcp;ofi_rxm", 300.0, &[("ONESIDE_OFI_CQ_WAIT", "none")]);
 }
 
 /// A wait object this transport does not know is refused, saying which
@@ -161,14 +161,9 @@ fn an_unknown_cq_wait_object_is_a_clear_error() {
     );
 }
 
-/// Runs examples/idle_target over `provider`; its median get must be
-/// below `bound_us`.
-fn assert_idle_rank_answers_within(provider: &str, bound_us: f64) {
-    assert_idle_rank_answers_with(provider, bound_us, &[]);
-}
-
-/// [`assert_idle_rank_answers_within`] with `vars` set for the job.
-fn assert_idle_rank_answers_with(provider: &str, bound_us: f64, vars: &[(&str, &str)]) {
+/// Runs examples/idle_target over `provider`, with `vars` set for the
+/// job; its median get must be below `bound_us`.
+fn assert_idle_rank_answers_within(provider: &str, bound_us: f64, vars: &[(&str, &str)]) {
     let out = rlaunch_with_env(&refs(&over(provider, "idle_target", &["200", "200"])), vars);
     let (median, line) = figure(&out, "idle_target get median ", 3);
     assert!(

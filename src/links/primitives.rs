@@ -422,11 +422,16 @@ impl Links {
         self.check_rdma()
     }
 
-    /// Whether this rank's long waits keep polling because its ofi link
-    /// serves peers only from them (`ONESIDE_OFI_CQ_WAIT=none`).
+    /// Whether this rank's long waits keep polling past the point where
+    /// they would nap: its TCP engine's policy (a core of its own), or an
+    /// ofi link that serves peers only from them
+    /// (`ONESIDE_OFI_CQ_WAIT=none`).
     #[inline]
-    pub(crate) fn rdma_waits_poll(&self) -> bool {
-        self.rdma.as_ref().is_some_and(|rdma| rdma.waits_poll())
+    pub(crate) fn waits_keep_polling(&self) -> bool {
+        self.engine
+            .as_ref()
+            .is_some_and(|engine| engine.driver().keeps_polling())
+            || self.rdma.as_ref().is_some_and(|rdma| rdma.waits_poll())
     }
 
     /// One step of a test that found nothing, or of a program's own poll

@@ -80,8 +80,8 @@ pub fn connect_ofi(
 ) -> Result<RdmaLink> {
     let manual = prepared.manual_progress();
     let waits_poll = prepared.waits_poll();
+    let own_core = prepared.own_core();
     let mut link = prepared.connect(cards).map_err(|fault| fault.into_error(rank))?;
-    link.spin = crate::backoff::may_spin(local_size, 1);
     link.wire_up(rank).map_err(|fault| fault.into_error(rank))?;
     link.check_direct_writes(rank).map_err(|fault| fault.into_error(rank))?;
     let link = std::sync::Arc::new(std::sync::Mutex::new(link));
@@ -91,7 +91,7 @@ pub fn connect_ofi(
                 rank,
                 link.clone(),
                 crate::backoff::may_spin(local_size, 2),
-                crate::backoff::may_spin(local_size, 1),
+                own_core,
             )
             .map_err(|fault| Error::ThreadStart {
                 rank,

@@ -112,7 +112,7 @@ pub struct Ofi {
     bounce_used: usize,
     /// Whether waits may spin (a core for each local rank; its progress
     /// thread is busy only while it naps).
-    pub(crate) spin: bool,
+    spin: bool,
     /// Whether long waits keep polling (no CQ wait descriptor, by choice:
     /// `Prepared::waits_poll`).
     waits_poll: bool,
@@ -185,7 +185,7 @@ impl Ofi {
             msg_max: msg_max.max(1),
             bounce: vec![0; BOUNCE_BYTES].into_boxed_slice(),
             bounce_used: 0,
-            spin: false,
+            spin: prepared.own_core,
             waits_poll: prepared.waits_poll,
             own_segment: prepared.own_segment,
             wait_fd: prepared.wait_fd,

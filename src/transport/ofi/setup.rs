@@ -49,6 +49,9 @@ pub struct Prepared {
     /// The CQ went without one by choice (`ONESIDE_OFI_CQ_WAIT=none`,
     /// manual progress): the rank's long waits keep polling instead.
     pub(super) waits_poll: bool,
+    /// Whether each rank on this host has a core (`prepare`'s `own_core`):
+    /// the transport's waits may spin.
+    pub(super) own_core: bool,
     pub(super) atomics: Support,
 }
 
@@ -68,6 +71,11 @@ impl Prepared {
     /// Whether the provider needs a thread to progress while the rank computes.
     pub fn manual_progress(&self) -> bool {
         self.manual_progress
+    }
+
+    /// Whether each rank on this host has a core, as `prepare` was told.
+    pub fn own_core(&self) -> bool {
+        self.own_core
     }
 
     /// Whether this rank's long waits must keep polling, having no wait
@@ -305,6 +313,7 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool, own_core: 
         manual_progress,
         wait_fd,
         waits_poll: manual_progress && no_cq_wait,
+        own_core,
         arrivals,
         atomics,
     })
