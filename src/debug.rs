@@ -229,10 +229,6 @@ pub(crate) fn mismatch(
     other: usize,
     (theirs, their_at): (&Signature, &str),
 ) -> Error {
-    let place = |at: &str| match at {
-        "" => String::new(),
-        at => format!(" at {at}"),
-    };
     Error::Check {
         rank,
         call: name.to_string(),
@@ -240,9 +236,9 @@ pub(crate) fn mismatch(
         detail: format!(
             "collectives do not match: as the team's collective call {call}, this rank called {}{}, but rank {other} called {}{}; every member must make the same collective calls, with the same root, count and type, in the same order",
             mine.describe(),
-            place(at),
+            crate::site::phrase(at),
             theirs.describe(),
-            place(their_at)
+            crate::site::phrase(their_at)
         ),
     }
 }

@@ -253,7 +253,7 @@ pub enum Error {
     /// The checking mode (`rlaunch --debug`) found a mistake: collectives
     /// or allocations that differ between members, a destination reused
     /// too early, or a transfer outside every allocated object.
-    #[error("{who_rank}: {call}{}: {detail} (found by --debug)", crate::watch::place(.at), who_rank = who(.rank))]
+    #[error("{who_rank}: {call}{}: {detail} (found by --debug)", crate::site::phrase(.at), who_rank = who(.rank))]
     Check {
         rank: usize,
         call: String,
@@ -363,45 +363,18 @@ impl Error {
     }
 }
 
-thread_local! {
-    /// The place of the outermost public call running on this thread that
-    /// has places of its own to record (a wait's, a collective's).
-    static CALLER: std::cell::Cell<Option<&'static Location<'static>>> = const { std::cell::Cell::new(None) };
-}
-
-/// Puts back the outer call's place when a call ends, also by a panic.
-struct Restore(Option<&'static Location<'static>>);
-
-impl Drop for Restore {
-    fn drop(&mut self) {
-        let _ = CALLER.try_with(|c| c.set(self.0));
-    }
-}
-
 /// [`located`], for a call whose body records the program's place itself
-/// (through [`call_site`]: hang reports, the checking mode): the place
+/// (through [`crate::site::call_site`]: hang reports, the checking mode): the place
 /// is kept for the body, which runs in a closure, where `#[track_caller]`
 /// does not reach.
 #[track_caller]
 #[inline(always)]
 pub(crate) fn located_call<T>(body: impl FnOnce() -> Result<T>) -> Result<T> {
     let at = Location::caller();
-    let outer = CALLER.with(|c| c.replace(Some(c.get().unwrap_or(at))));
-    let _restore = Restore(outer);
+    let _outer = crate::site::Outermost::enter(at);
     match body() {
         Ok(value) => Ok(value),
         Err(e) => Err(e.located_at(at)),
-    }
-}
-
-/// Where the program made the call now running: the outermost public
-/// call's place, or this function's caller's (`#[track_caller]`).
-#[track_caller]
-#[inline(always)]
-pub(crate) fn call_site() -> &'static Location<'static> {
-    match CALLER.with(|c| c.get()) {
-        Some(at) => at,
-        None => Location::caller(),
     }
 }
 
@@ -413,6 +386,13 @@ pub(crate) fn located<T>(body: impl FnOnce() -> Result<T>) -> Result<T> {
     match body() {
         Ok(value) => Ok(value),
         Err(e) => Err(e.located_at(Location::caller())),
+    }
+}
+
+impl From<crate::protocol::env::BadVar> for Error {
+    fn from(bad: crate::protocol::env::BadVar) -> Error {
+        let crate::protocol::env::BadVar { var, value, reason } = bad;
+        Error::LaunchEnv { var, value, reason }
     }
 }
 

@@ -273,10 +273,13 @@ mod nbi;
 pub mod profile;
 pub mod protocol;
 mod raw;
+mod reporter;
 mod rma;
 mod segment;
 mod service;
 mod signal;
+#[doc(hidden)]
+pub mod site;
 mod sym;
 mod sync;
 mod team;

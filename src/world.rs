@@ -362,7 +362,7 @@ impl World {
     pub fn finalize(mut self) -> Result<()> {
         crate::error::located_call(|| {
             let _call = crate::watch::call("finalize");
-            let at = format!("at {}", crate::error::call_site());
+            let at = format!("at {}", crate::site::call_site());
             self.finalize_once(&at)
         })
     }

@@ -41,6 +41,54 @@ fn no_file_imports_itself_through_others() {
     assert!(report.is_empty(), "import circles between files:\n{report}");
 }
 
+/// The files at the bottom of each crate, which ARCHITECTURE says every
+/// layer may use: each names nothing of its crate outside this set (a file
+/// named by its path from the top; a folder ends in `/`).
+const BOTTOM: &[(&str, &[&str])] = &[(
+    "src/lib.rs",
+    &[
+        "src/error.rs",
+        "src/sync.rs",
+        "src/site.rs",
+        "src/words.rs",
+        "src/protocol/",
+    ],
+)];
+
+#[test]
+fn the_bottom_files_name_nothing_above_them() {
+    let top = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let mut report = String::new();
+    for (root, bottom) in BOTTOM {
+        let krate = Crate::read(&top.join(root));
+        let low = |f: usize| {
+            let name = krate.name(f, top);
+            bottom.iter().any(|b| {
+                if b.ends_with('/') {
+                    name.starts_with(b)
+                } else {
+                    name == *b
+                }
+            })
+        };
+        for ((a, b), refs) in krate.edges() {
+            if low(a) && !low(b) {
+                let lines: Vec<String> = refs
+                    .iter()
+                    .map(|r| format!("{}:{} ({})", krate.name(a, top), r.line, r.text))
+                    .collect();
+                report += &format!(
+                    "  {} -> {}: {}\n",
+                    krate.name(a, top),
+                    krate.name(b, top),
+                    lines.join(", ")
+                );
+            }
+        }
+    }
+    assert!(report.is_empty(), "a bottom file names a file above it:\n{report}");
+}
+
 // ---- tokens ------------------------------------------------------------------
 
 #[derive(Debug, Clone, PartialEq)]
@@ -276,6 +324,16 @@ impl Crate {
                 i = skip_item(t, k, to);
                 continue;
             }
+            for (segs, at) in &attr.paths {
+                if let Some(abs) = self.absolute(module, segs, &aliases) {
+                    self.refs.push(Ref {
+                        from: module.clone(),
+                        segs: abs,
+                        line: t[*at].1,
+                        text: segs.join("::"),
+                    });
+                }
+            }
             match (
                 &t.get(k).map(|x| &x.0),
                 t.get(k + 1).map(|x| &x.0),
@@ -389,8 +447,10 @@ impl Crate {
         Some(abs)
     }
 
-    /// The file that defines what `segs` names, following re-exports.
-    fn file_of(&self, segs: &[String], depth: usize) -> usize {
+    /// The files a path passes through to what it names: each module whose
+    /// `pub use` it goes through (a change there breaks it as surely), then
+    /// the file that defines the item.
+    fn files_of(&self, segs: &[String], depth: usize, out: &mut Vec<usize>) {
         // The deepest prefix that is a module.
         let mut n = segs.len();
         while n > 0 && !self.modules.contains_key(&segs[..n]) {
@@ -398,28 +458,30 @@ impl Crate {
         }
         let module = segs[..n].to_vec();
         let here = self.modules[&module];
-        let Some(item) = segs.get(n) else { return here };
+        let Some(item) = segs.get(n) else { return out.push(here) };
         if depth > 16 || self.defines.get(&module).is_some_and(|d| d.contains(item)) {
-            return here;
+            return out.push(here);
         }
         if let Some(target) = self.reexports.get(&(module.clone(), item.clone())) {
             let mut next = target.clone();
             next.extend(segs[n + 1..].iter().cloned());
-            return self.file_of(&next, depth + 1);
+            out.push(here);
+            return self.files_of(&next, depth + 1, out);
         }
         for glob in self.globs.get(&module).into_iter().flatten() {
             if self.knows(glob, item, depth + 1) {
                 let mut next = glob.clone();
                 next.extend(segs[n..].iter().cloned());
-                return self.file_of(&next, depth + 1);
+                out.push(here);
+                return self.files_of(&next, depth + 1, out);
             }
         }
         if module.is_empty() {
             if let Some(&file) = self.macros.get(item) {
-                return file;
+                return out.push(file);
             }
         }
-        here
+        out.push(here)
     }
 
     /// Whether `module` defines or re-exports `item`.
@@ -439,10 +501,17 @@ impl Crate {
     fn edges(&self) -> BTreeMap<(usize, usize), Vec<&Ref>> {
         let mut edges: BTreeMap<(usize, usize), Vec<&Ref>> = BTreeMap::new();
         for r in &self.refs {
-            let (from, to) = (self.modules[&r.from], self.file_of(&r.segs, 0));
-            let to_ancestor = r.from.starts_with(&self.file_modules[to]);
-            if from != to && !to_ancestor {
-                edges.entry((from, to)).or_default().push(r);
+            let from = self.modules[&r.from];
+            let mut through = Vec::new();
+            self.files_of(&r.segs, 0, &mut through);
+            for to in through {
+                let to_ancestor = r.from.starts_with(&self.file_modules[to]);
+                if from != to && !to_ancestor {
+                    let refs = edges.entry((from, to)).or_default();
+                    if !refs.iter().any(|x| std::ptr::eq(*x, r)) {
+                        refs.push(r);
+                    }
+                }
             }
         }
         edges
@@ -546,14 +615,20 @@ struct Attrs {
     next: usize,
     cfg_test: bool,
     path: Option<String>,
+    /// The paths written inside the attributes (`#[error("{}", crate::x::f(..))]`,
+    /// `#[arg(default_missing_value = crate::DIR)]`, `#[serde(with = "crate::m")]`),
+    /// each with the index of its first token: they are uses like any other.
+    paths: Vec<(Vec<String>, usize)>,
 }
 
-/// The outer attributes starting at `i`: whether one is `#[cfg(test)]`, and a `#[path]`.
+/// The outer attributes starting at `i`: whether one is `#[cfg(test)]`, a
+/// `#[path]`, and every path written inside them.
 fn attributes(t: &[(Tok, usize)], mut i: usize) -> Attrs {
     let mut a = Attrs {
         next: i,
         cfg_test: false,
         path: None,
+        paths: Vec::new(),
     };
     while t.get(i).map(|x| &x.0) == Some(&Tok::Punct("#")) && t.get(i + 1).map(|x| &x.0) == Some(&Tok::Punct("[")) {
         let end = matching(t, i + 1);
@@ -566,11 +641,41 @@ fn attributes(t: &[(Tok, usize)], mut i: usize) -> Attrs {
             if let Some(Tok::Str(p)) = body.get(2) {
                 a.path = Some(p.clone());
             }
+        } else {
+            a.paths.extend(attribute_paths(t, i + 2, end));
         }
         i = end + 1;
         a.next = i;
     }
     a
+}
+
+/// The paths in an attribute's tokens `t[from..to]`: those written as code,
+/// and those written as a string that holds nothing but a path (serde's
+/// `with = "crate::m"`, clap's `value_parser = "…"`).
+fn attribute_paths(t: &[(Tok, usize)], from: usize, to: usize) -> Vec<(Vec<String>, usize)> {
+    let mut out = Vec::new();
+    let mut k = from;
+    while k < to {
+        if let Some((segs, next)) = path_at(t, k, to) {
+            out.push((segs, k));
+            k = next;
+            continue;
+        }
+        if let Tok::Str(s) = &t[k].0 {
+            let segs: Vec<String> = s.split("::").map(str::to_string).collect();
+            let ident = |x: &String| {
+                !x.is_empty()
+                    && x.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                    && !x.starts_with(|c: char| c.is_ascii_digit())
+            };
+            if segs.len() > 1 && segs.iter().all(ident) {
+                out.push((segs, k));
+            }
+        }
+        k += 1;
+    }
+    out
 }
 
 /// Past `pub`, `pub(crate)`, `pub(super)`, `pub(in …)`.
@@ -754,6 +859,39 @@ mod checks {
         let text = k.describe(&k.circles()[0], &dir.0);
         assert!(text.contains("a.rs -> b.rs: a.rs:1 (crate::b::B)"), "{text}");
         assert!(text.contains("b.rs -> a.rs: b.rs:3 (crate::a::A)"), "{text}");
+    }
+
+    #[test]
+    fn paths_inside_attributes_make_edges() {
+        // a names b only inside attributes: as code in one, as a string in
+        // another; b uses a. Both close a circle. A cfg(test) item's
+        // attributes make none.
+        for a in [
+            "#[derive(Debug)]\n#[error(\"{}\", crate::b::place())]\npub struct A;\n",
+            "#[serde(with = \"crate::b\")]\npub struct A;\n",
+            "pub enum A {\n    #[arg(default_missing_value = crate::b::DIR)]\n    X,\n}\n",
+        ] {
+            let (dir, k) = tree(&[
+                ("lib.rs", "mod a;\nmod b;\n"),
+                ("a.rs", a),
+                (
+                    "b.rs",
+                    "pub const DIR: &str = \"d\";\npub fn place() {}\nfn f() { let _ = crate::a::A; }\n",
+                ),
+            ]);
+            assert_eq!(circle_names(&k), vec![vec!["a.rs", "b.rs"]], "{a}");
+            let text = k.describe(&k.circles()[0], &dir.0);
+            assert!(text.contains("a.rs -> b.rs: a.rs:"), "{text}");
+        }
+        let (_dir, k) = tree(&[
+            ("lib.rs", "mod a;\nmod b;\n"),
+            (
+                "a.rs",
+                "pub struct A;\n#[cfg(test)]\n#[x(crate::b::place)]\nfn t() {}\n",
+            ),
+            ("b.rs", "pub fn place() {}\nfn f() { let _ = crate::a::A; }\n"),
+        ]);
+        assert!(k.circles().is_empty(), "{:?}", circle_names(&k));
     }
 
     #[test]

@@ -159,7 +159,7 @@ pub fn fail(api: &'static str, what: &dyn std::fmt::Display) -> ! {
     // binding's generated C.
     let at = match crate::python::caller() {
         Some(python) => format!(" at {python} (Python)"),
-        None => oneside::watch::place(&oneside::watch::c_call_site()),
+        None => oneside::site::phrase(&oneside::site::c_call_site()),
     };
     eprintln!("oneside: {api}{at}: {pe}{what}");
     exit_job(1)

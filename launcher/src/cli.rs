@@ -5,6 +5,12 @@ use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+/// The default directory of `--profile`.
+pub const PROFILE_DIR: &str = "oneside-profile";
+
+/// The default directory of `--trace`.
+pub const TRACE_DIR: &str = "oneside-trace";
+
 /// Start a oneside job: place ranks on hosts, wire them up, forward their
 /// output, and tear everything down on exit, failure or Ctrl-C.
 #[derive(Debug, Parser)]
@@ -75,7 +81,7 @@ pub struct Args {
         value_name = "DIR",
         num_args = 0..=1,
         require_equals = true,
-        default_missing_value = crate::profile::DEFAULT_DIR,
+        default_missing_value = PROFILE_DIR,
         env = "ONESIDE_PROFILE"
     )]
     pub profile: Option<PathBuf>,
@@ -89,7 +95,7 @@ pub struct Args {
         value_name = "DIR",
         num_args = 0..=1,
         require_equals = true,
-        default_missing_value = crate::profile::timeline::DEFAULT_DIR,
+        default_missing_value = TRACE_DIR,
         env = "ONESIDE_TRACE"
     )]
     pub trace: Option<PathBuf>,

@@ -52,26 +52,7 @@ fn binding(plan: &LaunchPlan, p: &Placement, here: &[usize]) -> String {
 /// `0-3,8` for CPUs 0, 1, 2, 3 and 8 (the kernel's list format, as
 /// `/proc/<pid>/status` writes `Cpus_allowed_list`).
 pub fn cpu_list(cpus: &[usize]) -> String {
-    number_runs(cpus, ",")
-}
-
-/// Sorted numbers as runs, `first-last` or `n`, joined by `separator`
-/// (also the hang reports' `ranks 1-3, 5`).
-pub fn number_runs(list: &[usize], separator: &str) -> String {
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < list.len() {
-        let mut j = i;
-        while j + 1 < list.len() && list[j + 1] == list[j] + 1 {
-            j += 1;
-        }
-        parts.push(match j > i {
-            true => format!("{}-{}", list[i], list[j]),
-            false => list[i].to_string(),
-        });
-        i = j + 1;
-    }
-    parts.join(separator)
+    crate::words::number_runs(cpus, ",")
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ mod profile;
 mod proxy;
 mod spawner;
 mod sync;
+mod words;
 
 use std::process::ExitCode;
 

@@ -28,6 +28,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use table::TableBytes;
 
+use crate::reporter::Reporter;
+
 /// How much longer than the launcher a rank waits for every rank to
 /// register, so the launcher's verdict (which ranks are missing) comes first.
 const LAUNCHER_VERDICT_GRACE: Duration = Duration::from_secs(2);
@@ -45,39 +47,6 @@ pub struct LauncherLink {
     /// The watchdog's copy of `stream`, shared with the farewell, which
     /// ends it first (see [`Reporter`]).
     reports: Arc<Mutex<Option<TcpStream>>>,
-}
-
-/// The watchdog's way to the launcher: a copy of the launcher link, which
-/// the farewell takes away before it sends, so the two never interleave
-/// and nothing follows `Finalized`.
-#[derive(Clone)]
-pub(crate) struct Reporter(Arc<Mutex<Option<TcpStream>>>);
-
-impl Reporter {
-    /// Sends `msg`; false once the link is gone or finalize has begun.
-    pub fn send(&self, msg: &Msg) -> bool {
-        self.send_if(|| Some(msg.clone()))
-    }
-
-    /// Sends `msg` unless another thread holds the link (or it is gone).
-    pub fn try_send(&self, msg: &Msg) -> bool {
-        match self.0.try_lock() {
-            Ok(mut stream) => stream.as_mut().is_some_and(|s| send_blocking(s, msg).is_ok()),
-            Err(_) => false,
-        }
-    }
-
-    /// Sends what `decide` returns, deciding under the link's lock, so no
-    /// other report can come between the decision and the message; true
-    /// if `decide` sent nothing or the message went out.
-    pub fn send_if(&self, decide: impl FnOnce() -> Option<Msg>) -> bool {
-        let mut stream = crate::sync::lock(&self.0);
-        match (stream.as_mut(), decide()) {
-            (Some(s), Some(msg)) => send_blocking(s, &msg).is_ok(),
-            (Some(_), None) => true,
-            (None, _) => false,
-        }
-    }
 }
 
 impl LauncherLink {
@@ -99,7 +68,7 @@ impl LauncherLink {
     pub(crate) fn reporter(&self) -> Option<Reporter> {
         let copy = self.stream.as_ref()?.try_clone().ok()?;
         *crate::sync::lock(&self.reports) = Some(copy);
-        Some(Reporter(self.reports.clone()))
+        Some(Reporter::new(self.reports.clone()))
     }
 
     /// Removes the card table file this rank published, once every rank of

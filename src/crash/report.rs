@@ -10,7 +10,7 @@ use std::io::Write;
 /// `pc` is where the fault happened (0 when unknown).
 pub(super) fn describe(rank: usize, noun: &str, signal: i32, cause: &str, pc: usize) {
     let text = std::backtrace::Backtrace::force_capture().to_string();
-    let mut frames = program_frames(crate::watch::frames(&text));
+    let mut frames = program_frames(crate::site::frames(&text));
     // The symbolizer looks one byte before each frame's address (a return
     // address), which for the faulting frame can be another function.
     if let Some(first) = frames.first_mut().filter(|(name, _)| name == "<unknown>") {

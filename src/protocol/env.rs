@@ -3,7 +3,25 @@
 //! `rlaunch` sets these variables for every rank it starts; [`LaunchEnv::from_env`]
 //! reads them back. A process with none of them set runs as a singleton.
 
-use crate::error::{Error, Result};
+/// A variable of the contract that this rank cannot use. The crate's
+/// `Error` takes it as `Error::LaunchEnv`; the protocol stays a leaf that
+/// both the runtime and rlaunch may use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadVar {
+    pub var: &'static str,
+    pub value: String,
+    pub reason: String,
+}
+
+impl std::fmt::Display for BadVar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}={:?}: {}", self.var, self.value, self.reason)
+    }
+}
+
+impl std::error::Error for BadVar {}
+
+type Result<T> = std::result::Result<T, BadVar>;
 
 /// This rank's number, `0..size`.
 pub const RANK: &str = "ONESIDE_RANK";
@@ -158,8 +176,8 @@ fn number(var: &'static str) -> Result<usize> {
         .map_err(|_| bad(var, &value, "expected a non-negative integer".into()))
 }
 
-fn bad(var: &'static str, value: &str, reason: String) -> Error {
-    Error::LaunchEnv {
+fn bad(var: &'static str, value: &str, reason: String) -> BadVar {
+    BadVar {
         var,
         value: value.to_string(),
         reason,

@@ -5,9 +5,9 @@
 //! looks and never touches the data path.
 
 use super::{slots, Block, Waiting, WATCHING};
-use crate::bootstrap::Reporter;
 use crate::protocol::stall::{Stall, ThreadStall};
 use crate::protocol::wire::Msg;
+use crate::reporter::Reporter;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 

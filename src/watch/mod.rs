@@ -15,14 +15,11 @@
 
 mod dog;
 mod objects;
-mod site;
 mod symbols;
 
+use crate::site::Site;
 pub(crate) use dog::start;
 pub(crate) use objects::{allocated, freed};
-pub(crate) use site::frames;
-use site::Site;
-pub use site::{c_call_site, place};
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -118,7 +115,7 @@ pub(crate) struct Slot {
 
 /// The watchdog's link to rlaunch, for a thread that leaves a reported
 /// wait, with this rank's number.
-static MOVING: std::sync::OnceLock<(u32, crate::bootstrap::Reporter)> = std::sync::OnceLock::new();
+static MOVING: std::sync::OnceLock<(u32, crate::reporter::Reporter)> = std::sync::OnceLock::new();
 
 /// Sends `msg` to rlaunch now if the link is free (never waits for it:
 /// the crash report calls this from a signal handler); false otherwise.
@@ -127,7 +124,7 @@ pub(crate) fn tell_launcher_now(msg: &crate::protocol::wire::Msg) -> bool {
 }
 
 /// Keeps `reporter` for the threads' own `Moving`.
-pub(crate) fn keep_reporter(rank: usize, reporter: crate::bootstrap::Reporter) {
+pub(crate) fn keep_reporter(rank: usize, reporter: crate::reporter::Reporter) {
     let _ = MOVING.set((rank as u32, reporter));
 }
 
@@ -202,7 +199,7 @@ pub(crate) fn call(name: &'static str) -> Option<CallGuard> {
     if !watching() {
         return None;
     }
-    enter(name, Site::Rust(crate::error::call_site()))
+    enter(name, Site::Rust(crate::site::call_site()))
 }
 
 /// Like `call`, for a call whose location is not known (finalize from

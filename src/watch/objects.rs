@@ -4,7 +4,7 @@
 //! reports or the checking mode are on; an allocation costs a map insert
 //! then, and in C an unresolved backtrace (resolved only for a report).
 
-use super::site::Site;
+use crate::site::Site;
 use std::backtrace::Backtrace;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -51,7 +51,7 @@ pub(crate) fn object_at(offset: usize) -> Option<(String, usize, usize)> {
     if offset >= start + object.bytes.max(1) {
         return None;
     }
-    let at = super::place(&object.site.describe(object.trace.as_ref()));
+    let at = crate::site::phrase(&object.site.describe(object.trace.as_ref()));
     Some((
         format!("the {}-byte object allocated{at}", object.bytes),
         offset - start,

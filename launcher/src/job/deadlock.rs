@@ -26,9 +26,9 @@
 //! is woken by the store; so a deadlock is acted on only once it has held
 //! for [`CONFIRM`] with no such news.
 
-use super::hang::place;
 use super::RankState;
 use oneside::protocol::stall::ThreadStall;
+use oneside::site::phrase;
 use std::time::{Duration, Instant};
 
 /// How long a deadlock must hold, with no rank moving, before rlaunch acts.
@@ -87,7 +87,7 @@ pub fn find(states: &[RankState]) -> Option<Deadlock> {
                     why: format!(
                         "rank {r} waits in {}{} for rank {gone}, which is in finalize {} and will never make that call",
                         thread.call,
-                        place(&thread.at),
+                        phrase(&thread.at),
                         states[gone].finalize_at
                     ),
                     finalizing,
@@ -109,7 +109,7 @@ pub fn find(states: &[RankState]) -> Option<Deadlock> {
         let first = &states[running[0]].stall.as_ref()?.stall.threads;
         let call = first
             .first()
-            .map_or(String::new(), |t| format!(" in {}{}", t.call, place(&t.at)));
+            .map_or(String::new(), |t| format!(" in {}{}", t.call, phrase(&t.at)));
         return Some(Deadlock {
             why: format!(
                 "{} in finalize (rank {} {}) and will make no further call, and every other rank is \

@@ -66,9 +66,9 @@ pub fn report(states: &[RankState], hosts: &[&str]) -> Vec<String> {
             continue;
         };
         for thread in &seen.stall.threads {
-            let place = place(&thread.at);
+            let site = oneside::site::phrase(&thread.at);
             let mut line = format!(
-                "{at}{}{place}, blocked {:.1} s: waits for {}",
+                "{at}{}{site}, blocked {:.1} s: waits for {}",
                 thread.call,
                 seen.since.elapsed().as_secs_f64(),
                 thread.waits
@@ -270,20 +270,10 @@ fn in_finalize(state: &RankState) -> bool {
     state.ending.is_none() && (state.finalized || blocked(state).is_some_and(Stall::finalizing))
 }
 
-/// ` at file:line` for a call's location, ` in main (…)` for a C caller
-/// without line tables, or nothing when it is unknown.
-pub(crate) fn place(at: &str) -> String {
-    match at {
-        "" => String::new(),
-        at if at.starts_with("in ") => format!(" {at}"),
-        at => format!(" at {at}"),
-    }
-}
-
 /// `ranks 1-3, 5`.
 pub(crate) fn ranks(list: &[usize]) -> String {
     let noun = if list.len() == 1 { "rank" } else { "ranks" };
-    format!("{noun} {}", crate::dry_run::number_runs(list, ", "))
+    format!("{noun} {}", crate::words::number_runs(list, ", "))
 }
 
 #[cfg(test)]

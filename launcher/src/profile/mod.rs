@@ -13,9 +13,6 @@ use oneside::profile::{FamilyStats, RankProfile};
 use serde::{Serialize, Serializer};
 use std::path::{Path, PathBuf};
 
-/// The default directory of `--profile`.
-pub const DEFAULT_DIR: &str = "oneside-profile";
-
 /// The family of the runtime's own collectives at init and finalize,
 /// which the reports show apart from the program's operations.
 pub const RUNTIME_OWN: &str = "init_finalize";

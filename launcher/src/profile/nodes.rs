@@ -68,7 +68,7 @@ pub fn node_view(out: &mut String, m: &Merged, matrix: &[Vec<u64>]) {
         let _ = writeln!(
             out,
             "<h3>Node {host}: ranks {}</h3>\n<p>Its ranks moved {} to all nodes; {} came to it.</p>",
-            crate::dry_run::number_runs(&ranks, ", "),
+            crate::words::number_runs(&ranks, ", "),
             bytes(sent),
             bytes(received)
         );

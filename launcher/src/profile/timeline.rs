@@ -9,9 +9,6 @@ use serde::{Serialize, Serializer};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// The default directory of `--trace`.
-pub const DEFAULT_DIR: &str = "oneside-trace";
-
 /// Writes `dir/trace.json` from the ranks' files; returns its path and a
 /// one-line account for the terminal.
 pub fn write(dir: &Path, size: usize) -> std::io::Result<(PathBuf, String)> {

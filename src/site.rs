@@ -1,9 +1,48 @@
-//! Where the program made a blocking call: a Rust caller's location, or
-//! the C caller found in a backtrace (its file and line when the program
-//! has debug information, its function otherwise).
+//! Where the program made a call: a Rust caller's location (the outermost
+//! public call's, kept per thread), or the C caller found in a backtrace (its
+//! file and line when the program has debug information, its function
+//! otherwise), and the one way a site is written in a message (`phrase`).
+//!
+//! A leaf: it names nothing else of the crate, so errors, hang reports, the
+//! checking mode and the C API may all use it.
 
 use std::backtrace::Backtrace;
 use std::panic::Location;
+
+thread_local! {
+    /// The place of the outermost public call running on this thread that
+    /// has places of its own to record (a wait's, a collective's).
+    static CALLER: std::cell::Cell<Option<&'static Location<'static>>> = const { std::cell::Cell::new(None) };
+}
+
+/// The outermost public call's place, kept while it runs; dropping it (also
+/// by a panic) puts back what was there before.
+pub(crate) struct Outermost(Option<&'static Location<'static>>);
+
+impl Outermost {
+    /// Keeps `at` as this thread's call site, unless an outer call's is kept already.
+    #[inline(always)]
+    pub(crate) fn enter(at: &'static Location<'static>) -> Outermost {
+        Outermost(CALLER.with(|c| c.replace(Some(c.get().unwrap_or(at)))))
+    }
+}
+
+impl Drop for Outermost {
+    fn drop(&mut self) {
+        let _ = CALLER.try_with(|c| c.set(self.0));
+    }
+}
+
+/// Where the program made the call now running: the outermost public
+/// call's place, or this function's caller's (`#[track_caller]`).
+#[track_caller]
+#[inline(always)]
+pub(crate) fn call_site() -> &'static Location<'static> {
+    match CALLER.with(|c| c.get()) {
+        Some(at) => at,
+        None => Location::caller(),
+    }
+}
 
 /// The source of a call.
 #[derive(Debug, Clone, Copy)]
@@ -39,7 +78,7 @@ pub fn c_call_site() -> String {
 /// A place in a message: ` at file:line`, ` in main (build with -g …)`
 /// for a caller without line tables, or nothing when it is unknown.
 #[doc(hidden)]
-pub fn place(at: &str) -> String {
+pub fn phrase(at: &str) -> String {
     match at {
         "" => String::new(),
         at if at.starts_with("in ") => format!(" {at}"),
