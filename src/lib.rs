@@ -307,7 +307,7 @@ pub use signal::Signals;
 pub use sym::{Pod, Sym};
 pub use team::{Team, MAX_TEAMS};
 pub use transport::amo::SignalOp;
-pub use transport::{built_in as transports_built_in, probe_libraries};
+pub use transport::{built_in as transports_built_in, probe_libraries, TransportChoice};
 pub use wait::{Cmp, Until};
 #[doc(hidden)]
 pub use words::speak_of_pes;

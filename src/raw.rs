@@ -9,7 +9,6 @@
 
 use crate::error::{Error, Result};
 use crate::sym::{Pod, Sym};
-use crate::transport::Path;
 use crate::world::World;
 
 impl World {
@@ -100,16 +99,7 @@ impl World {
     /// this rank and on same-host peers whose memory is mapped.
     pub fn peer_address(&self, addr: usize, target: usize) -> Option<*mut u8> {
         let offset = self.offset_of(addr, 1)?;
-        match self.links.paths.get(target)? {
-            Path::Local => Some(addr as *mut u8),
-            Path::Shm(segment) => Some(
-                segment
-                    .heap_base(&self.links.cards, self.rank, target)
-                    .ok()?
-                    .wrapping_add(offset),
-            ),
-            Path::Tcp(_) | Path::Verbs | Path::Ofi => None,
-        }
+        Some(self.links.map_base(target)?.wrapping_add(offset))
     }
 
     /// The memory this process reaches by loads and stores, for bindings
@@ -125,15 +115,11 @@ impl World {
             data: data.start,
             data_len: data.len,
             bases: (0..self.size)
-                .map(|rank| match &self.links.paths[rank] {
-                    Path::Local => self.own.heap_base(),
-                    // A peer not mapped yet takes the ordinary call, which maps it.
-                    Path::Shm(segment) => segment.mapped_base().unwrap_or(std::ptr::null_mut()),
-                    Path::Tcp(_) | Path::Verbs | Path::Ofi => std::ptr::null_mut(),
-                })
+                // A peer not mapped yet takes the ordinary call, which maps it.
+                .map(|rank| self.links.mapped_base(rank).unwrap_or(std::ptr::null_mut()))
                 .collect(),
             cpu_atomics: !self.links.nic_atomics(),
-            quiet_is_fence: self.links.rdma.is_none() && self.links.tcp_peers.is_empty(),
+            quiet_is_fence: self.links.quiet_is_a_fence(),
         }
     }
 

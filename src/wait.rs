@@ -351,7 +351,7 @@ impl World {
     /// can make `ready` true (`poll_until` looks first: its conditions are
     /// mostly set over shared memory).
     pub(crate) fn poll_until_tcp<R>(&self, waiting: Waiting, mut ready: impl FnMut() -> Option<R>) -> Result<R> {
-        let Some(engine) = self.links.engine.as_ref() else {
+        let Some(driver) = self.links.engine_driver() else {
             return self.poll_until_for(waiting, ready);
         };
         self.links.send_batches()?;
@@ -359,7 +359,6 @@ impl World {
             return Ok(result);
         }
         let _blocked = crate::watch::blocked(waiting);
-        let driver = engine.driver();
         let mut driving = Some(driver.start_driving());
         let mut backoff = Backoff::new(self.spin_waits).keep_polling(self.links.waits_keep_polling());
         loop {
@@ -439,7 +438,7 @@ impl World {
             return Ok(result);
         }
         let _blocked = crate::watch::blocked(waiting);
-        let driver = self.links.engine.as_ref().map(|engine| engine.driver());
+        let driver = self.links.engine_driver();
         let mut driving = driver.map(|driver| driver.start_driving());
         let mut backoff = Backoff::new(self.spin_waits).keep_polling(self.links.waits_keep_polling());
         loop {

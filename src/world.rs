@@ -12,7 +12,7 @@ use crate::segment::Segment;
 use crate::sym::{Pod, Sym};
 use crate::team::layout::{Layout, MAX_TEAMS};
 use crate::team::Team;
-use crate::transport::Choice;
+use crate::transport::TransportChoice;
 use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
 
@@ -112,10 +112,10 @@ pub fn init_with(options: Options) -> Result<World> {
         let how = pmi.as_ref().map_or_else(|| "rlaunch".to_string(), |p| p.server());
         bootstrap::in_mpi::check_world(env.rank, env.size, &how)?;
         crate::protocol::limits::raise_open_files();
-        let choice = Choice::from_env(env.rank)?;
+        let choice = TransportChoice::from_env(env.rank)?;
         // A segment file is only for same-host peers that shared memory will reach.
         let segment_heap = segment_heap_bytes(heap_bytes, env.size);
-        let (own, shm) = if env.local_size > 1 && matches!(choice, Choice::Auto | Choice::Shm) {
+        let (own, shm) = if env.local_size > 1 && choice.maps_same_host_peers() {
             let (segment, card) = Segment::create_shared(env.rank, &env.job_id, segment_heap, data)?;
             (segment, Some(card))
         } else {
@@ -256,7 +256,7 @@ impl World {
     pub fn transport_to(&self, target: usize) -> Result<&'static str> {
         crate::error::located(|| {
             self.check_rank("transport_to", target)?;
-            Ok(self.links.paths[target].name())
+            Ok(self.links.path_name(target))
         })
     }
 

@@ -2,6 +2,7 @@
 //! [`LaunchPlan`](crate::plan::LaunchPlan) is `plan`'s job.
 
 use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
+use oneside::TransportChoice;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -101,8 +102,8 @@ pub struct Args {
     pub trace: Option<PathBuf>,
 
     /// Transport between ranks.
-    #[arg(long, value_enum, default_value_t = Transport::Auto, env = "ONESIDE_TRANSPORT")]
-    pub transport: Transport,
+    #[arg(long, value_parser = TransportParser, default_value = "auto", env = "ONESIDE_TRANSPORT")]
+    pub transport: TransportChoice,
 
     /// Pin each rank to its share of the host's CPUs (`core`, when every
     /// rank of the host gets at least one), or leave placement to the kernel.
@@ -179,25 +180,46 @@ pub enum LaunchAgent {
     Srun,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Transport {
-    Auto,
-    Shm,
-    Tcp,
-    Verbs,
-    /// libfabric (the provider from --ofi-provider, ONESIDE_OFI_PROVIDER or FI_PROVIDER).
-    Ofi,
-}
+/// `--transport`'s parser: the names, help lines and values come from
+/// oneside's one list of transports (`TransportChoice::ALL`).
+#[derive(Clone, Copy)]
+pub struct TransportParser;
 
-impl Transport {
-    pub fn name(self) -> &'static str {
-        match self {
-            Transport::Auto => "auto",
-            Transport::Shm => "shm",
-            Transport::Tcp => "tcp",
-            Transport::Verbs => "verbs",
-            Transport::Ofi => "ofi",
-        }
+impl clap::builder::TypedValueParser for TransportParser {
+    type Value = TransportChoice;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<TransportChoice, clap::Error> {
+        let name = value.to_str().unwrap_or("");
+        TransportChoice::from_name(name).ok_or_else(|| {
+            let mut e = clap::Error::new(clap::error::ErrorKind::InvalidValue).with_cmd(cmd);
+            let arg = arg.map_or("--transport".to_string(), |a| a.to_string());
+            e.insert(
+                clap::error::ContextKind::InvalidArg,
+                clap::error::ContextValue::String(arg),
+            );
+            e.insert(
+                clap::error::ContextKind::InvalidValue,
+                clap::error::ContextValue::String(name.to_string()),
+            );
+            let names = TransportChoice::ALL.iter().map(|c| c.name().to_string()).collect();
+            e.insert(
+                clap::error::ContextKind::ValidValue,
+                clap::error::ContextValue::Strings(names),
+            );
+            e
+        })
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        let values = TransportChoice::ALL
+            .iter()
+            .map(|c| clap::builder::PossibleValue::new(c.name()).help(c.help()));
+        Some(Box::new(values))
     }
 }
 
@@ -292,7 +314,10 @@ mod tests {
         assert_eq!((a.ranks, a.args), (Some(4), vec!["-np=5".to_string()]));
         // Option values are not the program: -np after them is still rlaunch's.
         let a = args("oshrun -x A=1 --transport tcp --timeout 5 -np 3 prog -x B");
-        assert_eq!((a.ranks, a.transport, a.timeout), (Some(3), Transport::Tcp, Some(5.0)));
+        assert_eq!(
+            (a.ranks, a.transport, a.timeout),
+            (Some(3), TransportChoice::Tcp, Some(5.0))
+        );
         assert_eq!(
             (a.env, a.args),
             (vec!["A=1".to_string()], vec!["-x".to_string(), "B".to_string()])

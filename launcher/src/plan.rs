@@ -3,9 +3,10 @@
 //! the program and reading forwarded variables.
 
 use crate::alloc;
-use crate::cli::{Args, Bind, LaunchAgent, Transport};
+use crate::cli::{Args, Bind, LaunchAgent};
 use crate::error::LaunchError;
 use crate::hostfile::{self, HostEntry};
+use oneside::TransportChoice;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -71,7 +72,7 @@ pub struct LaunchPlan {
     /// `--trace`: the directory, absolute, where ranks write their timelines.
     pub trace: Option<PathBuf>,
     pub tag_output: bool,
-    pub transport: Transport,
+    pub transport: TransportChoice,
     pub bind: Bind,
     pub heap_size: Option<String>,
     pub bootstrap_timeout: Duration,

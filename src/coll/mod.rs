@@ -37,12 +37,12 @@ mod sync;
 
 use crate::error::{Error, Result};
 use crate::links::primitives::Route;
+use crate::links::FlagWait;
 use crate::links::Stream;
 use crate::sym::{Pod, Sym};
 use crate::sync::InCollective;
 use crate::team::layout::Layout;
 use crate::team::Team;
-use crate::transport::Path;
 use crate::watch::Waiting;
 use crate::world::World;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -208,12 +208,10 @@ impl<'a> Coll<'a> {
                 call: self.call,
                 step,
             };
-            match self.w.links.paths[self.rank(from)] {
-                Path::Tcp(_) => self.w.poll_until_tcp(waiting, ready),
-                Path::Local | Path::Shm(_) if self.w.links.block_waits => {
-                    self.w.sleep_until_flag(waiting, flag, target)
-                }
-                _ => self.w.poll_until_for(waiting, ready),
+            match self.w.links.flag_wait(self.rank(from)) {
+                FlagWait::Tcp => self.w.poll_until_tcp(waiting, ready),
+                FlagWait::Futex => self.w.sleep_until_flag(waiting, flag, target),
+                FlagWait::Poll => self.w.poll_until_for(waiting, ready),
             }
         })
     }
@@ -239,7 +237,7 @@ impl<'a> Coll<'a> {
     pub fn peer_base(&self, i: usize) -> Result<*mut u8> {
         crate::error::located(|| match self.w.links.route(Stream::Default, self.rank(i))? {
             Route::Mapped(base) => Ok(base),
-            _ => Err(self.bad(format!(
+            Route::Tcp(_) | Route::Rdma => Err(self.bad(format!(
                 "rank {} shares this rank's host name, but its memory is not mapped here",
                 self.rank(i)
             ))),

@@ -7,8 +7,10 @@
 //! `atomic`, `signal`, `wait`, `coll`, ...) call `Links` through the
 //! `World`; `Links` calls the transport engines under `transport/`, which
 //! know nothing of `Links`, the `World`, contexts, teams or the profile.
-//! This module knows nothing of the `World` either: it names only transport
-//! types and the crate's error.
+//! This module knows nothing of the `World` either. Its fields are private:
+//! callers above ask it questions (`map_base`, `flag_wait`, `engine_driver`,
+//! `quiet_is_a_fence`, ...) that it answers with exhaustive matches on the
+//! path, so a new path is a compile error here, not a silent default there.
 
 pub(crate) mod primitives;
 pub(crate) mod stream;
@@ -18,7 +20,7 @@ use crate::error::Error;
 use crate::transport::cards::CardTable;
 use crate::transport::fault::{Fault, CONSEQUENCE_GRACE};
 use crate::transport::rdma::RdmaLink;
-use crate::transport::tcp::engine::ProgressEngine;
+use crate::transport::tcp::engine::{Driver, ProgressEngine};
 use crate::transport::tcp::flusher::Flusher;
 use crate::transport::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,31 +35,43 @@ pub(crate) struct Links {
     rank: usize,
     size: usize,
     /// This rank's TCP progress engine, when it has TCP peers or was asked for one.
-    pub(crate) engine: Option<ProgressEngine>,
+    engine: Option<ProgressEngine>,
     /// Pushes out TCP batches that their origin left (`tcp::flusher`);
     /// held for its teardown.
     _flusher: Option<Flusher>,
     /// The NIC transport, when the job uses verbs or ofi: connected to
     /// every rank, this one included. Every atomic then goes through it
     /// (the memory model in the crate docs).
-    pub(crate) rdma: Option<RdmaLink>,
-    pub(crate) paths: Vec<Path>,
+    rdma: Option<RdmaLink>,
+    paths: Vec<Path>,
     /// Every rank's card as the launcher gathered it, read in place; a
     /// same-host peer mapped on first access finds its card here.
-    pub(crate) cards: CardTable,
+    cards: CardTable,
     /// Ranks reached over TCP, so shared-memory-only quiets skip the scan.
-    pub(crate) tcp_peers: Vec<usize>,
+    tcp_peers: Vec<usize>,
     /// Where contexts connect their own TCP links (when there are TCP peers).
-    pub(crate) ctx_connect: Option<CtxConnect>,
+    ctx_connect: Option<CtxConnect>,
     /// This rank's own heap, for the `Local` path.
     own_heap: HeapBase,
     /// Collective waits for same-host flags block on futexes, and flag
     /// stores wake them (`backoff::block_waits`): the host's ranks
     /// outnumber its cores several times over. One field for both sides,
     /// so waiter and waker always agree.
-    pub(crate) block_waits: bool,
+    block_waits: bool,
     /// Set once a peer's link broke: no farewell barrier could complete.
     broken: AtomicBool,
+}
+
+/// How a wait for a flag in this rank's heap waits, by the path of the
+/// rank that stores it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FlagWait {
+    /// Served by this rank's TCP engine: sleeps until the engine has news.
+    Tcp,
+    /// A same-host flag in a job whose ranks outnumber the cores: a futex.
+    Futex,
+    /// Polls with the back-off.
+    Poll,
 }
 
 /// The base of this rank's heap.
@@ -137,6 +151,47 @@ impl Links {
     /// Marks the links broken: this rank will leave without a farewell.
     pub(crate) fn mark_broken(&self) {
         self.broken.store(true, Ordering::Relaxed);
+    }
+
+    /// The base of `target`'s heap where this process reaches it by loads
+    /// and stores: its own, or a same-host peer's, mapped now if it is not
+    /// yet. `None` for a peer behind TCP or a NIC, or one that cannot be mapped.
+    pub(crate) fn map_base(&self, target: usize) -> Option<*mut u8> {
+        match self.paths.get(target)? {
+            Path::Local => Some(self.own_heap.0),
+            Path::Shm(segment) => segment.heap_base(&self.cards, self.rank, target).ok(),
+            Path::Tcp(_) | Path::Verbs | Path::Ofi => None,
+        }
+    }
+
+    /// Like [`map_base`](Self::map_base), without mapping: a same-host peer
+    /// not mapped yet has no base (the ordinary call maps it).
+    pub(crate) fn mapped_base(&self, target: usize) -> Option<*mut u8> {
+        match self.paths.get(target)? {
+            Path::Local => Some(self.own_heap.0),
+            Path::Shm(segment) => segment.mapped_base(),
+            Path::Tcp(_) | Path::Verbs | Path::Ofi => None,
+        }
+    }
+
+    /// How a wait for a flag that `from` stores into this rank's heap waits.
+    pub(crate) fn flag_wait(&self, from: usize) -> FlagWait {
+        match &self.paths[from] {
+            Path::Tcp(_) => FlagWait::Tcp,
+            Path::Local | Path::Shm(_) if self.block_waits => FlagWait::Futex,
+            Path::Local | Path::Shm(_) | Path::Verbs | Path::Ofi => FlagWait::Poll,
+        }
+    }
+
+    /// The driver of this rank's TCP progress engine, if it runs one: a
+    /// rank that waits serves its peers' requests through it.
+    pub(crate) fn engine_driver(&self) -> Option<&Driver> {
+        self.engine.as_ref().map(ProgressEngine::driver)
+    }
+
+    /// The short name of the path to `target` ("self", "shm", "tcp", ...).
+    pub(crate) fn path_name(&self, target: usize) -> &'static str {
+        self.paths[target].name()
     }
 
     pub(crate) fn rdma_link(&self) -> &RdmaLink {

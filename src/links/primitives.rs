@@ -79,7 +79,7 @@ impl Links {
     pub(crate) fn copy_in_nbi(&self, stream: Stream<'_>, target: usize, offset: usize, src: &[u8]) -> Result<()> {
         match self.route(stream, target)? {
             Route::Tcp(link) => self.copy_in_tcp(link, offset, src, true),
-            _ => self.copy_in(stream, target, offset, src),
+            Route::Mapped(_) | Route::Rdma => self.copy_in(stream, target, offset, src),
         }
     }
 
@@ -108,8 +108,11 @@ impl Links {
                 let posted = unsafe { self.rdma_link().put_nbi(stream.lane(), target, offset, src, len) };
                 posted.map_err(|f| self.failed(f))
             }
-            // SAFETY: the caller's buffer holds `len` bytes (this function's contract).
-            _ => self.copy_in_nbi(stream, target, offset, unsafe { std::slice::from_raw_parts(src, len) }),
+            Route::Mapped(_) | Route::Tcp(_) => {
+                // SAFETY: the caller's buffer holds `len` bytes (this function's contract).
+                let src = unsafe { std::slice::from_raw_parts(src, len) };
+                self.copy_in_nbi(stream, target, offset, src)
+            }
         }
     }
 
@@ -219,7 +222,7 @@ impl Links {
         self.amo(stream, "signal", target, offset, amo)?;
         match (stream, self.route(stream, target)?) {
             (Stream::Ctx(_), Route::Tcp(link)) => lock(link).flush().map_err(|f| self.failed(f.during("signal"))),
-            _ => Ok(()),
+            (Stream::Default, Route::Tcp(_)) | (_, Route::Mapped(_) | Route::Rdma) => Ok(()),
         }
     }
 
@@ -233,7 +236,7 @@ impl Links {
             Route::Tcp(link) => lock(link)
                 .untracked(|link| link.put_before_flag(offset, src))
                 .map_err(|f| self.failed(f.during("collective"))),
-            _ => self.copy_in(Stream::Default, target, offset, src),
+            Route::Mapped(_) | Route::Rdma => self.copy_in(Stream::Default, target, offset, src),
         }
     }
 
@@ -406,7 +409,7 @@ impl Links {
         match (stream, &self.paths[peer]) {
             (Stream::Default, Path::Tcp(path)) => path.get(),
             (Stream::Ctx(links), Path::Tcp(_)) => Some(links.link(peer)),
-            _ => unreachable!("tcp_peers lists only TCP paths"),
+            (_, Path::Local | Path::Shm(_) | Path::Verbs | Path::Ofi) => unreachable!("tcp_peers lists only TCP paths"),
         }
     }
 

@@ -15,7 +15,7 @@ use crate::transport::rdma::{self, RdmaLink};
 use crate::transport::tcp::engine::{ProgressEngine, WaitPolicy};
 use crate::transport::tcp::flusher::{Flusher, Nudge};
 use crate::transport::tcp::Dial;
-use crate::transport::{self, Card, Choice, JobNic, Path};
+use crate::transport::{self, Card, JobNic, Path, TransportChoice};
 use std::net::IpAddr;
 
 /// What this rank opened for its peers, waiting for their cards.
@@ -26,7 +26,7 @@ pub(crate) struct Offer {
     host: String,
     secret: Vec<u8>,
     timeout: std::time::Duration,
-    choice: Choice,
+    choice: TransportChoice,
     heap_bytes: u64,
     own: RawSegment,
     own_heap: *mut u8,
@@ -56,19 +56,32 @@ impl Offer {
     /// same-host peers will map it.
     pub(crate) fn open(
         env: &LaunchEnv,
-        choice: Choice,
+        choice: TransportChoice,
         (own, own_heap): (RawSegment, *mut u8),
         shm: Option<ShmCard>,
         heap_bytes: usize,
     ) -> Result<Offer> {
         let remote_peers = env.local_size < env.size;
-        let auto_remote = choice == Choice::Auto && remote_peers;
-        let verbs = match choice == Choice::Verbs || auto_remote {
-            true => rdma::prepare(env.rank, env.size, own, choice == Choice::Verbs)?,
+        // What this rank prepares before the card exchange: a forced
+        // transport only itself; auto, between hosts, verbs, else ofi, and TCP.
+        let (try_verbs, try_ofi, want_tcp) = match choice {
+            TransportChoice::Auto => (remote_peers, remote_peers, remote_peers),
+            TransportChoice::Shm => (false, false, false),
+            TransportChoice::Tcp => (false, false, true),
+            TransportChoice::Verbs => (true, false, false),
+            TransportChoice::Ofi => (false, true, false),
+        };
+        let verbs = match try_verbs {
+            true => rdma::prepare(env.rank, env.size, own, choice == TransportChoice::Verbs)?,
             false => None,
         };
-        let ofi = match (choice == Choice::Ofi || auto_remote) && verbs.is_none() {
-            true => rdma::prepare_ofi(env.rank, (env.size, env.local_size), own, choice == Choice::Ofi)?,
+        let ofi = match try_ofi && verbs.is_none() {
+            true => rdma::prepare_ofi(
+                env.rank,
+                (env.size, env.local_size),
+                own,
+                choice == TransportChoice::Ofi,
+            )?,
             false => None,
         };
         Ok(Offer {
@@ -83,7 +96,7 @@ impl Offer {
             own,
             own_heap,
             shm,
-            want_tcp: choice == Choice::Tcp || auto_remote,
+            want_tcp,
             verbs,
             ofi,
             engine: None,

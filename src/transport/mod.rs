@@ -16,6 +16,7 @@
 
 pub mod amo;
 pub mod cards;
+mod choice;
 pub mod fault;
 pub mod ofi;
 pub mod rdma;
@@ -24,48 +25,13 @@ pub mod tcp;
 pub mod verbs;
 
 use crate::error::{Error, Result};
-use crate::protocol::env::TRANSPORT;
 use crate::segment::ShmCard;
 use cards::{CardTable, CardView};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 use tcp::{Dial, TcpPeer};
 
-/// The transports every build of oneside has, for `--version` lines:
-/// verbs and ofi are always built in, their libraries opened at run time.
-pub fn built_in() -> String {
-    format!(
-        "shm, tcp, verbs ({}, opened at run time), ofi ({}, opened at run time)",
-        verbs::library::SONAME,
-        ofi::library::SONAME
-    )
-}
-
-/// The fabric libraries opened at run time, and whether each opens here:
-/// its name, then what was found or why not (for `rlaunch --check`).
-pub fn probe_libraries() -> Vec<(&'static str, std::result::Result<String, String>)> {
-    let ofi = ofi::library::load().map_err(|fault| fault.to_string()).and_then(|lib| {
-        let providers = ofi::providers().map_err(|fault| fault.to_string())?;
-        Ok(format!(
-            "{} with RMA and atomics: {}",
-            ofi::library::version_text(lib),
-            if providers.is_empty() {
-                "none".to_string()
-            } else {
-                providers.join(" ")
-            }
-        ))
-    });
-    vec![
-        (
-            "libibverbs",
-            verbs::library::load()
-                .map(|_| "ok".to_string())
-                .map_err(|fault| fault.to_string()),
-        ),
-        ("libfabric", ofi),
-    ]
-}
+pub use choice::{built_in, probe_libraries, TransportChoice};
 
 /// What every rank publishes about itself in the bootstrap all-gather.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -138,34 +104,6 @@ impl Path {
     }
 }
 
-/// Which transport the user asked for with `ONESIDE_TRANSPORT` / `rlaunch --transport`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Choice {
-    Auto,
-    Shm,
-    Tcp,
-    Verbs,
-    Ofi,
-}
-
-impl Choice {
-    pub fn from_env(rank: usize) -> Result<Choice> {
-        let requested = std::env::var(TRANSPORT).unwrap_or_else(|_| "auto".into());
-        match requested.as_str() {
-            "auto" | "" => Ok(Choice::Auto),
-            "shm" => Ok(Choice::Shm),
-            "tcp" => Ok(Choice::Tcp),
-            "verbs" => Ok(Choice::Verbs),
-            "ofi" => Ok(Choice::Ofi),
-            _ => Err(Error::TransportUnavailable {
-                rank,
-                requested,
-                detail: "expected one of auto, shm, tcp, verbs, ofi".into(),
-            }),
-        }
-    }
-}
-
 /// Which NIC transport the job uses, if any: the same on every rank, as
 /// it reads only the all-gathered cards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,12 +120,12 @@ pub enum JobNic {
 /// Decides [`JobNic`] in one pass over the cards (a verbs card carries a
 /// queue-pair number per rank, so each pass over a verbs job's table is
 /// O(N²)): decide it once and hand it on.
-pub fn job_nic(choice: Choice, cards: &CardTable) -> JobNic {
+pub fn job_nic(choice: TransportChoice, cards: &CardTable) -> JobNic {
     match choice {
-        Choice::Verbs => JobNic::Verbs,
-        Choice::Ofi => JobNic::Ofi,
-        Choice::Shm | Choice::Tcp => JobNic::None,
-        Choice::Auto => {
+        TransportChoice::Verbs => JobNic::Verbs,
+        TransportChoice::Ofi => JobNic::Ofi,
+        TransportChoice::Shm | TransportChoice::Tcp => JobNic::None,
+        TransportChoice::Auto => {
             let (mut all_verbs, mut all_ofi) = (true, true);
             for p in 0..cards.len() {
                 match cards.view(p) {
@@ -233,7 +171,7 @@ pub struct Wired {
 /// each in place, once ([`cards`]).
 pub fn connect_all(
     rank: usize,
-    (choice, nic): (Choice, JobNic),
+    (choice, nic): (TransportChoice, JobNic),
     cards: &CardTable,
     dial: &Dial,
     lazy_shm: bool,
@@ -267,21 +205,21 @@ pub fn connect_all(
         };
         let path = match choice {
             _ if peer == rank => Path::Local,
-            Choice::Shm => shm::connect(rank, peer, (&own, &card), lazy_shm, &mut probes)?,
-            Choice::Tcp => connect_tcp(rank, peer, &card, dial, lazy_tcp)?,
-            Choice::Verbs if own.verbs.is_some() && card.verbs.is_some() => Path::Verbs,
-            Choice::Verbs => {
+            TransportChoice::Shm => shm::connect(rank, peer, (&own, &card), lazy_shm, &mut probes)?,
+            TransportChoice::Tcp => connect_tcp(rank, peer, &card, dial, lazy_tcp)?,
+            TransportChoice::Verbs if own.verbs.is_some() && card.verbs.is_some() => Path::Verbs,
+            TransportChoice::Verbs => {
                 return Err(unreachable(
                     "--transport verbs was forced, but it has no active RDMA device",
                 ))
             }
-            Choice::Ofi if own.ofi.is_some() && card.ofi.is_some() => Path::Ofi,
-            Choice::Ofi => {
+            TransportChoice::Ofi if own.ofi.is_some() && card.ofi.is_some() => Path::Ofi,
+            TransportChoice::Ofi => {
                 return Err(unreachable(
                     "--transport ofi was forced, but it opened no libfabric endpoint",
                 ))
             }
-            Choice::Auto => match shm::connect(rank, peer, (&own, &card), lazy_shm, &mut probes) {
+            TransportChoice::Auto => match shm::connect(rank, peer, (&own, &card), lazy_shm, &mut probes) {
                 Ok(path) => path,
                 Err(_) if nic == JobNic::Verbs => Path::Verbs,
                 Err(_) if nic == JobNic::Ofi => Path::Ofi,
