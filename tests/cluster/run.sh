@@ -10,4 +10,4 @@ cargo build --workspace --bins --examples --quiet
 # The namespace hosts share this machine's cores (cluster.sh sets the same
 # on each host's sshd): waits must not poll as if each rank had a core.
 export ONESIDE_YIELD_WHEN_IDLE=1
-ONESIDE_CLUSTER_DIR="$dir" cargo test -p rlaunch --features cluster-tests --test cluster -- --test-threads=1
+ONESIDE_CLUSTER_DIR="$dir" cargo test -p rlaunch --features harness-tests --test cluster -- --test-threads=1

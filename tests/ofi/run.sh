@@ -28,9 +28,12 @@ echo "== building (host)"
 cargo build --workspace --bins --examples --quiet
 
 echo "== integration tests over ofi, tcp;ofi_rxm, 2 and 4 ranks"
+# Only tests/ofi.rs needs the feature; the other suites reuse cargo test
+# --workspace's build (a feature set is a build of its own).
 ONESIDE_TEST_TRANSPORTS=ofi ONESIDE_OFI_PROVIDER='tcp;ofi_rxm' ONESIDE_TEST_SIZES=2,4 \
-  cargo test -p rlaunch --features ofi-tests --test examples --test course --test coll --test model \
-  --test threads --test ofi -- --test-threads=1
+  cargo test -p rlaunch --test examples --test course --test coll --test model --test threads -- --test-threads=1
+ONESIDE_TEST_TRANSPORTS=ofi ONESIDE_OFI_PROVIDER='tcp;ofi_rxm' ONESIDE_TEST_SIZES=2,4 \
+  cargo test -p rlaunch --features harness-tests --test ofi -- --test-threads=1
 
 echo "== over tcp;ofi_rxm, 3 ranks: the model test and collectives"
 ONESIDE_TEST_TRANSPORTS=ofi ONESIDE_OFI_PROVIDER='tcp;ofi_rxm' ONESIDE_TEST_SIZES=3 \

@@ -35,10 +35,20 @@ build=(-p oneside-shmem -p rlaunch)
 cargo build --quiet "${build[@]}"
 bin=$(realpath -m "${CARGO_TARGET_DIR:-$root/target}")/$profile
 
-echo "== shmem4py into $out/venv, built with $bin/oshcc"
 mkdir -p "$out"
-[ -x "$out/venv/bin/python" ] || "$python" -m venv "$out/venv"
 venv=$out/venv/bin
+# What the binding was built against: oshcc, the headers it points at and the
+# pinned release. BUILD_ONLY keeps a venv built against the same (the
+# python stage's, for the guest); a full run always builds it again.
+stamp="$shmem4py $(cat "$bin/oshcc" $(find capi/include -type f | sort) | sha256sum | cut -d' ' -f1)"
+if [ "${BUILD_ONLY:-0}" = 1 ] && [ "$(cat "$out/built-with" 2>/dev/null)" = "$stamp" ] \
+  && [ -x "$venv/python" ] && compgen -G "$out/sdist/shmem4py-*/test" > /dev/null; then
+  echo "== shmem4py in $out/venv is built with this $bin/oshcc already"
+  exit 0
+fi
+echo "== shmem4py into $out/venv, built with $bin/oshcc"
+rm -f "$out/built-with"
+[ -x "$out/venv/bin/python" ] || "$python" -m venv "$out/venv"
 "$venv/pip" install --quiet --disable-pip-version-check "$numpy" cffi
 # The documented command (the guide, docs/src/python.md): no cached wheel, so
 # the binding is compiled against this build's shmem.h.
@@ -49,6 +59,7 @@ rm -rf "$out/sdist" && mkdir -p "$out/sdist"
 "$venv/pip" download --quiet --disable-pip-version-check --no-deps --no-binary :all: -d "$out/sdist" "$shmem4py"
 tar -xzf "$out"/sdist/shmem4py-*.tar.gz -C "$out/sdist"
 suite=$(echo "$out"/sdist/shmem4py-*/test)
+echo "$stamp" > "$out/built-with"
 [ "${BUILD_ONLY:-0}" = 1 ] && exit 0
 
 passed=0 failed=0
