@@ -167,7 +167,7 @@ fn run(args: &[String]) -> oneside::Result<u8> {
         }
         "guard" => {
             let object = world.alloc::<u32>(16)?;
-            let tcp = world.tcp_endpoint().map_or("-".to_string(), |a| a.to_string());
+            let tcp = world.tcp_engine_addr().map_or("-".to_string(), |a| a.to_string());
             println!("ready pid={} job={} tcp={tcp}", std::process::id(), job_id());
             std::thread::sleep(Duration::from_secs(arg(args, 1) as u64));
             world.barrier()?;

@@ -13,7 +13,7 @@
 
 use crate::ctx::Endpoint;
 use crate::error::Result;
-use crate::links::Stream;
+use crate::links::Channel;
 use crate::profile::{self, Family};
 use crate::sym::{Pod, Sym};
 use crate::transport::amo::{Amo, AmoOp, Width};
@@ -95,7 +95,7 @@ impl World {
     #[inline(always)]
     pub(crate) fn atomic_on<T: AtomicElem>(
         &self,
-        stream: Stream<'_>,
+        channel: Channel<'_>,
         name: &'static str,
         sym: &Sym<T>,
         target: usize,
@@ -105,9 +105,9 @@ impl World {
         fetch: bool,
     ) -> Result<T> {
         if profile::active() {
-            return self.counted_atomic(stream, name, sym, target, index, op, operands, fetch);
+            return self.counted_atomic(channel, name, sym, target, index, op, operands, fetch);
         }
-        self.uncounted_atomic(stream, name, sym, target, index, op, operands, fetch)
+        self.uncounted_atomic(channel, name, sym, target, index, op, operands, fetch)
     }
 
     /// [`atomic_on`](World::atomic_on) while profiling, out of line: a
@@ -118,7 +118,7 @@ impl World {
     #[inline(never)]
     fn counted_atomic<T: AtomicElem>(
         &self,
-        stream: Stream<'_>,
+        channel: Channel<'_>,
         name: &'static str,
         sym: &Sym<T>,
         target: usize,
@@ -128,9 +128,9 @@ impl World {
         fetch: bool,
     ) -> Result<T> {
         match profile::count_leaf(Family::Atomic, Some(target), std::mem::size_of::<T>()) {
-            false => self.uncounted_atomic(stream, name, sym, target, index, op, operands, fetch),
+            false => self.uncounted_atomic(channel, name, sym, target, index, op, operands, fetch),
             true => profile::timed_leaf(Family::Atomic, || {
-                self.uncounted_atomic(stream, name, sym, target, index, op, operands, fetch)
+                self.uncounted_atomic(channel, name, sym, target, index, op, operands, fetch)
             }),
         }
     }
@@ -139,7 +139,7 @@ impl World {
     #[inline(always)]
     fn uncounted_atomic<T: AtomicElem>(
         &self,
-        stream: Stream<'_>,
+        channel: Channel<'_>,
         name: &'static str,
         sym: &Sym<T>,
         target: usize,
@@ -156,7 +156,7 @@ impl World {
             compare: compare.to_bits(),
             fetch,
         };
-        self.links.amo(stream, name, target, offset, amo).map(T::from_bits)
+        self.links.amo(channel, name, target, offset, amo).map(T::from_bits)
     }
 }
 
@@ -166,13 +166,13 @@ macro_rules! rmw {
         #[doc = concat!("Atomically ", $doc, " `target`'s element and returns its old value.")]
         fn $fetching<T: AtomicInt>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<T> {
             let operands = (value, T::zeroed());
-            self.world().atomic_on(self.stream(), stringify!($fetching), sym, target, index, AmoOp::$op, operands, true)
+            self.world().atomic_on(self.channel(), stringify!($fetching), sym, target, index, AmoOp::$op, operands, true)
         }
 
         #[doc = concat!("Atomically ", $doc, " `target`'s element; may complete at the next quiet.")]
         fn $plain<T: AtomicInt>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<()> {
             let operands = (value, T::zeroed());
-            self.world().atomic_on(self.stream(), stringify!($plain), sym, target, index, AmoOp::$op, operands, false).map(drop)
+            self.world().atomic_on(self.channel(), stringify!($plain), sym, target, index, AmoOp::$op, operands, false).map(drop)
         }
     )*};
 }
@@ -184,7 +184,7 @@ pub trait Atomics: Endpoint {
     fn atomic_fetch<T: AtomicElem>(&self, sym: &Sym<T>, target: usize, index: usize) -> Result<T> {
         let zero = T::zeroed();
         self.world().atomic_on(
-            self.stream(),
+            self.channel(),
             "atomic_fetch",
             sym,
             target,
@@ -200,7 +200,7 @@ pub trait Atomics: Endpoint {
         let operands = (value, T::zeroed());
         self.world()
             .atomic_on(
-                self.stream(),
+                self.channel(),
                 "atomic_set",
                 sym,
                 target,
@@ -216,7 +216,7 @@ pub trait Atomics: Endpoint {
     fn atomic_swap<T: AtomicElem>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<T> {
         let operands = (value, T::zeroed());
         self.world().atomic_on(
-            self.stream(),
+            self.channel(),
             "atomic_swap",
             sym,
             target,
@@ -240,7 +240,7 @@ pub trait Atomics: Endpoint {
         let operands = (value, expected);
         let op = AmoOp::CompareSwap;
         self.world().atomic_on(
-            self.stream(),
+            self.channel(),
             "atomic_compare_swap",
             sym,
             target,
@@ -255,7 +255,7 @@ pub trait Atomics: Endpoint {
     fn atomic_fetch_inc<T: AtomicInt>(&self, sym: &Sym<T>, target: usize, index: usize) -> Result<T> {
         let operands = (T::ONE, T::zeroed());
         self.world().atomic_on(
-            self.stream(),
+            self.channel(),
             "atomic_fetch_inc",
             sym,
             target,
@@ -271,7 +271,7 @@ pub trait Atomics: Endpoint {
         let operands = (T::ONE, T::zeroed());
         self.world()
             .atomic_on(
-                self.stream(),
+                self.channel(),
                 "atomic_inc",
                 sym,
                 target,

@@ -25,7 +25,7 @@
 //! (`SHMEM_CTX_SERIALIZED`).
 
 use crate::error::Result;
-use crate::links::{CtxLinks, Stream};
+use crate::links::{Channel, CtxLinks};
 use crate::world::World;
 use std::sync::Arc;
 
@@ -42,7 +42,7 @@ pub trait Endpoint: sealed::Sealed {
     /// The world the operations act on.
     fn world(&self) -> &World;
     #[doc(hidden)]
-    fn stream(&self) -> Stream<'_>;
+    fn channel(&self) -> Channel<'_>;
 }
 
 mod sealed {
@@ -57,8 +57,8 @@ impl Endpoint for World {
         self
     }
     #[inline(always)]
-    fn stream(&self) -> Stream<'_> {
-        Stream::Default
+    fn channel(&self) -> Channel<'_> {
+        Channel::Default
     }
 }
 
@@ -68,8 +68,8 @@ impl Endpoint for Ctx<'_> {
         self.world
     }
     #[inline(always)]
-    fn stream(&self) -> Stream<'_> {
-        Stream::Ctx(&self.links)
+    fn channel(&self) -> Channel<'_> {
+        Channel::Ctx(&self.links)
     }
 }
 
@@ -94,10 +94,10 @@ impl Endpoint for AnyEndpoint<'_> {
         }
     }
     #[inline(always)]
-    fn stream(&self) -> Stream<'_> {
+    fn channel(&self) -> Channel<'_> {
         match self {
-            AnyEndpoint::Default(_) => Stream::Default,
-            AnyEndpoint::Ctx(ctx) => Stream::Ctx(&ctx.links),
+            AnyEndpoint::Default(_) => Channel::Default,
+            AnyEndpoint::Ctx(ctx) => Channel::Ctx(&ctx.links),
         }
     }
 }
@@ -123,7 +123,7 @@ impl Ctx<'_> {
     /// Completes this context's operations, then closes it.
     #[track_caller]
     pub fn destroy(self) -> Result<()> {
-        crate::error::located(|| self.world.links.quiet_on(self.stream()))
+        crate::error::located(|| self.world.links.quiet_on(self.channel()))
     }
 }
 
@@ -132,7 +132,7 @@ impl Drop for Ctx<'_> {
     /// context never leaves a put half-delivered; an error here (a lost
     /// peer) is reported by the world's next operation.
     fn drop(&mut self) {
-        let _ = self.world.links.quiet_on(self.stream());
+        let _ = self.world.links.quiet_on(self.channel());
         self.world.links.close_ctx(&self.links);
     }
 }

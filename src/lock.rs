@@ -13,7 +13,7 @@
 //! a waiting rank sends nothing: no storm of remote test-and-set polls.
 
 use crate::error::Result;
-use crate::links::Stream;
+use crate::links::Channel;
 use crate::rma::Rma;
 use crate::sym::Sym;
 use crate::transport::amo::{Amo, AmoOp, Width};
@@ -193,7 +193,7 @@ impl World {
 
     fn lock_word(&self, lock: &Lock, target: usize, half: usize, amo: Amo) -> Result<u64> {
         let offset = self.checked_offset("lock", &lock.word, target, 0, 1)? + half;
-        self.links.amo(Stream::Default, "lock", target, offset, amo)
+        self.links.amo(Channel::Default, "lock", target, offset, amo)
     }
 
     /// Waits on this rank's own `next` half until `done` holds; returns it.

@@ -60,7 +60,7 @@
 //! ```
 
 use crate::error::Result;
-use crate::links::Stream;
+use crate::links::Channel;
 use crate::rma::Rma;
 use crate::sym::{Pod, Sym};
 use crate::world::World;
@@ -124,7 +124,7 @@ impl<'scope, 'env> Nbi<'scope, 'env> {
             unsafe {
                 self.world
                     .links
-                    .copy_out_nbi(Stream::Default, target, offset, bytes.as_mut_ptr(), bytes.len())
+                    .copy_out_nbi(Channel::Default, target, offset, bytes.as_mut_ptr(), bytes.len())
             }
         })
     }

@@ -6,7 +6,7 @@
 
 use crate::ctx::Endpoint;
 use crate::error::{Error, Result};
-use crate::links::Stream;
+use crate::links::Channel;
 use crate::profile::{self, Family};
 use crate::sym::{Pod, Sym};
 use crate::world::World;
@@ -35,7 +35,7 @@ pub trait Rma: Endpoint {
                 .checked_offset("put", sym, target, index, src.len())
                 .map_err(|e| e.located_at(at))?;
             w.links
-                .copy_in(self.stream(), target, offset, bytemuck::cast_slice(src))
+                .copy_in(self.channel(), target, offset, bytemuck::cast_slice(src))
         })
     }
 
@@ -52,7 +52,7 @@ pub trait Rma: Endpoint {
                 .checked_offset("get", sym, target, index, dst.len())
                 .map_err(|e| e.located_at(at))?;
             w.links
-                .copy_out(self.stream(), target, offset, bytemuck::cast_slice_mut(dst))
+                .copy_out(self.channel(), target, offset, bytemuck::cast_slice_mut(dst))
         })
     }
 
@@ -82,7 +82,7 @@ pub trait Rma: Endpoint {
                 .checked_offset("put_nbi", sym, target, index, src.len())
                 .map_err(|e| e.located_at(at))?;
             w.links
-                .copy_in_nbi(self.stream(), target, offset, bytemuck::cast_slice(src))
+                .copy_in_nbi(self.channel(), target, offset, bytemuck::cast_slice(src))
         })
     }
 
@@ -114,7 +114,7 @@ pub trait Rma: Endpoint {
             // SAFETY: forwarded from this function's contract.
             unsafe {
                 w.links
-                    .copy_in_nbi_from(self.stream(), target, offset, src.cast(), bytes)
+                    .copy_in_nbi_from(self.channel(), target, offset, src.cast(), bytes)
             }
         })
     }
@@ -138,7 +138,7 @@ pub trait Rma: Endpoint {
                 .checked_offset("get_nbi", sym, target, index, len)
                 .map_err(|e| e.located_at(at))?;
             // SAFETY: forwarded from this function's contract.
-            unsafe { w.links.copy_out_nbi(self.stream(), target, offset, dst.cast(), bytes) }
+            unsafe { w.links.copy_out_nbi(self.channel(), target, offset, dst.cast(), bytes) }
         })
     }
 
@@ -146,7 +146,7 @@ pub trait Rma: Endpoint {
     /// atomics to each target before its later ones to the same target.
     #[track_caller]
     fn fence(&self) -> Result<()> {
-        profile::leaf!(Family::Fence, None, 0, { self.world().links.fence_on(self.stream()) })
+        profile::leaf!(Family::Fence, None, 0, { self.world().links.fence_on(self.channel()) })
     }
 
     /// Completes every earlier put, non-blocking get and non-fetching
@@ -155,7 +155,7 @@ pub trait Rma: Endpoint {
     #[inline]
     #[track_caller]
     fn quiet(&self) -> Result<()> {
-        profile::leaf!(Family::Quiet, None, 0, { self.world().links.quiet_on(self.stream()) })
+        profile::leaf!(Family::Quiet, None, 0, { self.world().links.quiet_on(self.channel()) })
     }
 
     /// Completes this endpoint's earlier puts, non-blocking gets and
@@ -170,7 +170,7 @@ pub trait Rma: Endpoint {
             for &target in targets {
                 w.check_rank("pe_quiet", target)?;
             }
-            w.links.quiet_pes_on(self.stream(), targets)
+            w.links.quiet_pes_on(self.channel(), targets)
         })
     }
 
@@ -180,7 +180,7 @@ pub trait Rma: Endpoint {
     /// without another call of this rank.
     #[track_caller]
     fn flush(&self) -> Result<()> {
-        crate::error::located(|| self.world().links.send_batch_of(self.stream()))
+        crate::error::located(|| self.world().links.send_batch_of(self.channel()))
     }
 
     /// Puts `nblocks` blocks of `block` elements (OpenSHMEM 1.6's
@@ -294,7 +294,7 @@ impl World {
         crate::error::located(|| {
             let offset = self.checked_offset("local_read", sym, self.rank, index, dst.len())?;
             self.links
-                .copy_out(Stream::Default, self.rank, offset, bytemuck::cast_slice_mut(dst))
+                .copy_out(Channel::Default, self.rank, offset, bytemuck::cast_slice_mut(dst))
         })
     }
 
@@ -304,7 +304,7 @@ impl World {
         crate::error::located(|| {
             let offset = self.checked_offset("local_write", sym, self.rank, index, src.len())?;
             self.links
-                .copy_in(Stream::Default, self.rank, offset, bytemuck::cast_slice(src))
+                .copy_in(Channel::Default, self.rank, offset, bytemuck::cast_slice(src))
         })
     }
 

@@ -11,7 +11,7 @@
 
 use crate::ctx::Endpoint;
 use crate::error::Result;
-use crate::links::Stream;
+use crate::links::Channel;
 use crate::profile::{self, Family};
 use crate::sym::{Pod, Sym};
 use crate::transport::amo::SignalOp;
@@ -43,8 +43,13 @@ pub trait Signals: Endpoint {
     ) -> Result<()> {
         crate::error::located(|| {
             let signal_at = (signal, signal_index, op, value);
-            self.world()
-                .put_then_signal(self.stream(), "put_signal", (sym, target, index, src), signal_at, false)
+            self.world().put_then_signal(
+                self.channel(),
+                "put_signal",
+                (sym, target, index, src),
+                signal_at,
+                false,
+            )
         })
     }
 
@@ -66,7 +71,7 @@ pub trait Signals: Endpoint {
         crate::error::located(|| {
             let signal_at = (signal, signal_index, op, value);
             self.world().put_then_signal(
-                self.stream(),
+                self.channel(),
                 "put_signal_nbi",
                 (sym, target, index, src),
                 signal_at,
@@ -82,7 +87,7 @@ pub trait Signals: Endpoint {
     fn signal_set(&self, signal: &Sym<u64>, target: usize, index: usize, value: u64) -> Result<()> {
         crate::error::located(|| {
             self.world().update_signal(
-                self.stream(),
+                self.channel(),
                 "signal_set",
                 (signal, index, SignalOp::Set, value),
                 target,
@@ -96,7 +101,7 @@ pub trait Signals: Endpoint {
     fn signal_add(&self, signal: &Sym<u64>, target: usize, index: usize, value: u64) -> Result<()> {
         crate::error::located(|| {
             self.world().update_signal(
-                self.stream(),
+                self.channel(),
                 "signal_add",
                 (signal, index, SignalOp::Add, value),
                 target,
@@ -118,7 +123,7 @@ impl World {
     /// Both forms: check every argument, then the data, then the signal.
     fn put_then_signal<T: Pod>(
         &self,
-        stream: Stream<'_>,
+        channel: Channel<'_>,
         name: &'static str,
         (sym, target, index, src): PutOf<'_, T>,
         (signal, signal_index, op, value): SignalAt<'_>,
@@ -130,24 +135,24 @@ impl World {
             match nbi {
                 true => self
                     .links
-                    .copy_in_nbi(stream, target, offset, bytemuck::cast_slice(src))?,
-                false => self.links.copy_in(stream, target, offset, bytemuck::cast_slice(src))?,
+                    .copy_in_nbi(channel, target, offset, bytemuck::cast_slice(src))?,
+                false => self.links.copy_in(channel, target, offset, bytemuck::cast_slice(src))?,
             }
-            self.links.signal(stream, target, signal_offset, op, value)
+            self.links.signal(channel, target, signal_offset, op, value)
         })
     }
 
     /// A signal update alone: check, then `signal`.
     fn update_signal(
         &self,
-        stream: Stream<'_>,
+        channel: Channel<'_>,
         name: &'static str,
         (signal, index, op, value): SignalAt<'_>,
         target: usize,
     ) -> Result<()> {
         profile::leaf!(Family::Signal, Some(target), 8, {
             let offset = self.checked_offset(name, signal, target, index, 1)?;
-            self.links.signal(stream, target, offset, op, value)
+            self.links.signal(channel, target, offset, op, value)
         })
     }
 

@@ -6,7 +6,7 @@ use crate::bootstrap::{self, LauncherLink};
 use crate::error::{Error, Result};
 use crate::heap::Allocator;
 use crate::links::wire::{Offer, Wired};
-use crate::links::{Links, Stream};
+use crate::links::{Channel, Links};
 use crate::protocol::env::heap_size_from_env;
 use crate::segment::Segment;
 use crate::sym::{Pod, Sym};
@@ -103,7 +103,7 @@ pub fn init_with(options: Options) -> Result<World> {
         let Some((env, pmi)) = bootstrap::launched()? else {
             bootstrap::in_mpi::check_world(0, 1, "no launcher, as a singleton")?;
             let own = Segment::anonymous(0, segment_heap_bytes(heap_bytes, 1), data)?;
-            let host = crate::protocol::route::hostname();
+            let host = crate::protocol::host_addr::hostname();
             let links = Links::alone(own.heap_base());
             let mut world = World::assemble(0, 1, 0, 1, host, own, links, vec![0], None);
             world.data = data;
@@ -262,8 +262,8 @@ impl World {
 
     /// The address of this rank's TCP progress engine, if it runs one
     /// (diagnostics: it is where peers' TCP requests arrive).
-    pub fn tcp_endpoint(&self) -> Option<std::net::SocketAddr> {
-        self.links.tcp_endpoint()
+    pub fn tcp_engine_addr(&self) -> Option<std::net::SocketAddr> {
+        self.links.tcp_engine_addr()
     }
 
     /// Whether every operation, on every context, is complete when its
@@ -405,7 +405,7 @@ impl World {
         // once every rank has said farewell nothing is in flight anywhere
         // and endpoints may close. A peer left waiting for this rank in a
         // collective is a deadlock the launcher sees and ends.
-        self.links.quiet_on(Stream::Default)?;
+        self.links.quiet_on(Channel::Default)?;
         // An MPI initialized after this world (shmem_init before MPI_Init)
         // could not be checked at init: a launcher that gave MPI nothing
         // makes it a singleton, and whatever it computed was wrong.

@@ -27,7 +27,7 @@ pub fn is_this_machine(host: &str) -> bool {
     if matches!(host, "localhost" | "127.0.0.1" | "::1" | "localhost.localdomain") {
         return true;
     }
-    same_host(host, &oneside::protocol::route::hostname())
+    same_host(host, &oneside::protocol::host_addr::hostname())
 }
 
 /// The one rule for "the same host" (rlaunch's placement, and a proxy

@@ -24,7 +24,7 @@ pub fn unresolved(host: &str) -> Option<String> {
 /// job's other hosts, this host's names, `/etc/hosts`).
 pub fn unknown_host(entry: &HostEntry, why: &str, others: &[HostEntry]) -> String {
     let mut known: Vec<String> = others.iter().map(|h| h.host.clone()).collect();
-    known.extend(["localhost".to_string(), oneside::protocol::route::hostname()]);
+    known.extend(["localhost".to_string(), oneside::protocol::host_addr::hostname()]);
     known.extend(etc_hosts_names());
     let hint = match nearest(&entry.host, &known) {
         Some(name) => format!("did you mean '{name}'? "),

@@ -44,7 +44,7 @@ pub(crate) struct PmiJob {
 
 /// Learns this rank's launch environment from the server.
 pub(crate) fn launch_env(mut pmi: Pmi) -> Result<(LaunchEnv, PmiJob)> {
-    let host = crate::protocol::route::hostname();
+    let host = crate::protocol::host_addr::hostname();
     let (rank, size) = (pmi.rank(), pmi.size());
     let (local, secret) = match pmi.local_ranks()? {
         Some(local) => (local, shared_nonce(&mut pmi)?),
@@ -170,14 +170,14 @@ fn job_id(pmi_jobid: &str) -> String {
 pub(crate) fn local_ip() -> IpAddr {
     let toward = |target: &str| -> Option<IpAddr> {
         let target = (target, 9).to_socket_addrs().ok()?.next()?;
-        crate::protocol::route::source_toward(target).ok()
+        crate::protocol::host_addr::source_toward(target).ok()
     };
     if let Some(ip) = std::env::var("SLURM_LAUNCH_NODE_IPADDR").ok().and_then(|a| toward(&a)) {
         if !ip.is_unspecified() {
             return ip;
         }
     }
-    let named = (crate::protocol::route::hostname().as_str(), 0)
+    let named = (crate::protocol::host_addr::hostname().as_str(), 0)
         .to_socket_addrs()
         .ok()
         .and_then(|mut addrs| addrs.find(|a| a.is_ipv4() && !a.ip().is_loopback()));

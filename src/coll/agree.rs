@@ -7,7 +7,7 @@ use super::Coll;
 use crate::backoff::Backoff;
 use crate::debug::{self, Checks, Signature};
 use crate::error::Result;
-use crate::links::Stream;
+use crate::links::Channel;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 impl Coll<'_> {
@@ -102,13 +102,13 @@ impl Coll<'_> {
         });
         loop {
             self.w.links.check_links()?;
-            self.w.links.copy_out(Stream::Default, from, offset, &mut bytes)?;
+            self.w.links.copy_out(Channel::Default, from, offset, &mut bytes)?;
             let (call, ..) = Checks::decode(&bytes);
             if call > self.call {
                 return Ok(None);
             }
             if call == self.call {
-                self.w.links.copy_out(Stream::Default, from, offset, &mut bytes)?;
+                self.w.links.copy_out(Channel::Default, from, offset, &mut bytes)?;
                 let (_, sig, at) = Checks::decode(&bytes);
                 return Ok(Some((sig, at)));
             }

@@ -36,9 +36,9 @@ mod scan;
 mod sync;
 
 use crate::error::{Error, Result};
-use crate::links::primitives::Route;
+use crate::links::primitives::Access;
+use crate::links::Channel;
 use crate::links::FlagWait;
-use crate::links::Stream;
 use crate::sym::{Pod, Sym};
 use crate::sync::InCollective;
 use crate::team::layout::Layout;
@@ -235,9 +235,9 @@ impl<'a> Coll<'a> {
     /// another's name without sharing its memory is an error, not a crash.
     #[track_caller]
     pub fn peer_base(&self, i: usize) -> Result<*mut u8> {
-        crate::error::located(|| match self.w.links.route(Stream::Default, self.rank(i))? {
-            Route::Mapped(base) => Ok(base),
-            Route::Tcp(_) | Route::Rdma => Err(self.bad(format!(
+        crate::error::located(|| match self.w.links.access(Channel::Default, self.rank(i))? {
+            Access::Mapped(base) => Ok(base),
+            Access::Tcp(_) | Access::Rdma => Err(self.bad(format!(
                 "rank {} shares this rank's host name, but its memory is not mapped here",
                 self.rank(i)
             ))),

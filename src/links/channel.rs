@@ -1,4 +1,4 @@
-//! Streams: the default context's links, or a communication context's own
+//! Channels: the default context's links, or a communication context's own
 //! (its TCP connection to each TCP peer and its NIC lane). What a context
 //! owns is made and given back here; the `Ctx` API is in `ctx.rs`.
 
@@ -11,18 +11,18 @@ use std::sync::{Arc, Mutex, Weak};
 /// The links an operation travels on: the default context's, or a
 /// context's own. Shared memory needs no links.
 #[derive(Clone, Copy)]
-pub enum Stream<'a> {
+pub enum Channel<'a> {
     Default,
     Ctx(&'a CtxLinks),
 }
 
-impl Stream<'_> {
-    /// The NIC lane the stream's operations take (0: the default's).
+impl Channel<'_> {
+    /// The NIC lane the channel's operations take (0: the default's).
     #[inline(always)]
     pub(crate) fn lane(self) -> usize {
         match self {
-            Stream::Default => 0,
-            Stream::Ctx(links) => links.lane,
+            Channel::Default => 0,
+            Channel::Ctx(links) => links.lane,
         }
     }
 }

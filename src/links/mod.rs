@@ -12,8 +12,8 @@
 //! `quiet_is_a_fence`, ...) that it answers with exhaustive matches on the
 //! path, so a new path is a compile error here, not a silent default there.
 
+pub(crate) mod channel;
 pub(crate) mod primitives;
-pub(crate) mod stream;
 pub(crate) mod wire;
 
 use crate::error::Error;
@@ -23,8 +23,8 @@ use crate::transport::rdma::RdmaLink;
 use crate::transport::tcp::engine::{Driver, ProgressEngine};
 use crate::transport::tcp::flusher::Flusher;
 use crate::transport::Path;
+pub(crate) use channel::{Channel, CtxConnect, CtxLinks};
 use std::sync::atomic::{AtomicBool, Ordering};
-pub(crate) use stream::{CtxConnect, CtxLinks, Stream};
 
 /// A rank's links to every rank of the job, this one included.
 ///
@@ -120,7 +120,7 @@ impl Links {
         }
     }
 
-    /// Whether a quiet is a fence and nothing more, on every stream: no
+    /// Whether a quiet is a fence and nothing more, on every channel: no
     /// peer is reached over TCP or a NIC, so each operation is complete
     /// when its call returns.
     pub(crate) fn quiet_is_a_fence(&self) -> bool {
@@ -128,7 +128,7 @@ impl Links {
     }
 
     /// The address of this rank's TCP progress engine, if it runs one.
-    pub(crate) fn tcp_endpoint(&self) -> Option<std::net::SocketAddr> {
+    pub(crate) fn tcp_engine_addr(&self) -> Option<std::net::SocketAddr> {
         self.engine.as_ref().map(ProgressEngine::addr)
     }
 

@@ -24,9 +24,9 @@
 //! Atomics follow one rule (see the crate docs' memory model): when the job
 //! uses verbs or ofi, every atomic goes through the NIC (the provider),
 //! whatever the path for data, because a NIC's atomics are not atomic with
-//! a CPU's. Both NIC transports sit behind `Route::Rdma` (`rdma::RdmaLink`).
+//! a CPU's. Both NIC transports sit behind `Access::Rdma` (`rdma::RdmaLink`).
 
-use super::{Links, Stream};
+use super::{Channel, Links};
 use crate::error::{Error, Result};
 use crate::sync::lock;
 use crate::transport::amo::{self, Amo, AmoOp, SignalOp, Width};
@@ -36,7 +36,7 @@ use std::sync::atomic::{fence, Ordering};
 use std::sync::Mutex;
 
 /// Where a heap offset of a target lives.
-pub(crate) enum Route<'w> {
+pub(crate) enum Access<'w> {
     /// Mapped into this process: our own heap or a same-host peer's. The
     /// pointer is the heap's base.
     Mapped(*mut u8),
@@ -49,37 +49,37 @@ pub(crate) enum Route<'w> {
 impl Links {
     /// Where `target`'s heap is; maps a same-host peer on first access.
     #[inline(always)]
-    pub(crate) fn route<'a>(&'a self, stream: Stream<'a>, target: usize) -> Result<Route<'a>> {
+    pub(crate) fn access<'a>(&'a self, channel: Channel<'a>, target: usize) -> Result<Access<'a>> {
         Ok(match &self.paths[target] {
-            Path::Local => Route::Mapped(self.own_heap.0),
-            Path::Shm(segment) => Route::Mapped(segment.heap_base(&self.cards, self.rank, target)?),
-            Path::Tcp(path) => Route::Tcp(match stream {
-                Stream::Default => path.get_or_connect(|| self.dial_lazily(target))?,
-                Stream::Ctx(links) => links.link(target),
+            Path::Local => Access::Mapped(self.own_heap.0),
+            Path::Shm(segment) => Access::Mapped(segment.heap_base(&self.cards, self.rank, target)?),
+            Path::Tcp(path) => Access::Tcp(match channel {
+                Channel::Default => path.get_or_connect(|| self.dial_lazily(target))?,
+                Channel::Ctx(links) => links.link(target),
             }),
-            Path::Verbs | Path::Ofi => Route::Rdma,
+            Path::Verbs | Path::Ofi => Access::Rdma,
         })
     }
 
     /// Writes `src` at heap offset `offset` of `target`; returns when `src` may be reused.
     #[inline(always)]
-    pub(crate) fn copy_in(&self, stream: Stream<'_>, target: usize, offset: usize, src: &[u8]) -> Result<()> {
-        match self.route(stream, target)? {
+    pub(crate) fn copy_in(&self, channel: Channel<'_>, target: usize, offset: usize, src: &[u8]) -> Result<()> {
+        match self.access(channel, target)? {
             // SAFETY: the caller checked that [offset, offset+len) lies in
             // the heap; `src` is private memory, so the ranges cannot overlap.
-            Route::Mapped(base) => unsafe { shm::copy(src.as_ptr(), base.add(offset), src.len()) },
-            Route::Tcp(link) => return self.copy_in_tcp(link, offset, src, false),
-            Route::Rdma => return self.copy_in_rdma(stream.lane(), target, offset, src),
+            Access::Mapped(base) => unsafe { shm::copy(src.as_ptr(), base.add(offset), src.len()) },
+            Access::Tcp(link) => return self.copy_in_tcp(link, offset, src, false),
+            Access::Rdma => return self.copy_in_rdma(channel.lane(), target, offset, src),
         }
         Ok(())
     }
 
     /// Like `copy_in`, but a TCP put of any size only joins the batch: it
     /// leaves at the next quiet, get or wait, so this returns at once.
-    pub(crate) fn copy_in_nbi(&self, stream: Stream<'_>, target: usize, offset: usize, src: &[u8]) -> Result<()> {
-        match self.route(stream, target)? {
-            Route::Tcp(link) => self.copy_in_tcp(link, offset, src, true),
-            Route::Mapped(_) | Route::Rdma => self.copy_in(stream, target, offset, src),
+    pub(crate) fn copy_in_nbi(&self, channel: Channel<'_>, target: usize, offset: usize, src: &[u8]) -> Result<()> {
+        match self.access(channel, target)? {
+            Access::Tcp(link) => self.copy_in_tcp(link, offset, src, true),
+            Access::Mapped(_) | Access::Rdma => self.copy_in(channel, target, offset, src),
         }
     }
 
@@ -92,41 +92,41 @@ impl Links {
     /// write it, until this rank's next `quiet` returns.
     pub(crate) unsafe fn copy_in_nbi_from(
         &self,
-        stream: Stream<'_>,
+        channel: Channel<'_>,
         target: usize,
         offset: usize,
         src: *const u8,
         len: usize,
     ) -> Result<()> {
-        let route = self.route(stream, target)?;
+        let route = self.access(channel, target)?;
         if len == 0 {
             return Ok(());
         }
         match route {
-            Route::Rdma => {
+            Access::Rdma => {
                 // SAFETY: forwarded from this function's contract.
-                let posted = unsafe { self.rdma_link().put_nbi(stream.lane(), target, offset, src, len) };
+                let posted = unsafe { self.rdma_link().put_nbi(channel.lane(), target, offset, src, len) };
                 posted.map_err(|f| self.failed(f))
             }
-            Route::Mapped(_) | Route::Tcp(_) => {
+            Access::Mapped(_) | Access::Tcp(_) => {
                 // SAFETY: the caller's buffer holds `len` bytes (this function's contract).
                 let src = unsafe { std::slice::from_raw_parts(src, len) };
-                self.copy_in_nbi(stream, target, offset, src)
+                self.copy_in_nbi(channel, target, offset, src)
             }
         }
     }
 
     /// Reads heap offset `offset` of `target` into `dst`; returns with the data.
     #[inline(always)]
-    pub(crate) fn copy_out(&self, stream: Stream<'_>, target: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
-        match self.route(stream, target)? {
-            Route::Mapped(base) => {
+    pub(crate) fn copy_out(&self, channel: Channel<'_>, target: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
+        match self.access(channel, target)? {
+            Access::Mapped(base) => {
                 // SAFETY: as in `copy_in`, with the roles of the two ranges swapped.
                 unsafe { shm::copy(base.add(offset), dst.as_mut_ptr(), dst.len()) };
                 fence(Ordering::Acquire);
             }
-            Route::Tcp(link) => return self.copy_out_tcp(link, offset, dst),
-            Route::Rdma => return self.copy_out_rdma(stream.lane(), target, offset, dst),
+            Access::Tcp(link) => return self.copy_out_tcp(link, offset, dst),
+            Access::Rdma => return self.copy_out_rdma(channel.lane(), target, offset, dst),
         }
         Ok(())
     }
@@ -139,26 +139,26 @@ impl Links {
     /// or write it, until this rank's next `quiet` returns.
     pub(crate) unsafe fn copy_out_nbi(
         &self,
-        stream: Stream<'_>,
+        channel: Channel<'_>,
         target: usize,
         offset: usize,
         dst: *mut u8,
         len: usize,
     ) -> Result<()> {
-        match self.route(stream, target)? {
-            Route::Mapped(base) => {
+        match self.access(channel, target)? {
+            Access::Mapped(base) => {
                 // SAFETY: the source range was checked by the caller; `dst` is
                 // the caller's, valid for `len` bytes.
                 unsafe { shm::copy(base.add(offset), dst, len) };
                 Ok(())
             }
-            Route::Tcp(link) => lock(link)
+            Access::Tcp(link) => lock(link)
                 // SAFETY: forwarded from this function's contract.
                 .get_nbi(offset, dst, len)
                 .map_err(|f| self.failed(f.during("get_nbi"))),
-            Route::Rdma => {
+            Access::Rdma => {
                 // SAFETY: forwarded from this function's contract.
-                let posted = unsafe { self.rdma_link().get_nbi(stream.lane(), target, offset, dst, len) };
+                let posted = unsafe { self.rdma_link().get_nbi(channel.lane(), target, offset, dst, len) };
                 posted.map_err(|f| self.failed(f))
             }
         }
@@ -168,7 +168,7 @@ impl Links {
     /// old value when `amo.fetch` (otherwise 0, and it may complete at quiet).
     pub(crate) fn amo(
         &self,
-        stream: Stream<'_>,
+        channel: Channel<'_>,
         op: &'static str,
         target: usize,
         offset: usize,
@@ -185,16 +185,16 @@ impl Links {
         if self.nic_atomics() {
             return self
                 .rdma_link()
-                .amo(stream.lane(), target, offset, amo)
+                .amo(channel.lane(), target, offset, amo)
                 .map_err(|f| self.failed(f));
         }
-        match self.route(stream, target)? {
+        match self.access(channel, target)? {
             // SAFETY: the caller checked the word lies in the heap, and it
             // is aligned (checked above, heap bases are page aligned); every
             // atomic on it in this job is a CPU atomic (the rule above).
-            Route::Mapped(base) => Ok(unsafe { amo::apply(base.add(offset), amo) }),
-            Route::Tcp(link) => lock(link).amo(offset, amo).map_err(|f| self.failed(f.during(op))),
-            Route::Rdma => unreachable!("a verbs path makes every atomic a NIC atomic"),
+            Access::Mapped(base) => Ok(unsafe { amo::apply(base.add(offset), amo) }),
+            Access::Tcp(link) => lock(link).amo(offset, amo).map_err(|f| self.failed(f.during(op))),
+            Access::Rdma => unreachable!("a verbs path makes every atomic a NIC atomic"),
         }
     }
 
@@ -203,7 +203,7 @@ impl Links {
     /// that data.
     pub(crate) fn signal(
         &self,
-        stream: Stream<'_>,
+        channel: Channel<'_>,
         target: usize,
         offset: usize,
         op: SignalOp,
@@ -212,31 +212,31 @@ impl Links {
         if self.nic_atomics() {
             return self
                 .rdma_link()
-                .signal_word(stream.lane(), target, offset, op, value)
+                .signal_word(channel.lane(), target, offset, op, value)
                 .map_err(|f| self.failed(f));
         }
         let amo = signal_amo(op, value);
         // On shared memory the SeqCst store or add releases the data copied
         // before it; over TCP the engine applies requests in order. A
         // context's signal leaves at once: nothing else flushes its links.
-        self.amo(stream, "signal", target, offset, amo)?;
-        match (stream, self.route(stream, target)?) {
-            (Stream::Ctx(_), Route::Tcp(link)) => lock(link).flush().map_err(|f| self.failed(f.during("signal"))),
-            (Stream::Default, Route::Tcp(_)) | (_, Route::Mapped(_) | Route::Rdma) => Ok(()),
+        self.amo(channel, "signal", target, offset, amo)?;
+        match (channel, self.access(channel, target)?) {
+            (Channel::Ctx(_), Access::Tcp(link)) => lock(link).flush().map_err(|f| self.failed(f.during("signal"))),
+            (Channel::Default, Access::Tcp(_)) | (_, Access::Mapped(_) | Access::Rdma) => Ok(()),
         }
     }
 
-    /// A collective's own put on the default stream: like `copy_in`, but
+    /// A collective's own put on the default channel: like `copy_in`, but
     /// over TCP it does not make the next quiet ask `target` for an
     /// acknowledgement. Nothing needs one: the receiver waits for the flag
     /// that follows the data on the same connection, and no other rank
     /// reads that data before the receiver has synced with it.
     pub(crate) fn coll_copy_in(&self, target: usize, offset: usize, src: &[u8]) -> Result<()> {
-        match self.route(Stream::Default, target)? {
-            Route::Tcp(link) => lock(link)
+        match self.access(Channel::Default, target)? {
+            Access::Tcp(link) => lock(link)
                 .untracked(|link| link.put_before_flag(offset, src))
                 .map_err(|f| self.failed(f.during("collective"))),
-            Route::Mapped(_) | Route::Rdma => self.copy_in(Stream::Default, target, offset, src),
+            Access::Mapped(_) | Access::Rdma => self.copy_in(Channel::Default, target, offset, src),
         }
     }
 
@@ -246,8 +246,8 @@ impl Links {
     /// no NIC atomic ever touches these words. Over TCP, like
     /// `coll_copy_in`, it leaves no acknowledgement owed.
     pub(crate) fn flag_store(&self, target: usize, offset: usize, value: u64) -> Result<()> {
-        match self.route(Stream::Default, target)? {
-            Route::Mapped(base) => {
+        match self.access(Channel::Default, target)? {
+            Access::Mapped(base) => {
                 // SAFETY: the caller passes an 8-byte aligned word of the
                 // team area, inside the heap, only ever accessed atomically.
                 let word = unsafe { std::sync::atomic::AtomicU64::from_ptr(base.add(offset).cast()) };
@@ -258,61 +258,61 @@ impl Links {
                 }
                 Ok(())
             }
-            Route::Rdma => self
+            Access::Rdma => self
                 .rdma_link()
                 .flag(0, target, offset, value)
                 .map_err(|f| self.failed(f)),
             // The flag leaves at once, with the data batched before it: a
             // collective may end on a notification nobody waits for here.
-            Route::Tcp(link) => lock(link)
+            Access::Tcp(link) => lock(link)
                 .untracked(|link| link.amo_now(offset, signal_amo(SignalOp::Set, value)))
                 .map_err(|f| self.failed(f.during("collective"))),
         }
     }
 
-    /// Orders the stream's earlier puts, signals and non-fetching atomics
+    /// Orders the channel's earlier puts, signals and non-fetching atomics
     /// to each target before its later ones to the same target. Over TCP
-    /// each of the stream's links is one ordered connection already.
-    pub(crate) fn fence_on(&self, stream: Stream<'_>) -> Result<()> {
+    /// each of the channel's links is one ordered connection already.
+    pub(crate) fn fence_on(&self, channel: Channel<'_>) -> Result<()> {
         fence(Ordering::Release);
         if let Some(rdma) = &self.rdma {
-            rdma.fence(stream.lane()).map_err(|f| self.failed(f))?;
+            rdma.fence(channel.lane()).map_err(|f| self.failed(f))?;
         }
         Ok(())
     }
 
-    /// Completes the stream's earlier puts, non-blocking gets and
+    /// Completes the channel's earlier puts, non-blocking gets and
     /// non-fetching atomics at their targets.
     ///
     /// On shared memory a put is complete when its copy returns, and this
     /// orders those stores before anything this rank does next. Over RDMA it
-    /// waits until every work request posted on the stream's lane has
+    /// waits until every work request posted on the channel's lane has
     /// completed (a context sharing lane 0 waits for the default's too).
     /// Over TCP it asks every peer the
-    /// stream wrote to since its last quiet for an acknowledgement (all at
+    /// channel wrote to since its last quiet for an acknowledgement (all at
     /// once), then waits for each.
     #[inline]
-    pub(crate) fn quiet_on(&self, stream: Stream<'_>) -> Result<()> {
+    pub(crate) fn quiet_on(&self, channel: Channel<'_>) -> Result<()> {
         fence(Ordering::SeqCst);
         if let Some(rdma) = &self.rdma {
-            rdma.quiet(stream.lane()).map_err(|f| self.failed(f))?;
+            rdma.quiet(channel.lane()).map_err(|f| self.failed(f))?;
         }
         if self.tcp_peers.is_empty() {
             return Ok(());
         }
-        self.quiet_tcp(stream)
+        self.quiet_tcp(channel)
     }
 
-    /// Completes the stream's earlier puts, non-blocking gets and
+    /// Completes the channel's earlier puts, non-blocking gets and
     /// non-fetching atomics to the ranks in `targets` (OpenSHMEM 1.6's
     /// `pe_quiet`; ranks checked by the caller). Over TCP it asks only
     /// those peers for an acknowledgement; shared memory completes as
     /// `quiet_on` does (a fence), and RDMA drains the lane's one
     /// completion queue, which does not tell targets apart.
-    pub(crate) fn quiet_pes_on(&self, stream: Stream<'_>, targets: &[usize]) -> Result<()> {
+    pub(crate) fn quiet_pes_on(&self, channel: Channel<'_>, targets: &[usize]) -> Result<()> {
         fence(Ordering::SeqCst);
         if let Some(rdma) = &self.rdma {
-            rdma.quiet(stream.lane()).map_err(|f| self.failed(f))?;
+            rdma.quiet(channel.lane()).map_err(|f| self.failed(f))?;
         }
         if self.tcp_peers.is_empty() {
             return Ok(());
@@ -324,7 +324,7 @@ impl Links {
             .collect();
         peers.sort_unstable();
         peers.dedup();
-        self.quiet_tcp_peers(stream, &peers)
+        self.quiet_tcp_peers(channel, &peers)
     }
 
     /// The TCP branch of `copy_in`, out of line so the shared-memory path stays small.
@@ -381,15 +381,15 @@ impl Links {
     /// answer, so that no other thread's request reads the answer; locks are
     /// taken in rank order, the only place more than one is held.
     #[inline(never)]
-    fn quiet_tcp(&self, stream: Stream<'_>) -> Result<()> {
-        self.quiet_tcp_peers(stream, &self.tcp_peers)
+    fn quiet_tcp(&self, channel: Channel<'_>) -> Result<()> {
+        self.quiet_tcp_peers(channel, &self.tcp_peers)
     }
 
     /// `quiet_tcp` for the TCP peers `peers`, in ascending rank order.
-    fn quiet_tcp_peers(&self, stream: Stream<'_>, peers: &[usize]) -> Result<()> {
+    fn quiet_tcp_peers(&self, channel: Channel<'_>, peers: &[usize]) -> Result<()> {
         let mut owed = Vec::new();
         for &peer in peers {
-            let Some(link) = self.tcp_link(stream, peer) else {
+            let Some(link) = self.tcp_link(channel, peer) else {
                 continue;
             };
             let mut link = lock(link);
@@ -405,10 +405,10 @@ impl Links {
 
     /// The stream's link to TCP peer `peer` (one of `tcp_peers`), if it
     /// is connected (a default link never used is not).
-    fn tcp_link<'a>(&'a self, stream: Stream<'a>, peer: usize) -> Option<&'a Mutex<TcpPeer>> {
-        match (stream, &self.paths[peer]) {
-            (Stream::Default, Path::Tcp(path)) => path.get(),
-            (Stream::Ctx(links), Path::Tcp(_)) => Some(links.link(peer)),
+    fn tcp_link<'a>(&'a self, channel: Channel<'a>, peer: usize) -> Option<&'a Mutex<TcpPeer>> {
+        match (channel, &self.paths[peer]) {
+            (Channel::Default, Path::Tcp(path)) => path.get(),
+            (Channel::Ctx(links), Path::Tcp(_)) => Some(links.link(peer)),
             (_, Path::Local | Path::Shm(_) | Path::Verbs | Path::Ofi) => unreachable!("tcp_peers lists only TCP paths"),
         }
     }
@@ -463,19 +463,19 @@ impl Links {
     /// context's and every live context's (before a local wait, which may
     /// depend on one of them).
     pub(crate) fn send_batches(&self) -> Result<()> {
-        self.send_batch_of(Stream::Default)?;
+        self.send_batch_of(Channel::Default)?;
         if let Some(connect) = &self.ctx_connect {
             for links in connect.live() {
-                self.send_batch_of(Stream::Ctx(&links))?;
+                self.send_batch_of(Channel::Ctx(&links))?;
             }
         }
         Ok(())
     }
 
-    /// Pushes out the stream's batch to every TCP peer.
-    pub(crate) fn send_batch_of(&self, stream: Stream<'_>) -> Result<()> {
+    /// Pushes out the channel's batch to every TCP peer.
+    pub(crate) fn send_batch_of(&self, channel: Channel<'_>) -> Result<()> {
         for &peer in &self.tcp_peers {
-            if let Some(link) = self.tcp_link(stream, peer) {
+            if let Some(link) = self.tcp_link(channel, peer) {
                 lock(link).flush().map_err(|f| self.failed(f.during("put")))?;
             }
         }
@@ -499,7 +499,7 @@ fn signal_amo(op: SignalOp, value: u64) -> Amo {
 
 #[cfg(test)]
 mod tests {
-    use crate::links::Stream;
+    use crate::links::Channel;
     use crate::transport::amo::{Amo, AmoOp, Width};
     use crate::Error;
 
@@ -516,7 +516,7 @@ mod tests {
         };
         let err = world
             .links
-            .amo(Stream::Default, "atomic_fetch_add", 0, 12, amo)
+            .amo(Channel::Default, "atomic_fetch_add", 0, 12, amo)
             .unwrap_err();
         assert!(
             matches!(
@@ -537,14 +537,14 @@ mod tests {
         assert_eq!(
             world
                 .links
-                .amo(Stream::Default, "atomic_fetch_add", 0, 12, amo32)
+                .amo(Channel::Default, "atomic_fetch_add", 0, 12, amo32)
                 .unwrap(),
             0
         );
         assert_eq!(
             world
                 .links
-                .amo(Stream::Default, "atomic_fetch_add", 0, 12, amo32)
+                .amo(Channel::Default, "atomic_fetch_add", 0, 12, amo32)
                 .unwrap(),
             1
         );

@@ -33,7 +33,7 @@ pub fn bootstrap_ip_skipping(plan: &LaunchPlan, skip: &[bool]) -> Result<IpAddr,
         detail: crate::known_hosts::unknown_host(remote, &why, &plan.hosts),
     })?;
     // The local address the kernel picks to reach it (no packet is sent).
-    oneside::protocol::route::source_toward(target).map_err(|e| LaunchError::Address {
+    oneside::protocol::host_addr::source_toward(target).map_err(|e| LaunchError::Address {
         detail: format!(
             "cannot find a local address that reaches '{}': {e}; pass --bootstrap-addr or --iface",
             remote.host
@@ -81,7 +81,7 @@ mod tests {
         assert_eq!(interface_ip("lo"), Some(IpAddr::V4(Ipv4Addr::LOCALHOST)));
         assert_eq!(interface_ip("no-such-interface"), None);
         let loopback = crate::known_hosts::resolve("127.0.0.1").unwrap();
-        let source = oneside::protocol::route::source_toward(loopback).unwrap();
+        let source = oneside::protocol::host_addr::source_toward(loopback).unwrap();
         assert_eq!(source, IpAddr::V4(Ipv4Addr::LOCALHOST));
     }
 }

@@ -174,7 +174,7 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
     let server_events = events_tx.clone();
     let mailbox = server.mailbox();
     let (size, timeout) = (plan.ranks.len(), plan.bootstrap_timeout);
-    let table = table::CardTable::new(size, &job.job_id);
+    let table = table::CardExchange::new(size, &job.job_id);
     std::thread::spawn(move || server.serve(table, secret.to_vec(), timeout, server_events));
     let interrupt = events_tx.clone();
     ctrlc::set_handler(move || {

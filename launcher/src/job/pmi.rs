@@ -1,7 +1,7 @@
 //! The launcher's bootstrap service: one mio event loop on an ephemeral TCP
 //! port. Ranks connect, prove they know the job secret, and register their
 //! transport card; once all have, the cards go out as one table
-//! ([`CardTable`]). The links then stay open to carry `Finalized`.
+//! ([`CardExchange`]). The links then stay open to carry `Finalized`.
 //!
 //! The farewell is a barrier: `Goodbye` goes to every rank once all have
 //! said `Finalized`. A rank has completed its own operations before it
@@ -13,7 +13,7 @@
 //! The clock for "every rank arrives" starts when the first rank registers,
 //! so a program may work for a while before calling `init`.
 
-use super::table::CardTable;
+use super::table::CardExchange;
 use super::JobEvent;
 use crossbeam::channel::Sender;
 use mio::net::{TcpListener, TcpStream};
@@ -109,7 +109,13 @@ impl BootstrapServer {
     }
 
     /// Serves the job until the process exits, reporting to `events`.
-    pub fn serve(mut self, mut table: CardTable, secret: Vec<u8>, stage_timeout: Duration, events: Sender<JobEvent>) {
+    pub fn serve(
+        mut self,
+        mut table: CardExchange,
+        secret: Vec<u8>,
+        stage_timeout: Duration,
+        events: Sender<JobEvent>,
+    ) {
         let size = table.size();
         let mut conns: Vec<Option<Conn>> = Vec::new();
         let mut rank_conn: Vec<usize> = vec![usize::MAX; size];
@@ -261,7 +267,7 @@ impl Farewells {
 /// Handles one readable connection.
 fn serve_conn(
     conn: &mut Conn,
-    table: &mut CardTable,
+    table: &mut CardExchange,
     secret: &[u8],
     events: &Sender<JobEvent>,
 ) -> Result<Served, Drop> {

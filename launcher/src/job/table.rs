@@ -13,7 +13,7 @@ use oneside::protocol::wire::{card_table_path, encode_table, Msg};
 use std::collections::BTreeMap;
 
 /// Cards as they arrive, and what is owed to whom once all have.
-pub struct CardTable {
+pub struct CardExchange {
     job_id: String,
     cards: Vec<Option<Vec<u8>>>,
     hosts: Vec<String>,
@@ -23,9 +23,9 @@ pub struct CardTable {
     outbox: Vec<(usize, Msg)>,
 }
 
-impl CardTable {
-    pub fn new(size: usize, job_id: &str) -> CardTable {
-        CardTable {
+impl CardExchange {
+    pub fn new(size: usize, job_id: &str) -> CardExchange {
+        CardExchange {
             job_id: job_id.to_string(),
             cards: vec![None; size],
             hosts: vec![String::new(); size],
@@ -134,8 +134,8 @@ mod tests {
     use super::*;
     use oneside::protocol::wire::table_entries;
 
-    fn registered(hosts: &[&str]) -> CardTable {
-        let mut table = CardTable::new(hosts.len(), "j1");
+    fn registered(hosts: &[&str]) -> CardExchange {
+        let mut table = CardExchange::new(hosts.len(), "j1");
         for (rank, host) in hosts.iter().enumerate() {
             table
                 .register(rank, hosts.len(), vec![rank as u8], host.to_string())
@@ -188,7 +188,7 @@ mod tests {
 
     #[test]
     fn wrong_registrations_are_named() {
-        let mut table = CardTable::new(2, "j");
+        let mut table = CardExchange::new(2, "j");
         assert!(table.register(2, 2, vec![], "a".into()).is_err());
         assert!(table.register(0, 3, vec![], "a".into()).unwrap_err().contains("size 3"));
         table.register(0, 2, vec![], "a".into()).unwrap();

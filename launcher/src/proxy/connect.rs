@@ -38,7 +38,7 @@ pub fn connect(address: &str) -> Result<(TcpStream, ProxySpec), String> {
         HandshakeError::Auth(e) => format!("the launcher at {target}: {}", e.describe()),
     })?;
 
-    let hostname = oneside::protocol::route::hostname();
+    let hostname = oneside::protocol::host_addr::hostname();
     let node = std::env::var("SLURMD_NODENAME").unwrap_or_else(|_| hostname.clone());
     stream
         .write_all(&encode_any(&FromProxy::Hello { node, hostname }))

@@ -45,7 +45,7 @@ pub fn run(args: &[String]) -> u8 {
         [] => from_stdin(),
         [flag, address] if flag == "--connect" => connect::connect(address).and_then(|(stream, spec)| {
             let input = stream.try_clone().map_err(|e| e.to_string())?;
-            Ok(Link {
+            Ok(Upstream {
                 spec,
                 input: Box::new(input),
                 output: Box::new(stream),
@@ -65,16 +65,16 @@ pub fn run(args: &[String]) -> u8 {
 }
 
 /// The launcher's side of the proxy: what to start, and the two directions of frames.
-struct Link {
+struct Upstream {
     spec: ProxySpec,
     input: Box<dyn Read + Send>,
     output: Box<dyn Write + Send>,
 }
 
 /// The ssh link: the start message on stdin, frames on stdout.
-fn from_stdin() -> Result<Link, String> {
+fn from_stdin() -> Result<Upstream, String> {
     match recv_any::<ToProxy>(&mut std::io::stdin().lock(), MAX_FRAME) {
-        Ok(ToProxy::Start(spec)) => Ok(Link {
+        Ok(ToProxy::Start(spec)) => Ok(Upstream {
             spec,
             input: Box::new(std::io::stdin()),
             output: Box::new(std::io::stdout()),
@@ -85,8 +85,8 @@ fn from_stdin() -> Result<Link, String> {
 }
 
 /// Starts `spec`'s ranks and relays until every one has ended.
-fn serve(link: Link) -> u8 {
-    let Link {
+fn serve(link: Upstream) -> u8 {
+    let Upstream {
         spec,
         mut input,
         output,

@@ -195,7 +195,7 @@ fn check_open_files(plan: &LaunchPlan, local_ranks: usize, remote_hosts: usize) 
         return Ok(());
     }
     Err(LaunchError::Descriptors {
-        host: oneside::protocol::route::hostname(),
+        host: oneside::protocol::host_addr::hostname(),
         needed,
         hard,
         why: format!(
