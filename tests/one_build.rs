@@ -26,7 +26,7 @@ use std::path::Path;
 
 /// The selections CI's scripts build with (tests/*/run.sh, tests/vm/,
 /// tests/common/capi.rs, bench/), by shape; `cargo test --workspace` is the
-/// README's. Features of rlaunch alone (`--features ofi-tests`) reach no
+/// README's. Features of rlaunch alone (`--features harness-tests`) reach no
 /// library and are left out.
 const SELECTIONS: &[&[&str]] = &[
     &["test", "--workspace", "--no-run"],
