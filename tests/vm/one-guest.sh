@@ -16,9 +16,10 @@ cd "$(dirname "$0")/../.."
 root=$PWD
 parts=(run-suite sos-verbs verbs-c-python)
 
-scripts=$(mktemp -d /var/tmp/oneside-guest-parts.XXXXXX)
-trap 'rm -rf "$scripts"' EXIT
-chmod 755 "$scripts" # the guest reads it through the read-only 9p root
+# In the repository's target directory, which every part's guest script
+# reads already (the guest sees the host's / read-only).
+scripts=$root/target/vm-parts
+rm -rf "$scripts" && mkdir -p "$scripts"
 for p in "${parts[@]}"; do
   echo "== $p: building on the host"
   VM_SCRIPT_OUT=$scripts/$p.sh "tests/vm/$p.sh"
