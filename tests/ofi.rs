@@ -177,16 +177,26 @@ fn assert_idle_rank_answers_within(provider: &str, bound_us: f64, vars: &[(&str,
 /// tcp;ofi_rxm: the thread polls after an arrival only while the rank
 /// waits (or when it has a core of its own). When it polled after every
 /// arrival regardless, the same arithmetic took 1.87-1.89x as long while
-/// served; now 1.02-1.05x.
+/// served; now 1.02-1.05x. One job's ratio spreads widely here (1.03-1.43
+/// in 16 jobs on 2026-12-01, the same before and after that day's changes),
+/// so the median of three jobs is held to the bound.
 #[test]
 fn a_computing_rank_keeps_its_core_while_it_serves_gets() {
-    let out = rlaunch(&refs(&over("tcp;ofi_rxm", "busy_target", &["5", "500", "40"])));
-    let (ratio, line) = figure(&out, "busy_target quiet ", 8);
+    let mut runs: Vec<(f64, String)> = (0..3)
+        .map(|_| {
+            let out = rlaunch(&refs(&over("tcp;ofi_rxm", "busy_target", &["5", "500", "40"])));
+            assert!(out.stdout.contains("busy_target gets "), "{out:?}");
+            figure(&out, "busy_target quiet ", 8)
+        })
+        .collect();
+    runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (ratio, line) = &runs[1];
+    let all: Vec<String> = runs.iter().map(|r| format!("{:.3}", r.0)).collect();
     assert!(
-        ratio < 1.4,
-        "computing while serving gets took {ratio}x as long: {line}"
+        *ratio < 1.4,
+        "computing while serving gets took {ratio}x as long (the median of {}): {line}",
+        all.join(", ")
     );
-    assert!(out.stdout.contains("busy_target gets "), "{out:?}");
 }
 
 /// A job that succeeded: word `word` of its first line of output that
