@@ -45,6 +45,13 @@ pub fn executable_data() -> Option<DataRange> {
     struct Found {
         range: Option<DataRange>,
     }
+    /// `dl_iterate_phdr`'s callback: records the first object's (the
+    /// executable's) data range in `data` and stops the walk.
+    ///
+    /// # Safety
+    /// Only for `dl_iterate_phdr`: `info` must point to a valid
+    /// `dl_phdr_info` for the call, and `data` to the `Found` passed to it,
+    /// not otherwise borrowed.
     unsafe extern "C" fn first_object(
         info: *mut libc::dl_phdr_info,
         _size: libc::size_t,

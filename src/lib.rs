@@ -282,6 +282,8 @@ mod signal;
 pub mod site;
 mod sym;
 mod sync;
+#[doc(hidden)]
+pub mod syscall;
 mod team;
 mod transport;
 mod wait;

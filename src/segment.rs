@@ -15,6 +15,7 @@
 
 use crate::error::{Error, Result};
 use crate::globals::{self, DataRange};
+use crate::syscall::cvt;
 use memmap2::{MmapMut, MmapOptions};
 use std::fs::{File, OpenOptions};
 use std::os::fd::{AsRawFd, FromRawFd};
@@ -103,10 +104,8 @@ impl Segment {
             return Ok(Segment::from_map(map, None, 0));
         };
         // SAFETY: memfd_create takes a NUL-terminated name and flags.
-        let fd = unsafe { libc::memfd_create(c"oneside-heap".as_ptr(), libc::MFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(create_err(rank, "create", "<memfd>", std::io::Error::last_os_error()));
-        }
+        let fd = cvt(unsafe { libc::memfd_create(c"oneside-heap".as_ptr(), libc::MFD_CLOEXEC) })
+            .map_err(|source| create_err(rank, "create", "<memfd>", source))?;
         // SAFETY: fd is a fresh descriptor that nothing else owns.
         let file = unsafe { File::from_raw_fd(fd) };
         let bytes = HEADER_BYTES + heap_bytes + range.len;

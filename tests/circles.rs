@@ -50,6 +50,7 @@ const BOTTOM: &[(&str, &[&str])] = &[(
         "src/error.rs",
         "src/sync.rs",
         "src/site.rs",
+        "src/syscall.rs",
         "src/words.rs",
         "src/protocol/",
     ],

@@ -140,6 +140,9 @@ pub fn barrier(api: &'static str, members: Members, quiet: bool) {
 }
 
 export! {
+    /// # Safety
+    /// None for its arguments: the active set is checked, and `psync` too
+    /// where it is used (an active set other than the whole world).
     pub unsafe extern "C" fn shmem_barrier(start: c_int, log_stride: c_int, size: c_int, psync: *mut c_long) {
         const API: &str = "shmem_barrier";
         barrier(API, members(API, start, log_stride, size, psync), true);
@@ -147,6 +150,9 @@ export! {
 }
 
 export! {
+    /// # Safety
+    /// None for its arguments: the active set is checked, and `psync` too
+    /// where it is used (an active set other than the whole world).
     pub unsafe extern "C" fn shmem_sync(start: c_int, log_stride: c_int, size: c_int, psync: *mut c_long) {
         const API: &str = "shmem_sync";
         barrier(API, members(API, start, log_stride, size, psync), false);
@@ -262,30 +268,53 @@ macro_rules! sized_active {
     ($bits:tt, $t:ty) => {
         paste::paste! {
             export! {
+                /// # Safety
+                /// `source` must be a local buffer of `nelems` elements (crate docs): on an
+                /// active set other than the whole world, the root reads it without
+                /// checking that it is symmetric. `dest`, `psync` and the active set are
+                /// checked.
                 pub unsafe extern "C" fn [<shmem_broadcast $bits>](dest: *mut c_void, source: *const c_void, nelems: usize, root: c_int, start: c_int, log_stride: c_int, size: c_int, psync: *mut c_long) {
                     const API: &str = stringify!([<shmem_broadcast $bits>]);
                     broadcast::<$t>(API, members(API, start, log_stride, size, psync), dest.cast(), source.cast(), nelems, root);
                 }
             }
             export! {
+                /// # Safety
+                /// `source` must be a local buffer of `nelems` elements (crate docs): on an
+                /// active set other than the whole world it is read without checking that
+                /// it is symmetric. `dest`, `psync` and the active set are checked.
                 pub unsafe extern "C" fn [<shmem_fcollect $bits>](dest: *mut c_void, source: *const c_void, nelems: usize, start: c_int, log_stride: c_int, size: c_int, psync: *mut c_long) {
                     const API: &str = stringify!([<shmem_fcollect $bits>]);
                     fcollect::<$t>(API, members(API, start, log_stride, size, psync), dest.cast(), source.cast(), nelems);
                 }
             }
             export! {
+                /// # Safety
+                /// `source` must be a local buffer of `nelems` elements (crate docs): on an
+                /// active set other than the whole world it is read without checking that
+                /// it is symmetric. `dest`, `psync` and the active set are checked.
                 pub unsafe extern "C" fn [<shmem_collect $bits>](dest: *mut c_void, source: *const c_void, nelems: usize, start: c_int, log_stride: c_int, size: c_int, psync: *mut c_long) {
                     const API: &str = stringify!([<shmem_collect $bits>]);
                     collect::<$t>(API, members(API, start, log_stride, size, psync), dest.cast(), source.cast(), nelems);
                 }
             }
             export! {
+                /// # Safety
+                /// `source` must be a local buffer of `nelems` elements for each member of
+                /// the active set (crate docs): on a set other than the whole world it is
+                /// read without checking that it is symmetric. `dest`, `psync` and the
+                /// active set are checked.
                 pub unsafe extern "C" fn [<shmem_alltoall $bits>](dest: *mut c_void, source: *const c_void, nelems: usize, start: c_int, log_stride: c_int, size: c_int, psync: *mut c_long) {
                     const API: &str = stringify!([<shmem_alltoall $bits>]);
                     alltoall::<$t>(API, members(API, start, log_stride, size, psync), dest.cast(), source.cast(), nelems);
                 }
             }
             export! {
+                /// # Safety
+                /// `source + i * sst` must be a readable, aligned element for every `i`
+                /// below `nelems` times the active set's size: on a set other than the
+                /// whole world it is read without checking that it is symmetric. `dest`,
+                /// `psync` and the active set are checked.
                 pub unsafe extern "C" fn [<shmem_alltoalls $bits>](dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, start: c_int, log_stride: c_int, size: c_int, psync: *mut c_long) {
                     const API: &str = stringify!([<shmem_alltoalls $bits>]);
                     alltoalls::<$t>(API, members(API, start, log_stride, size, psync), dest.cast(), source.cast(), dst, sst, nelems);
@@ -363,6 +392,9 @@ macro_rules! to_all_ops {
     ($n:ident, $t:ty, $($op:ident => $marker:ident),*) => {
         paste::paste! {$(
             export! {
+                /// # Safety
+                /// None for its arguments: `dest`, `source`, `psync` and the active set are
+                /// checked (`pWrk` is not used).
                 pub unsafe extern "C" fn [<shmem_ $n _ $op _to_all>](dest: *mut $t, source: *const $t, nreduce: c_int, start: c_int, log_stride: c_int, size: c_int, _pwrk: *mut $t, psync: *mut c_long) {
                     to_all(stringify!([<shmem_ $n _ $op _to_all>]), oneside::$marker, dest, source, nreduce, start, log_stride, size, psync);
                 }
@@ -387,12 +419,18 @@ macro_rules! complex_to_all {
     ($n:ident, $t:ty, $c:literal) => {
         paste::paste! {
             export! {
+                /// # Safety
+                /// None for its arguments: `dest`, `source`, `psync` and the active set are
+                /// checked (`pWrk` is not used).
                 pub unsafe extern "C" fn [<shmem_ $n _sum_to_all>](dest: *mut $t, source: *const $t, nreduce: c_int, start: c_int, log_stride: c_int, size: c_int, _pwrk: *mut $t, psync: *mut c_long) {
                     let mut c = coll::complex_combiner::<$t>(<$t as coll::Complex>::add);
                     to_all_with(stringify!([<shmem_ $n _sum_to_all>]), dest.cast(), source.cast(), nreduce, std::mem::size_of::<$t>(), start, log_stride, size, psync, &mut c);
                 }
             }
             export! {
+                /// # Safety
+                /// None for its arguments: `dest`, `source`, `psync` and the active set are
+                /// checked (`pWrk` is not used).
                 pub unsafe extern "C" fn [<shmem_ $n _prod_to_all>](dest: *mut $t, source: *const $t, nreduce: c_int, start: c_int, log_stride: c_int, size: c_int, _pwrk: *mut $t, psync: *mut c_long) {
                     let mut c = coll::complex_combiner::<$t>(<$t as coll::Complex>::mul);
                     to_all_with(stringify!([<shmem_ $n _prod_to_all>]), dest.cast(), source.cast(), nreduce, std::mem::size_of::<$t>(), start, log_stride, size, psync, &mut c);
@@ -407,6 +445,13 @@ for_to_all_float_types!(float_to_all);
 for_complex_types!(complex_to_all);
 
 /// The `_to_all` reduction `shmem.h` uses for `long double`.
+///
+/// # Safety
+/// `size` must be the size of the element `combine` works on, and
+/// `combine` must combine `n` elements of two buffers of `n * size` bytes,
+/// touching nothing else (it runs on this library's private buffers).
+/// `dest` and `source`, of `nreduce * size` bytes, `psync` and the active
+/// set are checked.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn oneside_to_all_with(

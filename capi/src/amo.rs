@@ -71,15 +71,26 @@ pub unsafe fn deliver<T>(fetch: *mut T, value: T) {
 macro_rules! rmw_family {
     ($n:ident, $t:ty, $op:ident, $fetching:ident, $plain:ident) => {
         paste::paste! {
-            with_ctx!([<shmem_ $n _atomic_fetch_ $op>], [<shmem_ctx_ $n _atomic_fetch_ $op>],
+            with_ctx!(
+                /// # Safety
+                /// None for its own arguments: `dest` is checked, its alignment too.
+                [<shmem_ $n _atomic_fetch_ $op>], [<shmem_ctx_ $n _atomic_fetch_ $op>],
                 (dest: *mut $t, value: $t, pe: c_int) -> $t, pe, ctx, {
                 on(ctx, stringify!([<shmem_ $n _atomic_fetch_ $op>]), dest, |w, s| w.$fetching(s, $crate::convert::pe(pe), 0, value))
             });
-            with_ctx!([<shmem_ $n _atomic_ $op>], [<shmem_ctx_ $n _atomic_ $op>],
+            with_ctx!(
+                /// # Safety
+                /// None for its own arguments: `dest` is checked, its alignment too.
+                [<shmem_ $n _atomic_ $op>], [<shmem_ctx_ $n _atomic_ $op>],
                 (dest: *mut $t, value: $t, pe: c_int), pe, ctx, {
                 on(ctx, stringify!([<shmem_ $n _atomic_ $op>]), dest, |w, s| w.$plain(s, $crate::convert::pe(pe), 0, value))
             });
-            with_ctx!([<shmem_ $n _atomic_fetch_ $op _nbi>], [<shmem_ctx_ $n _atomic_fetch_ $op _nbi>],
+            with_ctx!(
+                /// # Safety
+                /// `fetch` must be valid for one write of the element type (it need not be
+                /// aligned; the old value is stored there before the call returns); `dest`
+                /// is checked.
+                [<shmem_ $n _atomic_fetch_ $op _nbi>], [<shmem_ctx_ $n _atomic_fetch_ $op _nbi>],
                 (fetch: *mut $t, dest: *mut $t, value: $t, pe: c_int), pe, ctx, {
                 let old = on(ctx, stringify!([<shmem_ $n _atomic_fetch_ $op _nbi>]), dest, |w, s| w.$fetching(s, $crate::convert::pe(pe), 0, value));
                 deliver(fetch, old)
@@ -92,34 +103,65 @@ macro_rules! rmw_family {
 macro_rules! extended_amo {
     ($n:ident, $t:ty, $c:literal) => {
         paste::paste! {
-            with_ctx!([<shmem_ $n _atomic_fetch>], [<shmem_ctx_ $n _atomic_fetch>], (source: *const $t, pe: c_int) -> $t, pe, ctx, {
+            with_ctx!(
+                /// # Safety
+                /// None for its own arguments: `source` is checked, its alignment too.
+                [<shmem_ $n _atomic_fetch>], [<shmem_ctx_ $n _atomic_fetch>], (source: *const $t, pe: c_int) -> $t, pe, ctx, {
                 fetch(ctx, stringify!([<shmem_ $n _atomic_fetch>]), source, pe)
             });
-            with_ctx!([<shmem_ $n _atomic_set>], [<shmem_ctx_ $n _atomic_set>], (dest: *mut $t, value: $t, pe: c_int), pe, ctx, {
+            with_ctx!(
+                /// # Safety
+                /// None for its own arguments: `dest` is checked, its alignment too.
+                [<shmem_ $n _atomic_set>], [<shmem_ctx_ $n _atomic_set>], (dest: *mut $t, value: $t, pe: c_int), pe, ctx, {
                 set(ctx, stringify!([<shmem_ $n _atomic_set>]), dest, value, pe)
             });
-            with_ctx!([<shmem_ $n _atomic_swap>], [<shmem_ctx_ $n _atomic_swap>], (dest: *mut $t, value: $t, pe: c_int) -> $t, pe, ctx, {
+            with_ctx!(
+                /// # Safety
+                /// None for its own arguments: `dest` is checked, its alignment too.
+                [<shmem_ $n _atomic_swap>], [<shmem_ctx_ $n _atomic_swap>], (dest: *mut $t, value: $t, pe: c_int) -> $t, pe, ctx, {
                 swap(ctx, stringify!([<shmem_ $n _atomic_swap>]), dest, value, pe)
             });
-            with_ctx!([<shmem_ $n _atomic_fetch_nbi>], [<shmem_ctx_ $n _atomic_fetch_nbi>],
+            with_ctx!(
+                /// # Safety
+                /// `fetch_to` must be valid for one write of the element type (it need not
+                /// be aligned; the value is stored there before the call returns);
+                /// `source` is checked.
+                [<shmem_ $n _atomic_fetch_nbi>], [<shmem_ctx_ $n _atomic_fetch_nbi>],
                 (fetch_to: *mut $t, source: *const $t, pe: c_int), pe, ctx, {
                 deliver(fetch_to, fetch(ctx, stringify!([<shmem_ $n _atomic_fetch_nbi>]), source, pe))
             });
-            with_ctx!([<shmem_ $n _atomic_swap_nbi>], [<shmem_ctx_ $n _atomic_swap_nbi>],
+            with_ctx!(
+                /// # Safety
+                /// `fetch_to` must be valid for one write of the element type (it need not
+                /// be aligned; the old value is stored there before the call returns);
+                /// `dest` is checked.
+                [<shmem_ $n _atomic_swap_nbi>], [<shmem_ctx_ $n _atomic_swap_nbi>],
                 (fetch_to: *mut $t, dest: *mut $t, value: $t, pe: c_int), pe, ctx, {
                 deliver(fetch_to, swap(ctx, stringify!([<shmem_ $n _atomic_swap_nbi>]), dest, value, pe))
             });
             export! {
+                /// Deprecated name of `shmem_<type>_atomic_fetch`.
+                ///
+                /// # Safety
+                /// None for its arguments: `source` is checked, its alignment too.
                 pub unsafe extern "C" fn [<shmem_ $n _fetch>](source: *const $t, pe: c_int) -> $t {
                     fetch(std::ptr::null_mut(), stringify!([<shmem_ $n _fetch>]), source, pe)
                 }
             }
             export! {
+                /// Deprecated name of `shmem_<type>_atomic_set`.
+                ///
+                /// # Safety
+                /// None for its arguments: `dest` is checked, its alignment too.
                 pub unsafe extern "C" fn [<shmem_ $n _set>](dest: *mut $t, value: $t, pe: c_int) {
                     set(std::ptr::null_mut(), stringify!([<shmem_ $n _set>]), dest, value, pe)
                 }
             }
             export! {
+                /// Deprecated name of `shmem_<type>_atomic_swap`.
+                ///
+                /// # Safety
+                /// None for its arguments: `dest` is checked, its alignment too.
                 pub unsafe extern "C" fn [<shmem_ $n _swap>](dest: *mut $t, value: $t, pe: c_int) -> $t {
                     swap(std::ptr::null_mut(), stringify!([<shmem_ $n _swap>]), dest, value, pe)
                 }
@@ -133,46 +175,85 @@ macro_rules! standard_amo {
     ($n:ident, $t:ty, $c:literal) => {
         rmw_family!($n, $t, add, atomic_fetch_add, atomic_add);
         paste::paste! {
-            with_ctx!([<shmem_ $n _atomic_compare_swap>], [<shmem_ctx_ $n _atomic_compare_swap>],
+            with_ctx!(
+                /// # Safety
+                /// None for its own arguments: `dest` is checked, its alignment too.
+                [<shmem_ $n _atomic_compare_swap>], [<shmem_ctx_ $n _atomic_compare_swap>],
                 (dest: *mut $t, cond: $t, value: $t, pe: c_int) -> $t, pe, ctx, {
                 compare_swap(ctx, stringify!([<shmem_ $n _atomic_compare_swap>]), dest, cond, value, pe)
             });
-            with_ctx!([<shmem_ $n _atomic_fetch_inc>], [<shmem_ctx_ $n _atomic_fetch_inc>],
+            with_ctx!(
+                /// # Safety
+                /// None for its own arguments: `dest` is checked, its alignment too.
+                [<shmem_ $n _atomic_fetch_inc>], [<shmem_ctx_ $n _atomic_fetch_inc>],
                 (dest: *mut $t, pe: c_int) -> $t, pe, ctx, {
                 fetch_inc(ctx, stringify!([<shmem_ $n _atomic_fetch_inc>]), dest, pe)
             });
-            with_ctx!([<shmem_ $n _atomic_inc>], [<shmem_ctx_ $n _atomic_inc>], (dest: *mut $t, pe: c_int), pe, ctx, {
+            with_ctx!(
+                /// # Safety
+                /// None for its own arguments: `dest` is checked, its alignment too.
+                [<shmem_ $n _atomic_inc>], [<shmem_ctx_ $n _atomic_inc>], (dest: *mut $t, pe: c_int), pe, ctx, {
                 inc(ctx, stringify!([<shmem_ $n _atomic_inc>]), dest, pe)
             });
-            with_ctx!([<shmem_ $n _atomic_compare_swap_nbi>], [<shmem_ctx_ $n _atomic_compare_swap_nbi>],
+            with_ctx!(
+                /// # Safety
+                /// `fetch_to` must be valid for one write of the element type (it need not
+                /// be aligned; the old value is stored there before the call returns);
+                /// `dest` is checked.
+                [<shmem_ $n _atomic_compare_swap_nbi>], [<shmem_ctx_ $n _atomic_compare_swap_nbi>],
                 (fetch_to: *mut $t, dest: *mut $t, cond: $t, value: $t, pe: c_int), pe, ctx, {
                 deliver(fetch_to, compare_swap(ctx, stringify!([<shmem_ $n _atomic_compare_swap_nbi>]), dest, cond, value, pe))
             });
-            with_ctx!([<shmem_ $n _atomic_fetch_inc_nbi>], [<shmem_ctx_ $n _atomic_fetch_inc_nbi>],
+            with_ctx!(
+                /// # Safety
+                /// `fetch_to` must be valid for one write of the element type (it need not
+                /// be aligned; the old value is stored there before the call returns);
+                /// `dest` is checked.
+                [<shmem_ $n _atomic_fetch_inc_nbi>], [<shmem_ctx_ $n _atomic_fetch_inc_nbi>],
                 (fetch_to: *mut $t, dest: *mut $t, pe: c_int), pe, ctx, {
                 deliver(fetch_to, fetch_inc(ctx, stringify!([<shmem_ $n _atomic_fetch_inc_nbi>]), dest, pe))
             });
             export! {
+                /// Deprecated name of `shmem_<type>_atomic_compare_swap`.
+                ///
+                /// # Safety
+                /// None for its arguments: `dest` is checked, its alignment too.
                 pub unsafe extern "C" fn [<shmem_ $n _cswap>](dest: *mut $t, cond: $t, value: $t, pe: c_int) -> $t {
                     compare_swap(std::ptr::null_mut(), stringify!([<shmem_ $n _cswap>]), dest, cond, value, pe)
                 }
             }
             export! {
+                /// Deprecated name of `shmem_<type>_atomic_fetch_inc`.
+                ///
+                /// # Safety
+                /// None for its arguments: `dest` is checked, its alignment too.
                 pub unsafe extern "C" fn [<shmem_ $n _finc>](dest: *mut $t, pe: c_int) -> $t {
                     fetch_inc(std::ptr::null_mut(), stringify!([<shmem_ $n _finc>]), dest, pe)
                 }
             }
             export! {
+                /// Deprecated name of `shmem_<type>_atomic_inc`.
+                ///
+                /// # Safety
+                /// None for its arguments: `dest` is checked, its alignment too.
                 pub unsafe extern "C" fn [<shmem_ $n _inc>](dest: *mut $t, pe: c_int) {
                     inc(std::ptr::null_mut(), stringify!([<shmem_ $n _inc>]), dest, pe)
                 }
             }
             export! {
+                /// Deprecated name of `shmem_<type>_atomic_fetch_add`.
+                ///
+                /// # Safety
+                /// None for its arguments: `dest` is checked, its alignment too.
                 pub unsafe extern "C" fn [<shmem_ $n _fadd>](dest: *mut $t, value: $t, pe: c_int) -> $t {
                     on(std::ptr::null_mut(), stringify!([<shmem_ $n _fadd>]), dest, |w, s| w.atomic_fetch_add(s, $crate::convert::pe(pe), 0, value))
                 }
             }
             export! {
+                /// Deprecated name of `shmem_<type>_atomic_add`.
+                ///
+                /// # Safety
+                /// None for its arguments: `dest` is checked, its alignment too.
                 pub unsafe extern "C" fn [<shmem_ $n _add>](dest: *mut $t, value: $t, pe: c_int) {
                     on(std::ptr::null_mut(), stringify!([<shmem_ $n _add>]), dest, |w, s| w.atomic_add(s, $crate::convert::pe(pe), 0, value))
                 }
@@ -196,6 +277,9 @@ for_bitwise_amo_types!(bitwise_amo);
 
 export! {
     /// `shmem_swap(long *, long, int)`, the untyped name of OpenSHMEM 1.0.
+    ///
+    /// # Safety
+    /// None for its arguments: `dest` is checked, its alignment too.
     pub unsafe extern "C" fn shmem_swap(dest: *mut i64, value: i64, pe: c_int) -> i64 {
         swap(std::ptr::null_mut(), "shmem_swap", dest, value, pe)
     }

@@ -16,6 +16,8 @@ use oneside::prelude::*;
 use oneside::{Pod, ReduceOp, Team, World};
 
 export! {
+    /// # Safety
+    /// `team` must be a live team (crate docs).
     pub unsafe extern "C" fn shmem_team_sync(team: ShmemTeam) -> c_int {
         const API: &str = "shmem_team_sync";
         ok(API, world(API).team_sync(team_handle(API, team)));
@@ -165,6 +167,9 @@ macro_rules! data_coll {
     ($n:tt, $t:ty, $c:literal) => {
         paste::paste! {
             export! {
+                /// # Safety
+                /// `team` must be a live team (crate docs); `dest` and `source` are
+                /// checked.
                 pub unsafe extern "C" fn [<shmem_ $n _broadcast>](team: ShmemTeam, dest: *mut $t, source: *const $t, nelems: usize, pe_root: c_int) -> c_int {
                     const API: &str = stringify!([<shmem_ $n _broadcast>]);
                     broadcast(API, team_handle(API, team), dest, source, nelems, pe_root);
@@ -172,6 +177,11 @@ macro_rules! data_coll {
                 }
             }
             export! {
+                /// # Safety
+                /// `team` must be a live team (crate docs). `dest` and `source` are
+                /// checked, but where they overlap (which the specification forbids and
+                /// this library accepts) `source` is read first, so it must then be a local
+                /// buffer of `nelems` elements.
                 pub unsafe extern "C" fn [<shmem_ $n _collect>](team: ShmemTeam, dest: *mut $t, source: *const $t, nelems: usize) -> c_int {
                     const API: &str = stringify!([<shmem_ $n _collect>]);
                     collect(API, team_handle(API, team), dest, source, nelems);
@@ -179,6 +189,11 @@ macro_rules! data_coll {
                 }
             }
             export! {
+                /// # Safety
+                /// `team` must be a live team (crate docs). `dest` and `source` are
+                /// checked, but where they overlap (which the specification forbids and
+                /// this library accepts) `source` is read first, so it must then be a local
+                /// buffer of `nelems` elements.
                 pub unsafe extern "C" fn [<shmem_ $n _fcollect>](team: ShmemTeam, dest: *mut $t, source: *const $t, nelems: usize) -> c_int {
                     const API: &str = stringify!([<shmem_ $n _fcollect>]);
                     fcollect(API, team_handle(API, team), dest, source, nelems);
@@ -186,6 +201,11 @@ macro_rules! data_coll {
                 }
             }
             export! {
+                /// # Safety
+                /// `team` must be a live team (crate docs). `dest` and `source` are
+                /// checked, but where they overlap (which the specification forbids and
+                /// this library accepts) `source` is read first, so it must then be a local
+                /// buffer of `nelems` elements for each member of the team.
                 pub unsafe extern "C" fn [<shmem_ $n _alltoall>](team: ShmemTeam, dest: *mut $t, source: *const $t, nelems: usize) -> c_int {
                     const API: &str = stringify!([<shmem_ $n _alltoall>]);
                     alltoall(API, team_handle(API, team), dest, source, nelems);
@@ -193,6 +213,12 @@ macro_rules! data_coll {
                 }
             }
             export! {
+                /// # Safety
+                /// `team` must be a live team (crate docs). `dest` and `source` are
+                /// checked, but where they overlap (which the specification forbids and
+                /// this library accepts) `source` is read first, so it must then hold every
+                /// element the call reads, `source + i * sst` for `i` below `nelems` times
+                /// the team's size.
                 pub unsafe extern "C" fn [<shmem_ $n _alltoalls>](team: ShmemTeam, dest: *mut $t, source: *const $t, dst: isize, sst: isize, nelems: usize) -> c_int {
                     const API: &str = stringify!([<shmem_ $n _alltoalls>]);
                     alltoalls(API, team_handle(API, team), dest, source, dst, sst, nelems);
@@ -209,6 +235,14 @@ for_rma_types!(data_coll);
 macro_rules! mem_coll {
     ($($name:ident => $generic:ident($($arg:ident: $ty:ty),*);)*) => {$(
         export! {
+            /// The byte form of the typed call.
+            ///
+            /// # Safety
+            /// As the typed call's: `team` must be a live team (crate docs);
+            /// `dest` and `source` are checked, but where they overlap (which
+            /// the specification forbids and this library accepts) the
+            /// collect, fcollect and alltoall forms read `source` first, so
+            /// it must then hold every byte the call reads.
             pub unsafe extern "C" fn $name(team: ShmemTeam, dest: *mut c_void, source: *const c_void, $($arg: $ty),*) -> c_int {
                 const API: &str = stringify!($name);
                 $generic::<u8>(API, team_handle(API, team), dest.cast(), source.cast(), $($arg),*);
@@ -245,6 +279,9 @@ macro_rules! reduce_ops {
     ($n:ident, $t:ty, $($op:ident => $marker:ident),*) => {
         paste::paste! {$(
             export! {
+                /// # Safety
+                /// `team` must be a live team (crate docs); `dest` and `source` are
+                /// checked.
                 pub unsafe extern "C" fn [<shmem_ $n _ $op _reduce>](team: ShmemTeam, dest: *mut $t, source: *const $t, nreduce: usize) -> c_int {
                     const API: &str = stringify!([<shmem_ $n _ $op _reduce>]);
                     reduce(API, team_handle(API, team), oneside::$marker, dest, source, nreduce);
@@ -266,6 +303,9 @@ macro_rules! arith_reduce {
         reduce_ops!($n, $t, min => Min, max => Max, sum => Sum, prod => Prod);
         paste::paste! {
             export! {
+                /// # Safety
+                /// `team` must be a live team (crate docs); `dest` and `source` are
+                /// checked.
                 pub unsafe extern "C" fn [<shmem_ $n _sum_inscan>](team: ShmemTeam, dest: *mut $t, source: *const $t, nelems: usize) -> c_int {
                     const API: &str = stringify!([<shmem_ $n _sum_inscan>]);
                     let w = world(API);
@@ -274,6 +314,9 @@ macro_rules! arith_reduce {
                 }
             }
             export! {
+                /// # Safety
+                /// `team` must be a live team (crate docs); `dest` and `source` are
+                /// checked.
                 pub unsafe extern "C" fn [<shmem_ $n _sum_exscan>](team: ShmemTeam, dest: *mut $t, source: *const $t, nelems: usize) -> c_int {
                     const API: &str = stringify!([<shmem_ $n _sum_exscan>]);
                     let w = world(API);
@@ -346,6 +389,13 @@ pub fn gather(
 pub type Combiner = unsafe extern "C" fn(acc: *mut c_void, x: *const c_void, n: usize);
 
 /// The team reduction `shmem.h` uses for `long double`.
+///
+/// # Safety
+/// `team` must be a live team (crate docs); `size` must be the size of the
+/// element `combine` works on, and `combine` must combine `n` elements of
+/// two buffers of `n * size` bytes, touching nothing else (it runs on this
+/// library's private buffers). `dest` and `source`, of `nreduce * size`
+/// bytes, are checked.
 #[no_mangle]
 pub unsafe extern "C" fn oneside_reduce_with(
     team: ShmemTeam,
@@ -408,6 +458,9 @@ macro_rules! complex_reduce {
     ($n:ident, $t:ty, $c:literal) => {
         paste::paste! {
             export! {
+                /// # Safety
+                /// `team` must be a live team (crate docs); `dest` and `source` are
+                /// checked.
                 pub unsafe extern "C" fn [<shmem_ $n _sum_reduce>](team: ShmemTeam, dest: *mut $t, source: *const $t, nreduce: usize) -> c_int {
                     const API: &str = stringify!([<shmem_ $n _sum_reduce>]);
                     let mut c = complex_combiner::<$t>(<$t as Complex>::add);
@@ -416,6 +469,9 @@ macro_rules! complex_reduce {
                 }
             }
             export! {
+                /// # Safety
+                /// `team` must be a live team (crate docs); `dest` and `source` are
+                /// checked.
                 pub unsafe extern "C" fn [<shmem_ $n _prod_reduce>](team: ShmemTeam, dest: *mut $t, source: *const $t, nreduce: usize) -> c_int {
                     const API: &str = stringify!([<shmem_ $n _prod_reduce>]);
                     let mut c = complex_combiner::<$t>(<$t as Complex>::mul);

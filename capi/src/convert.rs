@@ -81,10 +81,13 @@ pub fn signal_op(api: &'static str, op: libc::c_int) -> oneside::SignalOp {
 /// context first; both have the same body, which names the context `$ctx`
 /// (a null one, the default context, in the plain form). The context form
 /// first turns the PE argument `$pe`, numbered in the context's team, into
-/// a world rank.
+/// a world rank. The attributes (the docs, with their `# Safety` section)
+/// go on both; the context form's safety section gains the context's
+/// condition.
 macro_rules! with_ctx {
-    ($name:ident, $ctx_name:ident, ($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?, $pe:ident, $ctx:ident, $body:block) => {
+    ($(#[$attr:meta])* $name:ident, $ctx_name:ident, ($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?, $pe:ident, $ctx:ident, $body:block) => {
         export! {
+            $(#[$attr])*
             pub unsafe extern "C" fn $name($($arg: $ty),*) $(-> $ret)? {
                 let $ctx: $crate::ctx::ShmemCtx = std::ptr::null_mut();
                 $body
@@ -92,6 +95,9 @@ macro_rules! with_ctx {
         }
 
         export! {
+            $(#[$attr])*
+            ///
+            /// `ctx` must be a live context (crate docs).
             pub unsafe extern "C" fn $ctx_name($ctx: $crate::ctx::ShmemCtx, $($arg: $ty),*) $(-> $ret)? {
                 let $pe = $crate::ctx::world_pe($ctx, $pe);
                 $body

@@ -112,6 +112,10 @@ pub fn world_pe(ctx: ShmemCtx, pe: c_int) -> c_int {
 /// Makes a context on `team`; 0, or -1 with `SHMEM_CTX_INVALID` written
 /// when the Rust context cannot be made (a TCP peer refused a connection).
 /// The options (`SHMEM_CTX_PRIVATE`, ...) need nothing: see the module docs.
+///
+/// # Safety
+/// `ctx` must be valid for one write of a `shmem_ctx_t`, and `team` a live
+/// team other than `SHMEM_TEAM_INVALID` (crate docs).
 unsafe fn create(api: &'static str, team: ShmemTeam, ctx: *mut ShmemCtx) -> c_int {
     let made = match world(api).ctx_create() {
         Ok(inner) => Box::into_raw(Box::new(Ctx {
@@ -135,6 +139,8 @@ unsafe fn create(api: &'static str, team: ShmemTeam, ctx: *mut ShmemCtx) -> c_in
 }
 
 export! {
+    /// # Safety
+    /// `ctx` must be valid for one write of a `shmem_ctx_t`.
     pub unsafe extern "C" fn shmem_ctx_create(_options: c_long, ctx: *mut ShmemCtx) -> c_int {
         // SAFETY: forwarded from the caller.
         unsafe { create("shmem_ctx_create", crate::teams::world_handle(), ctx) }
@@ -142,6 +148,9 @@ export! {
 }
 
 export! {
+    /// # Safety
+    /// `ctx` must be valid for one write of a `shmem_ctx_t`, and `team` a
+    /// live team (crate docs).
     pub unsafe extern "C" fn shmem_team_create_ctx(team: ShmemTeam, _options: c_long, ctx: *mut ShmemCtx) -> c_int {
         if team.is_null() {
             // SAFETY: the caller passes a writable `shmem_ctx_t`.
@@ -155,6 +164,10 @@ export! {
 }
 
 export! {
+    /// # Safety
+    /// No call on `ctx` may be running on another thread, nor start after
+    /// this one. Any `ctx` that is not a live context is ignored: it is
+    /// looked up among the live ones before it is freed.
     pub unsafe extern "C" fn shmem_ctx_destroy(ctx: ShmemCtx) {
         if ctx.is_null() || ctx == &raw mut oneside_ctx_default {
             return;
@@ -194,6 +207,10 @@ pub fn destroy_all() {
 }
 
 export! {
+    /// # Safety
+    /// `ctx` must be a live context (crate docs; null makes the call
+    /// return -1) and `team` null or valid for one write of a
+    /// `shmem_team_t`.
     pub unsafe extern "C" fn shmem_ctx_get_team(ctx: ShmemCtx, team: *mut ShmemTeam) -> c_int {
         if ctx.is_null() || team.is_null() {
             return -1;
@@ -211,12 +228,16 @@ export! {
 }
 
 export! {
+    /// # Safety
+    /// `ctx` must be a live context (crate docs).
     pub unsafe extern "C" fn shmem_ctx_quiet(ctx: ShmemCtx) {
         ok("shmem_ctx_quiet", endpoint("shmem_ctx_quiet", ctx).quiet());
     }
 }
 
 export! {
+    /// # Safety
+    /// `ctx` must be a live context (crate docs).
     pub unsafe extern "C" fn shmem_ctx_fence(ctx: ShmemCtx) {
         ok("shmem_ctx_fence", endpoint("shmem_ctx_fence", ctx).fence());
     }

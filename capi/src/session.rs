@@ -30,6 +30,10 @@ pub struct SessionConfig {
 }
 
 /// World ranks of the PEs `target_pes[..npes]`, numbered in `ctx`'s team.
+///
+/// # Safety
+/// `target_pes` must be a local buffer of `npes` ints and `ctx` a live
+/// context (crate docs).
 unsafe fn targets(ctx: ShmemCtx, target_pes: *const c_int, npes: usize) -> Vec<usize> {
     if npes == 0 {
         return Vec::new();
@@ -40,6 +44,8 @@ unsafe fn targets(ctx: ShmemCtx, target_pes: *const c_int, npes: usize) -> Vec<u
 }
 
 export! {
+    /// # Safety
+    /// `target_pes` must be a local buffer of `npes` ints (crate docs).
     pub unsafe extern "C" fn shmem_pe_quiet(target_pes: *const c_int, npes: usize) {
         const API: &str = "shmem_pe_quiet";
         // SAFETY: forwarded from the caller.
@@ -49,6 +55,9 @@ export! {
 }
 
 export! {
+    /// # Safety
+    /// `target_pes` must be a local buffer of `npes` ints and `ctx` a live
+    /// context (crate docs).
     pub unsafe extern "C" fn shmem_ctx_pe_quiet(ctx: ShmemCtx, target_pes: *const c_int, npes: usize) {
         const API: &str = "shmem_ctx_pe_quiet";
         // SAFETY: forwarded from the caller.
@@ -58,6 +67,10 @@ export! {
 }
 
 export! {
+    /// # Safety
+    /// `ctx` must be a live context (crate docs); when `config_mask` names
+    /// `SHMEM_CTX_SESSION_TOTAL_OPS`, `config` must be null (an error) or
+    /// valid for reading a `shmem_ctx_session_config_t`.
     pub unsafe extern "C" fn shmem_ctx_session_start(
         ctx: ShmemCtx,
         options: c_long,
@@ -86,6 +99,8 @@ export! {
 }
 
 export! {
+    /// # Safety
+    /// `ctx` must be a live context (crate docs).
     pub unsafe extern "C" fn shmem_ctx_session_stop(ctx: ShmemCtx) {
         const API: &str = "shmem_ctx_session_stop";
         if ctx.is_null() {

@@ -105,6 +105,8 @@ export! {
 }
 
 export! {
+    /// # Safety
+    /// `provided` must be null or valid for one write of an int.
     pub unsafe extern "C" fn shmem_init_thread(requested: c_int, provided: *mut c_int) -> c_int {
         init("shmem_init_thread", requested);
         if !provided.is_null() {
@@ -117,6 +119,9 @@ export! {
 
 export! {
     /// Nonzero between the first `shmem_init` and the last `shmem_finalize`.
+    ///
+    /// # Safety
+    /// `initialized` must be valid for one write of an int.
     pub unsafe extern "C" fn shmem_query_initialized(initialized: *mut c_int) {
         // SAFETY: the caller passes a writable int.
         unsafe { initialized.write(c_int::from(state::initialized())) };
@@ -124,6 +129,8 @@ export! {
 }
 
 export! {
+    /// # Safety
+    /// `provided` must be valid for one write of an int.
     pub unsafe extern "C" fn shmem_query_thread(provided: *mut c_int) {
         // SAFETY: the caller passes a writable int.
         unsafe { provided.write(state::state("shmem_query_thread").thread_level) };
@@ -177,6 +184,8 @@ export! {
 }
 
 export! {
+    /// # Safety
+    /// `major` and `minor` must each be valid for one write of an int.
     pub unsafe extern "C" fn shmem_info_get_version(major: *mut c_int, minor: *mut c_int) {
         // SAFETY: the caller passes writable ints.
         unsafe {
@@ -187,6 +196,9 @@ export! {
 }
 
 export! {
+    /// # Safety
+    /// `name` must be valid for writes of `SHMEM_MAX_NAME_LEN` bytes, as
+    /// the specification says (this writes 8: `oneside` and its NUL).
     pub unsafe extern "C" fn shmem_info_get_name(name: *mut c_char) {
         // SAFETY: the caller passes SHMEM_MAX_NAME_LEN writable bytes.
         unsafe { std::ptr::copy_nonoverlapping(VENDOR.as_ptr().cast(), name, VENDOR.len()) };

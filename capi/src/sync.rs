@@ -32,6 +32,12 @@ pub enum Values<T> {
 
 /// The outcome of one evaluation: `None` while not done; otherwise the
 /// return value of the C call (an index, a count, or 1).
+///
+/// # Safety
+/// `ivars` must be `n` elements of this rank's symmetric memory (`sync`
+/// checks it); `status`, when not null, and the array of `values`, when
+/// `Values::Each`, must be local buffers of `n` elements (crate docs); for
+/// `Need::Some`, `indices` must be a local buffer of `n` entries to write.
 #[allow(clippy::too_many_arguments)]
 unsafe fn evaluate<T: Pod + PartialOrd>(
     api: &'static str,
@@ -83,6 +89,9 @@ unsafe fn evaluate<T: Pod + PartialOrd>(
 }
 
 /// Waits (`wait == true`) or tests; returns what the C call returns.
+///
+/// # Safety
+/// As `evaluate`'s, except that `ivars` is checked here.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn sync<T: Pod + PartialOrd>(
     api: &'static str,
@@ -146,71 +155,113 @@ macro_rules! sync_family {
     ($n:ident, $t:ty, $c:literal) => {
         paste::paste! {
             export! {
+                /// # Safety
+                /// None for its arguments: `ivar` is checked.
                 pub unsafe extern "C" fn [<shmem_ $n _wait_until>](ivar: *mut $t, op: c_int, value: $t) {
                     sync(stringify!([<shmem_ $n _wait_until>]), ivar, 1, std::ptr::null(), op, Values::One(value), Need::All, std::ptr::null_mut(), true);
                 }
             }
             export! {
+                /// # Safety
+                /// None for its arguments: `ivar` is checked.
                 pub unsafe extern "C" fn [<shmem_ $n _test>](ivar: *mut $t, op: c_int, value: $t) -> c_int {
                     sync(stringify!([<shmem_ $n _test>]), ivar, 1, std::ptr::null(), op, Values::One(value), Need::All, std::ptr::null_mut(), false).is_some() as c_int
                 }
             }
             export! {
+                /// # Safety
+                /// `status` must be null or a local buffer of `n` ints (crate docs);
+                /// `ivars` is checked.
                 pub unsafe extern "C" fn [<shmem_ $n _wait_until_all>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, value: $t) {
                     sync(stringify!([<shmem_ $n _wait_until_all>]), ivars, n, status, op, Values::One(value), Need::All, std::ptr::null_mut(), true);
                 }
             }
             export! {
+                /// # Safety
+                /// `status` must be null or a local buffer of `n` ints (crate docs);
+                /// `ivars` is checked.
                 pub unsafe extern "C" fn [<shmem_ $n _wait_until_any>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, value: $t) -> usize {
                     sync(stringify!([<shmem_ $n _wait_until_any>]), ivars, n, status, op, Values::One(value), Need::Any, std::ptr::null_mut(), true).unwrap_or(usize::MAX)
                 }
             }
             export! {
+                /// # Safety
+                /// `indices` must be a local buffer of `n` entries to write and `status`
+                /// null or a local buffer of `n` ints (crate docs); `ivars` is checked.
                 pub unsafe extern "C" fn [<shmem_ $n _wait_until_some>](ivars: *mut $t, n: usize, indices: *mut usize, status: *const c_int, op: c_int, value: $t) -> usize {
                     sync(stringify!([<shmem_ $n _wait_until_some>]), ivars, n, status, op, Values::One(value), Need::Some, indices, true).unwrap_or(0)
                 }
             }
             export! {
+                /// # Safety
+                /// `values` must be a local buffer of `n` elements and `status` null or a
+                /// local buffer of `n` ints (crate docs); `ivars` is checked.
                 pub unsafe extern "C" fn [<shmem_ $n _wait_until_all_vector>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, values: *const $t) {
                     sync(stringify!([<shmem_ $n _wait_until_all_vector>]), ivars, n, status, op, Values::Each(values), Need::All, std::ptr::null_mut(), true);
                 }
             }
             export! {
+                /// # Safety
+                /// `values` must be a local buffer of `n` elements and `status` null or a
+                /// local buffer of `n` ints (crate docs); `ivars` is checked.
                 pub unsafe extern "C" fn [<shmem_ $n _wait_until_any_vector>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, values: *const $t) -> usize {
                     sync(stringify!([<shmem_ $n _wait_until_any_vector>]), ivars, n, status, op, Values::Each(values), Need::Any, std::ptr::null_mut(), true).unwrap_or(usize::MAX)
                 }
             }
             export! {
+                /// # Safety
+                /// `indices` must be a local buffer of `n` entries to write, `values` one
+                /// of `n` elements and `status` null or one of `n` ints (crate docs);
+                /// `ivars` is checked.
                 pub unsafe extern "C" fn [<shmem_ $n _wait_until_some_vector>](ivars: *mut $t, n: usize, indices: *mut usize, status: *const c_int, op: c_int, values: *const $t) -> usize {
                     sync(stringify!([<shmem_ $n _wait_until_some_vector>]), ivars, n, status, op, Values::Each(values), Need::Some, indices, true).unwrap_or(0)
                 }
             }
             export! {
+                /// # Safety
+                /// `status` must be null or a local buffer of `n` ints (crate docs);
+                /// `ivars` is checked.
                 pub unsafe extern "C" fn [<shmem_ $n _test_all>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, value: $t) -> c_int {
                     sync(stringify!([<shmem_ $n _test_all>]), ivars, n, status, op, Values::One(value), Need::All, std::ptr::null_mut(), false).is_some() as c_int
                 }
             }
             export! {
+                /// # Safety
+                /// `status` must be null or a local buffer of `n` ints (crate docs);
+                /// `ivars` is checked.
                 pub unsafe extern "C" fn [<shmem_ $n _test_any>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, value: $t) -> usize {
                     sync(stringify!([<shmem_ $n _test_any>]), ivars, n, status, op, Values::One(value), Need::Any, std::ptr::null_mut(), false).unwrap_or(usize::MAX)
                 }
             }
             export! {
+                /// # Safety
+                /// `indices` must be a local buffer of `n` entries to write and `status`
+                /// null or a local buffer of `n` ints (crate docs); `ivars` is checked.
                 pub unsafe extern "C" fn [<shmem_ $n _test_some>](ivars: *mut $t, n: usize, indices: *mut usize, status: *const c_int, op: c_int, value: $t) -> usize {
                     sync(stringify!([<shmem_ $n _test_some>]), ivars, n, status, op, Values::One(value), Need::Some, indices, false).unwrap_or(0)
                 }
             }
             export! {
+                /// # Safety
+                /// `values` must be a local buffer of `n` elements and `status` null or a
+                /// local buffer of `n` ints (crate docs); `ivars` is checked.
                 pub unsafe extern "C" fn [<shmem_ $n _test_all_vector>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, values: *const $t) -> c_int {
                     sync(stringify!([<shmem_ $n _test_all_vector>]), ivars, n, status, op, Values::Each(values), Need::All, std::ptr::null_mut(), false).is_some() as c_int
                 }
             }
             export! {
+                /// # Safety
+                /// `values` must be a local buffer of `n` elements and `status` null or a
+                /// local buffer of `n` ints (crate docs); `ivars` is checked.
                 pub unsafe extern "C" fn [<shmem_ $n _test_any_vector>](ivars: *mut $t, n: usize, status: *const c_int, op: c_int, values: *const $t) -> usize {
                     sync(stringify!([<shmem_ $n _test_any_vector>]), ivars, n, status, op, Values::Each(values), Need::Any, std::ptr::null_mut(), false).unwrap_or(usize::MAX)
                 }
             }
             export! {
+                /// # Safety
+                /// `indices` must be a local buffer of `n` entries to write, `values` one
+                /// of `n` elements and `status` null or one of `n` ints (crate docs);
+                /// `ivars` is checked.
                 pub unsafe extern "C" fn [<shmem_ $n _test_some_vector>](ivars: *mut $t, n: usize, indices: *mut usize, status: *const c_int, op: c_int, values: *const $t) -> usize {
                     sync(stringify!([<shmem_ $n _test_some_vector>]), ivars, n, status, op, Values::Each(values), Need::Some, indices, false).unwrap_or(0)
                 }
@@ -223,6 +274,10 @@ macro_rules! deprecated_wait {
     ($n:ident, $t:ty, $c:literal) => {
         paste::paste! {
             export! {
+                /// Deprecated: `shmem_<type>_wait_until` with `SHMEM_CMP_NE`.
+                ///
+                /// # Safety
+                /// None for its arguments: `ivar` is checked.
                 pub unsafe extern "C" fn [<shmem_ $n _wait>](ivar: *mut $t, value: $t) {
                     sync(stringify!([<shmem_ $n _wait>]), ivar, 1, std::ptr::null(), 1, Values::One(value), Need::All, std::ptr::null_mut(), true);
                 }
@@ -236,6 +291,9 @@ for_deprecated_wait_types!(deprecated_wait);
 
 export! {
     /// `shmem_wait(long *, long)`: until the value differs.
+    ///
+    /// # Safety
+    /// None for its arguments: `ivar` is checked.
     pub unsafe extern "C" fn shmem_wait(ivar: *mut i64, value: i64) {
         sync(
             "shmem_wait",
@@ -253,6 +311,9 @@ export! {
 
 export! {
     /// `shmem_wait_until(long *, int, long)`, the untyped name of OpenSHMEM 1.0.
+    ///
+    /// # Safety
+    /// None for its arguments: `ivar` is checked.
     pub unsafe extern "C" fn shmem_wait_until(ivar: *mut i64, op: c_int, value: i64) {
         sync(
             "shmem_wait_until",
@@ -269,6 +330,8 @@ export! {
 }
 
 export! {
+    /// # Safety
+    /// None for its arguments: `sig_addr` is checked.
     pub unsafe extern "C" fn shmem_signal_fetch(sig_addr: *const u64) -> u64 {
         const API: &str = "shmem_signal_fetch";
         let w = world(API);
@@ -277,6 +340,8 @@ export! {
 }
 
 export! {
+    /// # Safety
+    /// None for its arguments: `sig_addr` is checked.
     pub unsafe extern "C" fn shmem_signal_wait_until(sig_addr: *mut u64, op: c_int, value: u64) -> u64 {
         const API: &str = "shmem_signal_wait_until";
         let w = world(API);

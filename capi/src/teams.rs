@@ -89,18 +89,24 @@ fn boxed(team: Option<Team>, config: *const TeamConfig, mask: c_long) -> ShmemTe
 const SHMEM_TEAM_NUM_CONTEXTS: c_long = 1;
 
 export! {
+    /// # Safety
+    /// `team` must be a live team (crate docs).
     pub unsafe extern "C" fn shmem_team_my_pe(team: ShmemTeam) -> c_int {
         try_team("shmem_team_my_pe", team).map_or(-1, |t| t.my_pe() as c_int)
     }
 }
 
 export! {
+    /// # Safety
+    /// `team` must be a live team (crate docs).
     pub unsafe extern "C" fn shmem_team_n_pes(team: ShmemTeam) -> c_int {
         try_team("shmem_team_n_pes", team).map_or(-1, |t| t.n_pes() as c_int)
     }
 }
 
 export! {
+    /// # Safety
+    /// `src_team` and `dest_team` must be live teams (crate docs).
     pub unsafe extern "C" fn shmem_team_translate_pe(src_team: ShmemTeam, src_pe: c_int, dest_team: ShmemTeam) -> c_int {
         const API: &str = "shmem_team_translate_pe";
         let (Some(from), Some(to)) = (try_team(API, src_team), try_team(API, dest_team)) else {
@@ -114,6 +120,9 @@ export! {
 }
 
 export! {
+    /// # Safety
+    /// `team` must be a live team (crate docs), and `config` null or valid for
+    /// one write of a `shmem_team_config_t`.
     pub unsafe extern "C" fn shmem_team_get_config(team: ShmemTeam, mask: c_long, config: *mut TeamConfig) -> c_int {
         if try_team("shmem_team_get_config", team).is_none() || config.is_null() {
             return -1;
@@ -128,6 +137,10 @@ export! {
 }
 
 export! {
+    /// # Safety
+    /// `parent` must be a live team (crate docs), `new_team` valid for one
+    /// write of a `shmem_team_t`, and `config` null or, when `mask` names a
+    /// field, valid for reading a `shmem_team_config_t`.
     pub unsafe extern "C" fn shmem_team_split_strided(
         parent: ShmemTeam,
         start: c_int,
@@ -156,6 +169,11 @@ export! {
 }
 
 export! {
+    /// # Safety
+    /// `parent` must be a live team (crate docs), `xaxis_team` and
+    /// `yaxis_team` each valid for one write of a `shmem_team_t`, and each
+    /// config null or, when its mask names a field, valid for reading a
+    /// `shmem_team_config_t`.
     #[allow(clippy::too_many_arguments)]
     pub unsafe extern "C" fn shmem_team_split_2d(
         parent: ShmemTeam,
@@ -189,6 +207,10 @@ export! {
 }
 
 export! {
+    /// # Safety
+    /// `team` must be a live team (crate docs), and no call on it, or on a
+    /// context made on it, may be running on another thread or start after
+    /// this one. The predefined teams and `SHMEM_TEAM_INVALID` are left alone.
     pub unsafe extern "C" fn shmem_team_destroy(team: ShmemTeam) {
         const API: &str = "shmem_team_destroy";
         if team.is_null() || team == &raw mut oneside_team_world || team == &raw mut oneside_team_shared {
@@ -203,6 +225,9 @@ export! {
 }
 
 export! {
+    /// # Safety
+    /// `team` must be a live team (crate docs); `dest` is checked (any address
+    /// that is not symmetric, or not reachable by load and store, gives null).
     pub unsafe extern "C" fn shmem_team_ptr(team: ShmemTeam, dest: *const c_void, pe: c_int) -> *mut c_void {
         const API: &str = "shmem_team_ptr";
         let Some(team) = try_team(API, team) else {

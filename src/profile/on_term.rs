@@ -14,6 +14,7 @@
 //! whose handler was there first, ranks that lived wrote no profile. A
 //! SIGTERM the program ignores stays ignored, and nothing is written on it.
 
+use crate::syscall::cvt;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -43,17 +44,13 @@ pub(super) fn write_on_sigterm(rank: usize) -> Result<(), String> {
     // SAFETY: a zeroed sigaction is valid output for sigaction(2)'s query.
     let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
     // SAFETY: querying the current action (no new action given).
-    if unsafe { libc::sigaction(libc::SIGTERM, std::ptr::null(), &mut old) } != 0 {
-        return Err(std::io::Error::last_os_error().to_string());
-    }
+    cvt(unsafe { libc::sigaction(libc::SIGTERM, std::ptr::null(), &mut old) }).map_err(|e| e.to_string())?;
     if old.sa_sigaction == libc::SIG_IGN || BEFORE.set(Before(old)).is_err() {
         return Ok(());
     }
     let mut fds = [-1; 2];
     // SAFETY: pipe2 fills two descriptors into `fds`.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error().to_string());
-    }
+    cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }).map_err(|e| e.to_string())?;
     let [read_end, write_end] = fds;
     crate::service::spawn(format!("oneside-term-{rank}"), rank, "profile writer", move || {
         let mut byte = 0u8;
@@ -82,8 +79,6 @@ pub(super) fn write_on_sigterm(rank: usize) -> Result<(), String> {
     action.sa_sigaction = on_sigterm as extern "C" fn(c_int) as usize;
     action.sa_flags = libc::SA_RESTART;
     // SAFETY: installing a handler that only calls write(2).
-    if unsafe { libc::sigaction(libc::SIGTERM, &action, std::ptr::null_mut()) } != 0 {
-        return Err(std::io::Error::last_os_error().to_string());
-    }
+    cvt(unsafe { libc::sigaction(libc::SIGTERM, &action, std::ptr::null_mut()) }).map_err(|e| e.to_string())?;
     Ok(())
 }

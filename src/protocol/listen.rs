@@ -11,6 +11,7 @@
 //! the largest queue the kernel allows (it caps the request at
 //! `net.core.somaxconn`, 4096 by default), and drains it in one loop.
 
+use crate::syscall::cvt;
 use mio::net::{TcpListener, TcpStream};
 use std::io;
 use std::net::SocketAddr;
@@ -25,9 +26,7 @@ pub fn bind_wide(addr: SocketAddr) -> io::Result<TcpListener> {
     let listener = TcpListener::bind(addr)?;
     // SAFETY: `listener` owns a bound, listening socket for the call's
     // duration; calling listen again on it only changes its backlog.
-    if unsafe { libc::listen(listener.as_raw_fd(), BACKLOG) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    cvt(unsafe { libc::listen(listener.as_raw_fd(), BACKLOG) })?;
     Ok(listener)
 }
 

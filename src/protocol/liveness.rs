@@ -10,6 +10,7 @@
 //! live on (Linux keeps a connection whose receiver answers zero-window
 //! probes open, whatever the user timeout).
 
+use crate::syscall::cvt;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::time::Duration;
@@ -47,7 +48,7 @@ pub fn watch(socket: &impl AsRawFd) -> io::Result<()> {
     ];
     for (level, name, value) in options {
         // SAFETY: setsockopt reads one c_int from a local for the call.
-        let set = unsafe {
+        cvt(unsafe {
             libc::setsockopt(
                 fd,
                 level,
@@ -55,10 +56,7 @@ pub fn watch(socket: &impl AsRawFd) -> io::Result<()> {
                 std::ptr::from_ref(&value).cast(),
                 std::mem::size_of::<libc::c_int>() as libc::socklen_t,
             )
-        };
-        if set != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        })?;
     }
     Ok(())
 }

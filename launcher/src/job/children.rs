@@ -16,6 +16,7 @@ use crate::spawner::Spawned;
 use crossbeam::channel::{self, Receiver, Sender};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token, Waker};
+use oneside::syscall::cvt;
 use std::io::{self, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
@@ -66,10 +67,7 @@ impl Watcher {
     pub fn watch(&self, rank: u32, child: Spawned) -> io::Result<()> {
         // SAFETY: pidfd_open takes a pid and flags and returns a new
         // descriptor or -1; it touches no memory of ours.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.pid as libc::pid_t, 0) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        let fd = cvt(unsafe { libc::syscall(libc::SYS_pidfd_open, child.pid as libc::pid_t, 0) })?;
         // SAFETY: `fd` is a descriptor pidfd_open just returned, owned by nobody else.
         let pidfd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
         let _ = self.add.send(Request::Watch { rank, child, pidfd });

@@ -10,6 +10,7 @@
 use crate::cli::Bind;
 use crate::plan::{LaunchPlan, Placement};
 use oneside::protocol::env as vars;
+use oneside::syscall::cvt;
 use serde::{Deserialize, Serialize};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -142,21 +143,15 @@ pub fn spawn_process(
     }
     // SAFETY: the closure runs between fork and exec and calls only
     // async-signal-safe functions (setpgid, prctl, getppid,
-    // sched_setaffinity, _exit).
+    // sched_setaffinity, _exit) and `cvt`, which only reads errno.
     unsafe {
         let parent = libc::getpid();
         command.pre_exec(move || {
             if let Some(set) = &pin {
-                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
+                cvt(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set))?;
             }
-            if libc::setpgid(0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+            cvt(libc::setpgid(0, 0))?;
+            cvt(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong))?;
             // The parent may have died before prctl took effect.
             if libc::getppid() != parent {
                 libc::_exit(1);

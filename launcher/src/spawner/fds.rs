@@ -1,6 +1,7 @@
 //! Messages with descriptors over a Unix socket (`SCM_RIGHTS`): the
 //! spawner's replies carry the pipes of the process it started.
 
+use oneside::syscall::cvt;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
@@ -33,12 +34,10 @@ pub fn send_with_fds(socket: &impl AsRawFd, bytes: &[u8], fds: &[RawFd]) -> io::
             std::ptr::copy_nonoverlapping(fds.as_ptr(), libc::CMSG_DATA(cmsg).cast::<RawFd>(), fds.len());
         }
         loop {
-            if libc::sendmsg(socket.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) >= 0 {
-                return Ok(());
-            }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
+            match cvt(libc::sendmsg(socket.as_raw_fd(), &msg, libc::MSG_NOSIGNAL)) {
+                Ok(_) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
             }
         }
     }
@@ -62,13 +61,10 @@ pub fn recv_with_fds(socket: &impl AsRawFd, buf: &mut [u8]) -> io::Result<(usize
         msg.msg_control = control.as_mut_ptr().cast();
         msg.msg_controllen = std::mem::size_of_val(&control);
         let len = loop {
-            let n = libc::recvmsg(socket.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC);
-            if n >= 0 {
-                break n as usize;
-            }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
+            match cvt(libc::recvmsg(socket.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC)) {
+                Ok(n) => break n as usize,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
             }
         };
         let mut fds = Vec::new();

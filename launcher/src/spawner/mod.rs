@@ -22,6 +22,7 @@ mod fds;
 pub mod serve;
 
 use fds::{recv_with_fds, send_with_fds};
+use oneside::syscall::cvt;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io;
@@ -83,35 +84,31 @@ impl Spawner {
     pub fn start() -> io::Result<Spawner> {
         let mut pair = [0; 2];
         // SAFETY: socketpair writes two descriptors into `pair`.
-        if unsafe {
+        cvt(unsafe {
             libc::socketpair(
                 libc::AF_UNIX,
                 libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
                 0,
                 pair.as_mut_ptr(),
             )
-        } != 0
-        {
-            return Err(io::Error::last_os_error());
-        }
+        })?;
         // SAFETY: both descriptors are new and owned by nobody else.
         let (ours, theirs) = unsafe { (OwnedFd::from_raw_fd(pair[0]), OwnedFd::from_raw_fd(pair[1])) };
         let far = theirs.as_raw_fd();
         let mut command = Command::new("/proc/self/exe");
         command.arg0("rlaunch-spawner").arg("--spawner").stdin(Stdio::null());
         // SAFETY: between fork and exec the closure calls only
-        // async-signal-safe functions (dup2, setpgid, prctl).
+        // async-signal-safe functions (dup2, setpgid, prctl) and `cvt`,
+        // which only reads errno.
         unsafe {
             command.pre_exec(move || {
                 // dup2 leaves the copy without close-on-exec; a socket
                 // that is already on that descriptor has it cleared.
-                let placed = match far == SOCKET_FD {
+                cvt(match far == SOCKET_FD {
                     true => libc::fcntl(far, libc::F_SETFD, 0),
                     false => libc::dup2(far, SOCKET_FD),
-                };
-                if placed < 0 || libc::setpgid(0, 0) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
+                })?;
+                cvt(libc::setpgid(0, 0))?;
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
                 Ok(())
             });

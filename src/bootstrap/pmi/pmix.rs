@@ -14,10 +14,9 @@
 //! The structures below are those of PMIx 4 (`pmix_common.h`), whose ABI
 //! the PMIx standard keeps stable across the `.so.2` versions.
 
-use crate::dynlib::Dynlib;
+use crate::dynlib::{Dynlib, Loaded};
 use crate::error::{Error, Result};
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 /// The variable naming another PMIx library than `libpmix.so.2`.
@@ -75,10 +74,10 @@ struct Api {
     file: String,
 }
 
-static API: OnceLock<std::result::Result<Api, String>> = OnceLock::new();
+static API: Loaded<Api> = Loaded::new();
 
 fn api() -> std::result::Result<&'static Api, String> {
-    API.get_or_init(|| {
+    API.get(|| -> std::result::Result<Api, String> {
         let file = std::env::var(LIBRARY_VAR).unwrap_or_else(|_| DEFAULT_LIBRARY.into());
         let lib = Dynlib::open(&file)?;
         // SAFETY: each type is the C signature of the named PMIx 4 function.
@@ -97,8 +96,7 @@ fn api() -> std::result::Result<&'static Api, String> {
             })
         }
     })
-    .as_ref()
-    .map_err(Clone::clone)
+    .map_err(str::to_owned)
 }
 
 /// An initialized PMIx client.

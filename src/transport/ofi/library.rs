@@ -5,10 +5,9 @@
 //! does with the layouts of `sys`.
 
 use super::sys::{fi_fabric_attr, fi_info, fid_fabric, FI_VERSION_1_17};
-use crate::dynlib::Dynlib;
+use crate::dynlib::{Dynlib, Loaded};
 use crate::transport::fault::Fault;
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::OnceLock;
 
 /// The shared object opened, by its ABI name.
 pub const SONAME: &str = "libfabric.so.1";
@@ -46,11 +45,10 @@ impl Library {
 
 /// libfabric, opened and resolved on first use; the same answer after.
 pub fn load() -> Result<&'static Library, Fault> {
-    static LOADED: OnceLock<Result<Library, String>> = OnceLock::new();
+    static LOADED: Loaded<Library> = Loaded::new();
     LOADED
-        .get_or_init(|| open().map_err(|fault| fault.to_string()))
-        .as_ref()
-        .map_err(|detail| Fault::setup("open the library", detail.as_str()))
+        .get(open)
+        .map_err(|detail| Fault::setup("open the library", detail))
 }
 
 fn open() -> Result<Library, Fault> {

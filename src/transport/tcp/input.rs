@@ -13,6 +13,7 @@
 //! would only have said so. The next event always asks: it may be the one
 //! that reports what arrived after the short read.
 
+use crate::syscall::cvt;
 use std::io;
 use std::os::fd::AsRawFd;
 
@@ -85,12 +86,7 @@ impl Input {
 /// `dst` must be valid for `len` bytes of writes.
 pub(super) unsafe fn recv_into(socket: &impl AsRawFd, dst: *mut u8, len: usize, flags: i32) -> io::Result<usize> {
     // SAFETY: our caller passes a destination valid for `len` bytes of writes.
-    let n = unsafe { libc::recv(socket.as_raw_fd(), dst.cast(), len, flags) };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
+    cvt(unsafe { libc::recv(socket.as_raw_fd(), dst.cast(), len, flags) }).map(|n| n as usize)
 }
 
 #[cfg(test)]

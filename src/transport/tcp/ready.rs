@@ -8,6 +8,7 @@
 //! waits and drives the engine instead removes it from that loop for the
 //! length of its wait (`engine::Driving`) and polls the set itself.
 
+use crate::syscall::cvt;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
@@ -21,10 +22,7 @@ pub(super) struct ReadySet {
 impl ReadySet {
     pub(super) fn new() -> io::Result<ReadySet> {
         // SAFETY: plain system call; the result is checked before use.
-        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
         Ok(ReadySet {
             // SAFETY: `fd` is a fresh descriptor that nothing else owns.
             epoll: unsafe { OwnedFd::from_raw_fd(fd) },
@@ -39,10 +37,7 @@ impl ReadySet {
             u64: index as u64,
         };
         // SAFETY: `event` is a valid epoll_event for the call's duration.
-        match unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut event) } {
-            0 => Ok(()),
-            _ => Err(io::Error::last_os_error()),
-        }
+        cvt(unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut event) }).map(drop)
     }
 
     pub(super) fn remove(&self, fd: RawFd) {

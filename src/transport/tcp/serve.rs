@@ -17,6 +17,7 @@ use super::request::{atomic_from_code, Request, ATOMIC_TAIL, HEADER_BYTES};
 use crate::protocol::auth::Acceptor;
 use crate::protocol::wire::{FrameBuf, Msg, MAX_UNAUTHENTICATED_FRAME};
 use crate::segment::RawSegment;
+use crate::syscall::cvt;
 use crate::transport::amo;
 use mio::net::TcpStream;
 use std::io;
@@ -265,10 +266,5 @@ fn apply_atomic(memory: RawSegment, offset: u64, code: u32, operand: u64, compar
 /// send(2) from raw memory, without SIGPIPE.
 fn send_from(stream: &TcpStream, src: *const u8, len: usize) -> io::Result<usize> {
     // SAFETY: callers pass a source valid for `len` bytes of reads.
-    let n = unsafe { libc::send(stream.as_raw_fd(), src.cast(), len, libc::MSG_NOSIGNAL) };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
+    cvt(unsafe { libc::send(stream.as_raw_fd(), src.cast(), len, libc::MSG_NOSIGNAL) }).map(|n| n as usize)
 }

@@ -5,6 +5,7 @@
 
 use super::library::Library;
 use super::sys as ffi;
+use crate::syscall::cvt_null;
 use crate::transport::fault::Fault;
 use std::ffi::CStr;
 
@@ -52,14 +53,9 @@ impl Context {
             )),
             Some((device, name)) => {
                 // SAFETY: `device` is valid until the list is freed; the context outlives that.
-                let raw = unsafe { (lib.open_device)(device) };
-                if raw.is_null() {
-                    Err(format!(
-                        "cannot open RDMA device {name}: {}",
-                        std::io::Error::last_os_error()
-                    ))
-                } else {
-                    Ok(Context { raw, name, lib })
+                match cvt_null(unsafe { (lib.open_device)(device) }) {
+                    Ok(raw) => Ok(Context { raw, name, lib }),
+                    Err(e) => Err(format!("cannot open RDMA device {name}: {e}")),
                 }
             }
         };
@@ -134,14 +130,8 @@ pub struct ProtectionDomain {
 impl ProtectionDomain {
     pub fn new(context: &Context) -> Result<ProtectionDomain, Fault> {
         // SAFETY: the context is open.
-        let raw = unsafe { (context.lib.alloc_pd)(context.raw()) };
-        if raw.is_null() {
-            return Err(format!(
-                "cannot allocate a protection domain: {}",
-                std::io::Error::last_os_error()
-            )
-            .into());
-        }
+        let raw = cvt_null(unsafe { (context.lib.alloc_pd)(context.raw()) })
+            .map_err(|e| format!("cannot allocate a protection domain: {e}"))?;
         Ok(ProtectionDomain { raw, lib: context.lib })
     }
 
@@ -175,11 +165,8 @@ impl MemoryRegion {
             | ffi::IBV_ACCESS_REMOTE_READ
             | ffi::IBV_ACCESS_REMOTE_ATOMIC;
         // SAFETY: the caller keeps the range mapped; the PD is valid.
-        let raw = unsafe { (pd.lib.reg_mr)(pd.raw(), addr.cast(), len, access as i32) };
-        if raw.is_null() {
-            let err = std::io::Error::last_os_error();
-            return Err(format!("cannot register {len} bytes of memory: {err}{}", memlock_hint(len)).into());
-        }
+        let raw = cvt_null(unsafe { (pd.lib.reg_mr)(pd.raw(), addr.cast(), len, access as i32) })
+            .map_err(|err| format!("cannot register {len} bytes of memory: {err}{}", memlock_hint(len)))?;
         Ok(MemoryRegion { raw, lib: pd.lib })
     }
 

@@ -6,10 +6,9 @@
 //! the context's ops table instead (see `queue`).
 
 use super::sys::*;
-use crate::dynlib::Dynlib;
+use crate::dynlib::{Dynlib, Loaded};
 use crate::transport::fault::Fault;
 use std::ffi::{c_char, c_int, c_uint, c_void};
-use std::sync::OnceLock;
 
 /// The shared object opened, by its ABI name.
 pub const SONAME: &str = "libibverbs.so.1";
@@ -48,11 +47,10 @@ pub struct Library {
 
 /// libibverbs, opened and resolved on first use; the same answer after.
 pub fn load() -> Result<&'static Library, Fault> {
-    static LOADED: OnceLock<Result<Library, String>> = OnceLock::new();
+    static LOADED: Loaded<Library> = Loaded::new();
     LOADED
-        .get_or_init(|| open().map_err(|fault| fault.to_string()))
-        .as_ref()
-        .map_err(|detail| Fault::setup("open the library", detail.as_str()))
+        .get(open)
+        .map_err(|detail| Fault::setup("open the library", detail))
 }
 
 fn open() -> Result<Library, Fault> {

@@ -6,6 +6,7 @@
 use super::device::{Context, ProtectionDomain};
 use super::library::Library;
 use super::sys as ffi;
+use crate::syscall::cvt_null;
 use crate::transport::fault::Fault;
 use std::marker::PhantomData;
 
@@ -24,11 +25,10 @@ impl CompletionQueue {
     /// A CQ with room for `depth` completions.
     pub fn new(context: &Context, depth: i32) -> Result<CompletionQueue, Fault> {
         // SAFETY: the context is open; no channel, no vector: we poll.
-        let raw =
-            unsafe { (context.lib.create_cq)(context.raw(), depth, std::ptr::null_mut(), std::ptr::null_mut(), 0) };
-        if raw.is_null() {
-            return Err(format!("cannot create a completion queue: {}", std::io::Error::last_os_error()).into());
-        }
+        let raw = cvt_null(unsafe {
+            (context.lib.create_cq)(context.raw(), depth, std::ptr::null_mut(), std::ptr::null_mut(), 0)
+        })
+        .map_err(|e| format!("cannot create a completion queue: {e}"))?;
         Ok(CompletionQueue { raw, lib: context.lib })
     }
 
@@ -117,11 +117,13 @@ impl QueuePair<Init> {
                 sq_sig_all: 0,
             };
             // SAFETY: the PD and CQ are live; `init` is fully initialized.
-            let raw = unsafe { (pd.lib.create_qp)(pd.raw(), &mut init) };
-            if raw.is_null() {
-                last_error = std::io::Error::last_os_error().to_string();
-                continue;
-            }
+            let raw = match cvt_null(unsafe { (pd.lib.create_qp)(pd.raw(), &mut init) }) {
+                Ok(raw) => raw,
+                Err(e) => {
+                    last_error = e.to_string();
+                    continue;
+                }
+            };
             let qp = QueuePair {
                 raw,
                 lib: pd.lib,

@@ -5,6 +5,7 @@
 //! of the reply asked for: a connection shared with the process's own MPI
 //! library (see `wire.rs`) is left exactly as that library expects it.
 
+use crate::syscall::cvt;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 #[cfg(test)]
@@ -129,16 +130,13 @@ pub(super) unsafe fn inherited(fd: RawFd, shared: bool) -> Result<Link, String> 
     check_socket(fd)?;
     let own = match shared {
         // SAFETY: dup of an open fd; the copy is ours alone.
-        true => unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) },
+        true => cvt(unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) })
+            .map_err(|e| format!("cannot duplicate it: {e}"))?,
         false => fd,
     };
-    if own == -1 {
-        return Err(format!("cannot duplicate it: {}", io::Error::last_os_error()));
-    }
     // SAFETY: plain fcntl on an fd we own.
-    if unsafe { libc::fcntl(own, libc::F_SETFD, libc::FD_CLOEXEC) } == -1 {
-        return Err(format!("cannot set FD_CLOEXEC: {}", io::Error::last_os_error()));
-    }
+    cvt(unsafe { libc::fcntl(own, libc::F_SETFD, libc::FD_CLOEXEC) })
+        .map_err(|e| format!("cannot set FD_CLOEXEC: {e}"))?;
     // SAFETY: `own` is an open socket nobody else owns (a fresh duplicate,
     // or the caller's guarantee).
     Ok(Link::Fd(unsafe { UnixStream::from_raw_fd(own) }))
@@ -152,9 +150,7 @@ fn check_socket(fd: RawFd) -> Result<(), String> {
     // fstat only writes into it; a closed fd just makes it fail.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: `st` is a valid, writable stat; a closed fd only makes it fail.
-    if unsafe { libc::fstat(fd, &mut st) } == -1 {
-        return Err(format!("not an open file descriptor ({})", io::Error::last_os_error()));
-    }
+    cvt(unsafe { libc::fstat(fd, &mut st) }).map_err(|e| format!("not an open file descriptor ({e})"))?;
     if st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
         return Err("not a socket".into());
     }
