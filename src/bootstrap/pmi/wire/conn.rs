@@ -19,7 +19,7 @@ use std::time::Duration;
 pub(super) const MAX_LINE: usize = 4096;
 
 /// Where the server is.
-pub(crate) enum Link {
+pub(crate) enum PmiSocket {
     /// An inherited socket.
     Fd(UnixStream),
     /// `host:port`, connected.
@@ -28,18 +28,18 @@ pub(crate) enum Link {
 
 /// A link and the bytes read from it but not yet consumed.
 pub(super) struct Conn {
-    link: Link,
+    link: PmiSocket,
     inbox: Vec<u8>,
 }
 
 impl Conn {
-    pub(super) fn new(link: Link, timeout: Duration) -> io::Result<Conn> {
+    pub(super) fn new(link: PmiSocket, timeout: Duration) -> io::Result<Conn> {
         match &link {
-            Link::Fd(s) => {
+            PmiSocket::Fd(s) => {
                 s.set_read_timeout(Some(timeout))?;
                 s.set_write_timeout(Some(timeout))?;
             }
-            Link::Port(s) => {
+            PmiSocket::Port(s) => {
                 s.set_read_timeout(Some(timeout))?;
                 s.set_write_timeout(Some(timeout))?;
                 s.set_nodelay(true)?;
@@ -55,8 +55,8 @@ impl Conn {
     /// agent blocks on partial messages).
     pub(super) fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
         match &mut self.link {
-            Link::Fd(s) => s.write_all(bytes),
-            Link::Port(s) => s.write_all(bytes),
+            PmiSocket::Fd(s) => s.write_all(bytes),
+            PmiSocket::Port(s) => s.write_all(bytes),
         }
     }
 
@@ -82,8 +82,8 @@ impl Conn {
         let mut chunk = [0u8; 1024];
         loop {
             let n = match &mut self.link {
-                Link::Fd(s) => s.read(&mut chunk),
-                Link::Port(s) => s.read(&mut chunk),
+                PmiSocket::Fd(s) => s.read(&mut chunk),
+                PmiSocket::Port(s) => s.read(&mut chunk),
             };
             match n {
                 Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
@@ -101,8 +101,8 @@ impl Conn {
     #[cfg(test)]
     pub(super) fn raw_fd(&self) -> RawFd {
         match &self.link {
-            Link::Fd(s) => s.as_raw_fd(),
-            Link::Port(s) => s.as_raw_fd(),
+            PmiSocket::Fd(s) => s.as_raw_fd(),
+            PmiSocket::Port(s) => s.as_raw_fd(),
         }
     }
 }
@@ -126,7 +126,7 @@ impl Read for Conn {
 ///
 /// # Safety
 /// When not `shared`, `fd` must be owned by nobody else: the link takes it.
-pub(super) unsafe fn inherited(fd: RawFd, shared: bool) -> Result<Link, String> {
+pub(super) unsafe fn inherited(fd: RawFd, shared: bool) -> Result<PmiSocket, String> {
     check_socket(fd)?;
     let own = match shared {
         // SAFETY: dup of an open fd; the copy is ours alone.
@@ -139,7 +139,7 @@ pub(super) unsafe fn inherited(fd: RawFd, shared: bool) -> Result<Link, String> 
         .map_err(|e| format!("cannot set FD_CLOEXEC: {e}"))?;
     // SAFETY: `own` is an open socket nobody else owns (a fresh duplicate,
     // or the caller's guarantee).
-    Ok(Link::Fd(unsafe { UnixStream::from_raw_fd(own) }))
+    Ok(PmiSocket::Fd(unsafe { UnixStream::from_raw_fd(own) }))
 }
 
 fn check_socket(fd: RawFd) -> Result<(), String> {

@@ -34,7 +34,7 @@ mod conn;
 mod v1;
 mod v2;
 
-use conn::{Conn, Link};
+use conn::{Conn, PmiSocket};
 
 pub(super) const INIT_V2: &[u8] = b"cmd=init pmi_version=2 pmi_subversion=0\n";
 pub(super) const INIT_V1: &[u8] = b"cmd=init pmi_version=1 pmi_subversion=1\n";
@@ -86,7 +86,7 @@ pub(crate) struct Wire {
     /// The process's MPI library talks on this connection too.
     mpi: MpiHere,
     /// `PMI_FD=6` or `PMI_PORT=host:port`, for messages.
-    place: String,
+    server: String,
 }
 
 impl Wire {
@@ -122,7 +122,7 @@ impl Wire {
                 jobid: var("PMI_JOBID"),
             };
             let timeout = timeout(&var)?;
-            let (link, place) = match (fd_text, port) {
+            let (link, server) = match (fd_text, port) {
                 (Some(text), _) => {
                     let fd = parse(told.rank, "PMI_FD", &text)?;
                     // SAFETY: the caller's guarantee for PMI_FD.
@@ -144,15 +144,21 @@ impl Wire {
                 (None, Some(addr)) => (connect_port(&addr, timeout)?, format!("PMI_PORT={addr}")),
                 (None, None) => unreachable!("checked above"),
             };
-            Wire::connect(link, told, timeout, mpi, place)
+            Wire::connect(link, told, timeout, mpi, server)
         })())
     }
 
     /// Runs the handshake on `link`: version 2 if the server takes it, else
     /// 1; or joins the PMI-1 session the process's MPI already began.
-    pub(crate) fn connect(link: Link, told: Told, timeout: Duration, mpi: MpiHere, place: String) -> Result<Wire> {
+    pub(crate) fn connect(
+        link: PmiSocket,
+        told: Told,
+        timeout: Duration,
+        mpi: MpiHere,
+        server: String,
+    ) -> Result<Wire> {
         let conn = Conn::new(link, timeout)
-            .map_err(|e| env_err(told.rank, format!("cannot set a timeout on {place}: {e}")))?;
+            .map_err(|e| env_err(told.rank, format!("cannot set a timeout on {server}: {e}")))?;
         let mut wire = Wire {
             conn,
             version: Version::Two,
@@ -161,7 +167,7 @@ impl Wire {
             jobid: String::new(),
             timeout,
             mpi,
-            place,
+            server,
         };
         match mpi {
             MpiHere::Active => {
@@ -213,7 +219,7 @@ impl Wire {
             Version::One => 1,
             Version::Two => 2,
         };
-        format!("the PMI-{v} server on {}", self.place)
+        format!("the PMI-{v} server on {}", self.server)
     }
 
     pub(super) fn set_identity(&mut self, rank: usize, size: usize, jobid: String) {
@@ -354,7 +360,7 @@ impl Wire {
     }
 }
 
-fn connect_port(addr: &str, timeout: Duration) -> Result<Link> {
+fn connect_port(addr: &str, timeout: Duration) -> Result<PmiSocket> {
     let fail = |d: String| env_err(None, format!("PMI_PORT={addr}: {d}"));
     let target = addr
         .to_socket_addrs()
@@ -362,7 +368,7 @@ fn connect_port(addr: &str, timeout: Duration) -> Result<Link> {
         .next()
         .ok_or_else(|| fail("resolves to no address".into()))?;
     let stream = TcpStream::connect_timeout(&target, timeout).map_err(|e| fail(format!("cannot connect: {e}")))?;
-    Ok(Link::Port(stream))
+    Ok(PmiSocket::Port(stream))
 }
 
 /// How long each exchange with the server may take: the bootstrap timeout,

@@ -9,7 +9,7 @@ mod v2;
 
 use super::super::message::*;
 use super::super::{Pmi, CHUNK};
-use super::conn::Link;
+use super::conn::PmiSocket;
 use super::*;
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -198,7 +198,13 @@ fn connect(stream: UnixStream, rank: usize, size: usize, timeout: Duration) -> R
         id: None,
         jobid: Some(JOBID.into()),
     };
-    Wire::connect(Link::Fd(stream), told, timeout, MpiHere::Absent, "PMI_FD=test".into())
+    Wire::connect(
+        PmiSocket::Fd(stream),
+        told,
+        timeout,
+        MpiHere::Absent,
+        "PMI_FD=test".into(),
+    )
 }
 
 /// One task connected to a one-task fake step.

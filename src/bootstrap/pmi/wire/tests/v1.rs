@@ -81,7 +81,8 @@ fn wire_up_over_pmi1(size: usize, port: bool) -> Vec<Vec<String>> {
                         ..Told::default()
                     },
                 };
-                let wire = Wire::connect(Link::Fd(client), told, LONG, MpiHere::Absent, "PMI_FD=flux".into()).unwrap();
+                let wire =
+                    Wire::connect(PmiSocket::Fd(client), told, LONG, MpiHere::Absent, "PMI_FD=flux".into()).unwrap();
                 assert_eq!((wire.rank(), wire.size()), (rank, size));
                 let (env, job) = under_pmi::launch_env(Pmi::wire(wire)).unwrap();
                 let (table, mut link) = job.exchange_cards(&env, card(rank)).unwrap();
@@ -128,7 +129,14 @@ fn beside_an_initialized_mpi_the_pmi1_session_is_joined_without_a_second_init() 
         size: Some(1),
         ..Told::default()
     };
-    let wire = Wire::connect(Link::Fd(client), told, LONG, MpiHere::Active, "PMI_FD=mpich".into()).unwrap();
+    let wire = Wire::connect(
+        PmiSocket::Fd(client),
+        told,
+        LONG,
+        MpiHere::Active,
+        "PMI_FD=mpich".into(),
+    )
+    .unwrap();
     assert_eq!((wire.rank(), wire.size(), wire.jobid()), (0, 1, "kvs_mpich_0"));
     let mut pmi = Pmi::wire(wire);
     assert_eq!(pmi.allgather(b"card").unwrap(), [b"card".to_vec()]);
@@ -151,7 +159,7 @@ fn under_srun_an_mpi_not_yet_initialized_keeps_the_one_init() {
         id: None,
         jobid: Some("7.0".into()),
     };
-    let err = Wire::connect(Link::Fd(client), told, SHORT, MpiHere::Later, "PMI_FD=9".into())
+    let err = Wire::connect(PmiSocket::Fd(client), told, SHORT, MpiHere::Later, "PMI_FD=9".into())
         .err()
         .unwrap();
     assert!(err.to_string().contains("call MPI_Init before shmem_init"), "{err}");
