@@ -99,6 +99,11 @@ impl World {
     /// this rank and on same-host peers whose memory is mapped.
     pub fn peer_address(&self, addr: usize, target: usize) -> Option<*mut u8> {
         let offset = self.offset_of(addr, 1)?;
+        // This rank's own copy is `addr` itself: a symmetric global's offset
+        // lies past the heap, so it is not `heap base + offset` here.
+        if target == self.rank {
+            return Some(addr as *mut u8);
+        }
         Some(self.links.map_base(target)?.wrapping_add(offset))
     }
 
