@@ -5,10 +5,16 @@
 //! or lost power) fails within [`SILENCE`], rather than after TCP's
 //! default of some 15 minutes, and whoever waits on it hears of it.
 //!
-//! Only the other host's silence counts: a process that is stopped, in a
-//! debugger or computing still has its kernel answer, so its connections
-//! live on (Linux keeps a connection whose receiver answers zero-window
-//! probes open, whatever the user timeout).
+//! Only the other host's silence is meant to count: a process that is
+//! stopped, in a debugger or computing still has its kernel answer
+//! keepalive probes. One case is not the host's: since Linux 5.5 the user
+//! timeout also ends a connection whose receiver keeps its window shut for
+//! that long, though it answers every probe. So no engine may leave a
+//! window shut while its process lives: the TCP links bound what they
+//! leave in flight and read while they wait to send
+//! (`transport::tcp::owed`), and the engine reads each connection as far
+//! as it goes. A rank that is stopped outright is rlaunch's to report
+//! (within a few seconds, before this timeout).
 
 use crate::syscall::cvt;
 use std::io;

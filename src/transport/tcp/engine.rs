@@ -263,6 +263,12 @@ impl Driver {
         self.waits.keep_polling
     }
 
+    /// The descriptor that becomes readable when a connection of the
+    /// engine has news (for a caller's own `poll`).
+    pub fn news_fd(&self) -> RawFd {
+        self.table.ready.as_raw_fd()
+    }
+
     /// Sleeps until a connection of the engine has news, or `socket` (a
     /// link waiting for an answer) has input, at most [`NEWS_TIMEOUT`]:
     /// how a wait for a peer behind TCP passes the time when it may not

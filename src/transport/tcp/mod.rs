@@ -14,12 +14,16 @@
 //! quiet waits for the peer's answer, which TCP's ordering places after
 //! every earlier request to that peer. Answers come back in request order,
 //! so the replies of non-blocking gets still owed are read, into their
-//! destinations, before any later answer.
+//! destinations, before any later answer. A link keeps a window of owed
+//! answers and reads while it waits to send (`owed`), so no pattern of
+//! outstanding operations can fill both directions and stall.
 
 mod answer;
 pub mod engine;
 pub mod flusher;
 mod input;
+mod output;
+mod owed;
 pub mod path;
 mod ready;
 pub(crate) mod request;
@@ -32,9 +36,9 @@ use crate::transport::fault::Fault;
 use answer::read_answer;
 use engine::Driver;
 use flusher::Nudge;
+use owed::{send_all, Owed, OWED_BYTES};
 use request::Request;
-use std::collections::VecDeque;
-use std::io::{self, IoSlice, Write};
+use std::io::{self, IoSlice};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
@@ -72,8 +76,9 @@ pub struct TcpPeer {
     /// Requests sent since the last quiet.
     unquieted: bool,
     next_token: u64,
-    /// Destinations of non-blocking gets whose replies are still owed, in order.
-    pending_gets: VecDeque<(*mut u8, usize)>,
+    /// Destinations of non-blocking gets whose replies are still owed, in
+    /// order, within the link's window (`owed`).
+    owed: Owed,
     /// Set once the connection failed: owed replies will never arrive, and
     /// nothing more is read or written.
     broken: bool,
@@ -100,7 +105,7 @@ impl TcpPeer {
             batches: 0,
             unquieted: false,
             next_token: 0,
-            pending_gets: VecDeque::new(),
+            owed: Owed::new(),
             broken: false,
         })
     }
@@ -141,7 +146,13 @@ impl TcpPeer {
         .encode();
         self.unquieted = true;
         self.flush()?;
-        let sent = write_all_vectored(&mut self.stream, &mut [IoSlice::new(&header), IoSlice::new(src)]);
+        let sent = send_all(
+            &self.stream,
+            self.peer,
+            &mut [IoSlice::new(&header), IoSlice::new(src)],
+            &mut self.owed,
+            self.driver.as_ref(),
+        );
         self.check(sent)
     }
 
@@ -212,7 +223,10 @@ impl TcpPeer {
     }
 
     /// Asks for `len` bytes from heap offset `offset`, to be read into
-    /// `dst` when the answer is next needed (at the latest, at quiet).
+    /// `dst` when the answer is next needed (at the latest, at quiet). The
+    /// request joins the batch. A get that would pass the link's window of
+    /// owed answers first reads the oldest ones; one larger than the whole
+    /// window is done at once (see `owed`).
     ///
     /// # Safety
     /// `dst` must stay valid for `len` bytes of writes, and untouched, until
@@ -223,10 +237,30 @@ impl TcpPeer {
             len: self.len32(len)?,
         }
         .encode();
+        if len > OWED_BYTES {
+            self.unquieted = true;
+            self.request_answer(Request::Get {
+                offset: offset as u64,
+                len: len as u32,
+            })?;
+            let got = self.read_answer(dst, len);
+            return self.check(got);
+        }
+        if !self.owed.fits(len) {
+            self.flush()?;
+            let got = self.owed.make_room(&self.stream, self.peer, self.driver.as_ref());
+            self.check(got)?;
+            if !self.owed.fits(len) {
+                self.drain_pending_gets()?;
+            }
+        }
+        self.note_batching();
         self.unquieted = true;
         self.batch.extend_from_slice(&header);
-        self.flush()?;
-        self.pending_gets.push_back((dst, len));
+        self.owed.push(dst, len);
+        if self.batch.len() >= BATCH_LIMIT {
+            self.flush()?;
+        }
         Ok(())
     }
 
@@ -322,7 +356,13 @@ impl TcpPeer {
             ));
         }
         if !self.batch.is_empty() {
-            let sent = self.stream.write_all(&self.batch);
+            let sent = send_all(
+                &self.stream,
+                self.peer,
+                &mut [IoSlice::new(&self.batch)],
+                &mut self.owed,
+                self.driver.as_ref(),
+            );
             self.check(sent)?;
             self.batch.clear();
         }
@@ -338,12 +378,8 @@ impl TcpPeer {
     }
 
     fn drain_pending_gets(&mut self) -> Result<()> {
-        while let Some(&(dst, len)) = self.pending_gets.front() {
-            let got = self.read_answer(dst, len);
-            self.check(got)?;
-            self.pending_gets.pop_front();
-        }
-        Ok(())
+        let got = self.owed.read_all(&self.stream, self.peer, self.driver.as_ref());
+        self.check(got)
     }
 
     /// Reads `len` bytes of answer into `dst`, driving this rank's own
@@ -367,7 +403,7 @@ impl TcpPeer {
     fn check<T>(&mut self, result: io::Result<T>) -> Result<T> {
         if result.is_err() {
             self.broken = true;
-            self.pending_gets.clear();
+            self.owed.clear();
         }
         result.map_err(|e| Fault::io(self.peer, "the TCP link", closed_plainly(e)))
     }
@@ -379,16 +415,4 @@ fn closed_plainly(e: io::Error) -> io::Error {
         io::ErrorKind::UnexpectedEof => io::Error::new(io::ErrorKind::UnexpectedEof, "the connection was closed"),
         _ => e,
     }
-}
-
-fn write_all_vectored(stream: &mut TcpStream, mut slices: &mut [IoSlice<'_>]) -> io::Result<()> {
-    while !slices.is_empty() {
-        match stream.write_vectored(slices) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => IoSlice::advance_slices(&mut slices, n),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }

@@ -13,6 +13,7 @@
 //! a rank's own thread while it waits) may call it whenever it likes.
 
 use super::input::Input;
+use super::output::Output;
 use super::request::{atomic_from_code, Request, ATOMIC_TAIL, HEADER_BYTES};
 use crate::protocol::auth::Acceptor;
 use crate::protocol::wire::{FrameBuf, Msg, MAX_UNAUTHENTICATED_FRAME};
@@ -60,6 +61,7 @@ pub(super) struct Conn {
     pub(super) stream: TcpStream,
     frames: FrameBuf,
     input: Input,
+    output: Output,
     phase: Phase,
 }
 
@@ -72,6 +74,7 @@ impl Conn {
             stream,
             frames,
             input: Input::new(),
+            output: Output::new(),
             phase: Phase::AwaitResponse(acceptor),
         }
     }
@@ -98,6 +101,11 @@ pub(super) fn serve(rank: usize, secret: &[u8], memory: RawSegment, conn: &mut C
         Ok(false) => return Verdict::KeepOpen,
         Err(_) => return Verdict::Close,
     }
+    // Answers gathered at the last event that the socket could not take
+    // then; the loop gathers behind them up to the output's limit.
+    if conn.output.flush(&conn.stream).is_err() {
+        return Verdict::Close;
+    }
     loop {
         let step = match &mut conn.phase {
             Phase::AwaitResponse(_) | Phase::AwaitHello => unreachable!("the handshake finished above"),
@@ -119,10 +127,21 @@ pub(super) fn serve(rank: usize, secret: &[u8], memory: RawSegment, conn: &mut C
             Phase::Reply { at, left } => {
                 // SAFETY: `start_request` checked that [at, at+left) lies in the heap.
                 let src = unsafe { memory.heap_base().add(*at) };
-                send_from(&conn.stream, src, *left).inspect(|&n| {
-                    *at += n;
-                    *left -= n;
-                })
+                if conn.output.has_room(*left) {
+                    // SAFETY: as above.
+                    unsafe { conn.output.gather(src, *left) };
+                    Ok(std::mem::take(left))
+                } else {
+                    // Gathered answers go first.
+                    match conn.output.flush(&conn.stream) {
+                        Ok(true) => send_from(&conn.stream, src, *left).inspect(|&n| {
+                            *at += n;
+                            *left -= n;
+                        }),
+                        Ok(false) => Err(io::ErrorKind::WouldBlock.into()),
+                        Err(e) => Err(e),
+                    }
+                }
             }
             // SAFETY: the rest of the tail array.
             Phase::AtomicTail { tail, got, .. } => unsafe {
@@ -130,14 +149,31 @@ pub(super) fn serve(rank: usize, secret: &[u8], memory: RawSegment, conn: &mut C
                 conn.input.read(&conn.stream, dst, ATOMIC_TAIL - *got)
             }
             .inspect(|&n| *got += n),
-            Phase::Word { word, sent } => send_from(&conn.stream, word[*sent..].as_ptr(), 8 - *sent).inspect(|&n| {
-                *sent += n;
-            }),
+            Phase::Word { word, sent } => match conn.output.has_room(8 - *sent) {
+                true => {
+                    let rest = 8 - *sent;
+                    // SAFETY: the rest of the word array.
+                    unsafe { conn.output.gather(word[*sent..].as_ptr(), rest) };
+                    *sent = 8;
+                    Ok(rest)
+                }
+                false => send_from(&conn.stream, word[*sent..].as_ptr(), 8 - *sent).inspect(|&n| {
+                    *sent += n;
+                }),
+            },
         };
         match step {
             Ok(0) => return Verdict::Close,
             Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Verdict::KeepOpen,
+            // Nothing more to read (or no room to answer): the gathered
+            // answers leave now; what the socket cannot take yet leaves at
+            // its next event (the set watches for room too).
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                return match conn.output.flush(&conn.stream) {
+                    Ok(_) => Verdict::KeepOpen,
+                    Err(_) => Verdict::Close,
+                }
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(_) => return Verdict::Close,
         }
