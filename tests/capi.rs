@@ -73,6 +73,40 @@ fn operations_leave_an_origin_that_makes_no_further_call() {
     }
 }
 
+/// Floods of non-blocking operations complete on every link, whatever the
+/// pattern (`tests/c/flood.c`, which checks every result): one origin to
+/// one target, all to one, and every link both ways. Over TCP a flood of
+/// 10^6 one-word gets died after 10 s, until the links kept a window of
+/// owed answers and read while they waited to send
+/// (`src/transport/tcp/owed.rs`). Ten million gets and puts over shm and
+/// TCP.
+#[test]
+fn floods_of_non_blocking_operations_of_every_kind_complete() {
+    let exe = compile("flood");
+    for transport in transports_for_c() {
+        // ofi's rxm path is some ten times slower: a tenth of each flood.
+        let scale = if transport == "ofi" { 10 } else { 1 };
+        let runs = [
+            (2, "get", "one", 10_000_000),
+            (2, "put", "one", 10_000_000),
+            (2, "add", "one", 1_000_000),
+            (2, "signal", "both", 1_000_000),
+            (2, "fadd", "one", 100_000),
+            (4, "get", "all", 1_000_000),
+            (4, "put", "both", 1_000_000),
+            (4, "mixed", "both", 300_000),
+        ];
+        for (n, kind, pattern, count) in runs {
+            let count = (count / scale).to_string();
+            let count = count.as_str();
+            let out = oshrun(n, transport, &exe, &[kind, pattern, count]);
+            let what = format!("flood {kind} {pattern} {count} at {n} PEs over {transport}");
+            assert_eq!(out.code, Some(0), "{what}: {out:?}");
+            assert_eq!(out.stdout, "flood ok\n", "{what}: {out:?}");
+        }
+    }
+}
+
 /// `shmem_barrier_all` completes every context the PE created, shared ones
 /// too, on every transport (`tests/c/shared_ctx.c`); over TCP a shared
 /// context's put was missing after the barrier in 19 of 50 rounds.

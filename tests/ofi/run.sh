@@ -34,6 +34,9 @@ ONESIDE_TEST_TRANSPORTS=ofi ONESIDE_OFI_PROVIDER='tcp;ofi_rxm' ONESIDE_TEST_SIZE
   cargo test -p rlaunch --test examples --test course --test coll --test model --test threads -- --test-threads=1
 ONESIDE_TEST_TRANSPORTS=ofi ONESIDE_OFI_PROVIDER='tcp;ofi_rxm' ONESIDE_TEST_SIZES=2,4 \
   cargo test -p rlaunch --features harness-tests --test ofi -- --test-threads=1
+echo "== floods of non-blocking operations over tcp;ofi_rxm (tests/c/flood.c)"
+ONESIDE_TEST_TRANSPORTS=ofi ONESIDE_OFI_PROVIDER='tcp;ofi_rxm' \
+  cargo test -p rlaunch --test capi floods -- --test-threads=1
 
 echo "== over tcp;ofi_rxm, 3 ranks: the model test and collectives"
 ONESIDE_TEST_TRANSPORTS=ofi ONESIDE_OFI_PROVIDER='tcp;ofi_rxm' ONESIDE_TEST_SIZES=3 \

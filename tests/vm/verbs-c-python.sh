@@ -3,7 +3,9 @@
 # (tests/c/spec16.c), progress at the origin (tests/c/progress.c, within
 # 500 ms here, as everything is emulated), the
 # profiling interface (tests/c/profiler.c preloaded around
-# tests/c/profiled.c, counts checked exactly), and shmem4py's own test
+# tests/c/profiled.c, counts checked exactly), floods of non-blocking
+# operations (tests/c/flood.c: gets, puts, signals and a mix, each result
+# checked), and shmem4py's own test
 # suite and examples/python at 2 PEs. The C programs are built on the host
 # against the release library (target/release, as
 # tests/vm/sos-verbs.sh builds it); the Python venv is tests/python/run.sh's,
@@ -19,7 +21,7 @@ out=$root/target/verbs-c-python
 echo "== building against the release library (host)"
 cargo build --release --quiet -p oneside-shmem -p rlaunch
 rm -rf "$out" && mkdir -p "$out"
-for prog in spec16 progress profiled; do
+for prog in spec16 progress profiled flood; do
   "$bin/oshcc" -std=c11 -Wall -Werror -g -o "$out/$prog" "tests/c/$prog.c"
 done
 "$bin/oshcc" -std=c11 -Wall -Werror -shared -fPIC -o "$out/libprofiler.so" tests/c/profiler.c
@@ -41,6 +43,10 @@ check() {
 }
 check spec16 '' $bin/oshrun -np 2 ./spec16
 check progress '' $bin/oshrun -np 2 ./progress 500
+check flood-get '' $bin/oshrun -np 2 ./flood get one 200000
+check flood-put '' $bin/oshrun -np 2 ./flood put both 200000
+check flood-signal '' $bin/oshrun -np 2 ./flood signal both 50000
+check flood-mixed '' $bin/oshrun -np 2 ./flood mixed both 50000
 check profiler 'putmem 3, long_p 5, long_atomic_fetch_add 7, barrier_all 4, pcontrol 2 (level 1)' \\
   env LD_PRELOAD=$out/libprofiler.so $bin/oshrun -np 2 ./profiled
 check shmem4py-suite '^OK' sh -c 'cd $suite && LD_LIBRARY_PATH=$bin $bin/oshrun -np 2 $venv/python -m unittest discover -s .'
