@@ -4,7 +4,7 @@
 #   lib/            liboneside_shmem.so.<version>, its soname link, the
 #                   unversioned link for -l, liboneside_shmem.a
 #   lib/pkgconfig/  oneside-shmem.pc (paths relative to ${pcfiledir})
-#   include/        shmem.h, pshmem.h
+#   include/        shmem.h, pshmem.h, shmemx.h, mpp/shmem.h, mpp/shmemx.h
 #   share/man/man1/ rlaunch.1, oshrun.1, oshcc.1 (rlaunch --print-man)
 #   share/modulefiles/oneside/<version>.lua (Lmod)
 #   share/doc/oneside/ README, ARCHITECTURE, licences, the guide
@@ -53,8 +53,8 @@ put 755 "$bin/liboneside_shmem.so" "lib/liboneside_shmem.so.$version"
 [ "$soname" = "liboneside_shmem.so.$version" ] || link "liboneside_shmem.so.$version" "lib/$soname"
 link "$soname" lib/liboneside_shmem.so
 put 644 "$bin/liboneside_shmem.a" lib/liboneside_shmem.a
-for header in capi/include/*.h; do
-  put 644 "$header" "include/$(basename "$header")"
+for header in capi/include/*.h capi/include/mpp/*.h; do
+  put 644 "$header" "include/${header#capi/include/}"
 done
 
 text lib/pkgconfig/oneside-shmem.pc <<PC

@@ -107,6 +107,16 @@ fn floods_of_non_blocking_operations_of_every_kind_complete() {
     }
 }
 
+/// Programs written for other OpenSHMEMs build with -Werror and run: the
+/// deprecated `<mpp/shmem.h>`, `<mpp/shmemx.h>` and `<shmemx.h>` exist, and
+/// the standard routines are functions a program may `#define`, `#undef`
+/// and take the address of (`tests/c/names.c`). With the inline paths as
+/// macros, a suite's own `#define shmem_int64_p` was 24 "redefined" errors.
+#[test]
+fn programs_for_other_openshmems_build_unchanged() {
+    runs_clean("names");
+}
+
 /// `shmem_barrier_all` completes every context the PE created, shared ones
 /// too, on every transport (`tests/c/shared_ctx.c`); over TCP a shared
 /// context's put was missing after the barrier in 19 of 50 rounds.

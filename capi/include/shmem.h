@@ -2086,14 +2086,37 @@ SHMEM_DEPRECATED void shmem_complexd_prod_to_all(double _Complex *dest, const do
 #ifndef ONESIDE_NO_DIRECT
 /* Direct paths. A put, get or atomic on a PE whose memory this process maps
  * (itself and the PEs on its node, over shared memory) is a load, a store or
- * a CPU atomic: the functions below do it inline, from the table the library
- * fills in at shmem_init (World::direct_map), and call the library for
+ * a CPU atomic: the standard routines below do it inline, from the table the
+ * library fills in at shmem_init (World::direct_map), and call the library for
  * everything else: other PEs, addresses outside symmetric memory, misaligned
  * atomics, calls before shmem_init or after shmem_finalize. They do exactly
  * what the library would do on that path (same copies, same orderings), so a
  * program sees no difference but the time. Define ONESIDE_NO_DIRECT before
- * including shmem.h to call the library for everything. */
+ * including shmem.h to call the library for everything.
+ *
+ * They are functions, not macros, so a program may #define, #undef or take
+ * the address of any standard name: each is an inline definition only
+ * (GNU inline semantics, `gnu_inline`), which the compiler inlines where it
+ * optimizes; every other use, and every call at -O0, is a call of the
+ * library's routine of the same name. The library is called through a
+ * second name for the same symbol (an asm label), so a routine's body never
+ * calls itself and a profiling tool that defines the name still sees it. */
 #include <string.h>
+
+#ifdef __cplusplus
+#define ONESIDE_INLINE inline __attribute__((__gnu_inline__))
+#else
+#define ONESIDE_INLINE extern __inline__ __attribute__((__gnu_inline__))
+#endif
+/* The helpers below are inline definitions too (a routine with external
+ * linkage may name no static function), always inlined: no symbol of theirs
+ * exists anywhere. */
+#define ONESIDE_HELPER ONESIDE_INLINE __attribute__((__always_inline__))
+#define ONESIDE_STR2(x) #x
+#define ONESIDE_STR(x) ONESIDE_STR2(x)
+/* oneside_library_NAME: the library's (or a tool's) symbol NAME. */
+#define ONESIDE_LIBRARY(ret, fn, params) \
+    extern ret oneside_library_##fn params __asm__(ONESIDE_STR(__USER_LABEL_PREFIX__) #fn);
 
 struct oneside_direct {
     uintptr_t heap, heap_len;   /* this PE's symmetric heap */
@@ -2106,7 +2129,7 @@ struct oneside_direct {
 extern struct oneside_direct oneside_direct;
 
 /* PE `pe`'s copy of [addr, addr + bytes), or NULL when it is not mapped. */
-static inline char *oneside_direct_at(const void *addr, size_t bytes, int pe) {
+ONESIDE_HELPER char *oneside_direct_at(const void *addr, size_t bytes, int pe) {
     const struct oneside_direct *d = &oneside_direct;
     uintptr_t a = (uintptr_t)addr;
     char *base;
@@ -2119,7 +2142,7 @@ static inline char *oneside_direct_at(const void *addr, size_t bytes, int pe) {
 
 /* A copy into mapped memory; an aligned word is one store, so a PE waiting
  * on it never sees half of it. */
-static inline void oneside_direct_copy(char *to, const void *from, size_t bytes) {
+ONESIDE_HELPER void oneside_direct_copy(char *to, const void *from, size_t bytes) {
     if (bytes == 8 && ((uintptr_t)to & 7) == 0) {
         uint64_t v;
         memcpy(&v, from, 8);
@@ -2135,7 +2158,7 @@ static inline void oneside_direct_copy(char *to, const void *from, size_t bytes)
 
 /* A put of `bytes` into PE `pe`'s mapped copy of `dest`; 0 when that
  * memory is not mapped (the caller then calls the library). */
-static inline int oneside_direct_put_bytes(void *dest, const void *source, size_t bytes, int pe) {
+ONESIDE_HELPER int oneside_direct_put_bytes(void *dest, const void *source, size_t bytes, int pe) {
     char *at = oneside_direct_at(dest, bytes, pe);
     if (at) oneside_direct_copy(at, source, bytes);
     return at != NULL;
@@ -2143,7 +2166,7 @@ static inline int oneside_direct_put_bytes(void *dest, const void *source, size_
 
 /* A get of `bytes` from PE `pe`'s mapped copy of `source`, with an Acquire
  * fence after it when `acquire` (a blocking get); 0 when not mapped. */
-static inline int oneside_direct_get_bytes(void *dest, const void *source, size_t bytes, int pe, int acquire) {
+ONESIDE_HELPER int oneside_direct_get_bytes(void *dest, const void *source, size_t bytes, int pe, int acquire) {
     const char *at = oneside_direct_at(source, bytes, pe);
     if (!at) return 0;
     memcpy(dest, at, bytes);
@@ -2152,418 +2175,192 @@ static inline int oneside_direct_get_bytes(void *dest, const void *source, size_
 }
 
 /* put, get, put_nbi and get_nbi of elements of `size` bytes, calling the
- * library's function when the memory is not mapped. */
+ * library's routine when the memory is not mapped. */
 #define ONESIDE_DIRECT_RMA(name, T, size)                                                           \
-    static inline void oneside_direct_##name##put(T *dest, const T *source, size_t n, int pe) {     \
-        if (!oneside_direct_put_bytes(dest, source, n * (size), pe)) (shmem_##name##put)(dest, source, n, pe); \
+    ONESIDE_LIBRARY(void, shmem_##name##put, (T *, const T *, size_t, int))                         \
+    ONESIDE_LIBRARY(void, shmem_##name##get, (T *, const T *, size_t, int))                         \
+    ONESIDE_LIBRARY(void, shmem_##name##put_nbi, (T *, const T *, size_t, int))                     \
+    ONESIDE_LIBRARY(void, shmem_##name##get_nbi, (T *, const T *, size_t, int))                     \
+    ONESIDE_INLINE void shmem_##name##put(T *dest, const T *source, size_t nelems, int pe) {        \
+        if (!oneside_direct_put_bytes(dest, source, nelems * (size), pe))                           \
+            oneside_library_shmem_##name##put(dest, source, nelems, pe);                            \
     }                                                                                               \
-    static inline void oneside_direct_##name##get(T *dest, const T *source, size_t n, int pe) {     \
-        if (!oneside_direct_get_bytes(dest, source, n * (size), pe, 1)) (shmem_##name##get)(dest, source, n, pe); \
+    ONESIDE_INLINE void shmem_##name##get(T *dest, const T *source, size_t nelems, int pe) {        \
+        if (!oneside_direct_get_bytes(dest, source, nelems * (size), pe, 1))                        \
+            oneside_library_shmem_##name##get(dest, source, nelems, pe);                            \
     }                                                                                               \
-    static inline void oneside_direct_##name##put_nbi(T *dest, const T *source, size_t n, int pe) { \
-        if (!oneside_direct_put_bytes(dest, source, n * (size), pe)) (shmem_##name##put_nbi)(dest, source, n, pe); \
+    ONESIDE_INLINE void shmem_##name##put_nbi(T *dest, const T *source, size_t nelems, int pe) {    \
+        if (!oneside_direct_put_bytes(dest, source, nelems * (size), pe))                           \
+            oneside_library_shmem_##name##put_nbi(dest, source, nelems, pe);                        \
     }                                                                                               \
-    static inline void oneside_direct_##name##get_nbi(T *dest, const T *source, size_t n, int pe) { \
-        if (!oneside_direct_get_bytes(dest, source, n * (size), pe, 0)) (shmem_##name##get_nbi)(dest, source, n, pe); \
+    ONESIDE_INLINE void shmem_##name##get_nbi(T *dest, const T *source, size_t nelems, int pe) {    \
+        if (!oneside_direct_get_bytes(dest, source, nelems * (size), pe, 0))                        \
+            oneside_library_shmem_##name##get_nbi(dest, source, nelems, pe);                        \
     }
 
 /* The sized names put the size before the verb's suffix (shmem_put64), so
- * they get their own wrappers on the same helpers. */
+ * they get their own definitions on the same helpers. */
 #define ONESIDE_DIRECT_SIZED(bits, size)                                                            \
-    static inline void oneside_direct_put##bits(void *dest, const void *source, size_t n, int pe) {  \
-        if (!oneside_direct_put_bytes(dest, source, n * (size), pe)) (shmem_put##bits)(dest, source, n, pe); \
+    ONESIDE_LIBRARY(void, shmem_put##bits, (void *, const void *, size_t, int))                     \
+    ONESIDE_LIBRARY(void, shmem_get##bits, (void *, const void *, size_t, int))                     \
+    ONESIDE_INLINE void shmem_put##bits(void *dest, const void *source, size_t nelems, int pe) {    \
+        if (!oneside_direct_put_bytes(dest, source, nelems * (size), pe))                           \
+            oneside_library_shmem_put##bits(dest, source, nelems, pe);                              \
     }                                                                                               \
-    static inline void oneside_direct_get##bits(void *dest, const void *source, size_t n, int pe) {  \
-        if (!oneside_direct_get_bytes(dest, source, n * (size), pe, 1)) (shmem_get##bits)(dest, source, n, pe); \
+    ONESIDE_INLINE void shmem_get##bits(void *dest, const void *source, size_t nelems, int pe) {    \
+        if (!oneside_direct_get_bytes(dest, source, nelems * (size), pe, 1))                        \
+            oneside_library_shmem_get##bits(dest, source, nelems, pe);                              \
     }
 
 /* p and g. */
 #define ONESIDE_DIRECT_SCALAR(name, T)                                                              \
-    static inline void oneside_direct_##name##_p(T *dest, T value, int pe) {                        \
-        if (!oneside_direct_put_bytes(dest, &value, sizeof(T), pe)) (shmem_##name##_p)(dest, value, pe); \
+    ONESIDE_LIBRARY(void, shmem_##name##_p, (T *, T, int))                                          \
+    ONESIDE_LIBRARY(T, shmem_##name##_g, (const T *, int))                                          \
+    ONESIDE_INLINE void shmem_##name##_p(T *dest, T value, int pe) {                                \
+        if (!oneside_direct_put_bytes(dest, &value, sizeof(T), pe))                                 \
+            oneside_library_shmem_##name##_p(dest, value, pe);                                      \
     }                                                                                               \
-    static inline T oneside_direct_##name##_g(const T *source, int pe) {                            \
+    ONESIDE_INLINE T shmem_##name##_g(const T *source, int pe) {                                    \
         T value;                                                                                    \
-        if (!oneside_direct_get_bytes(&value, source, sizeof(T), pe, 1)) return (shmem_##name##_g)(source, pe); \
+        if (!oneside_direct_get_bytes(&value, source, sizeof(T), pe, 1))                            \
+            return oneside_library_shmem_##name##_g(source, pe);                                    \
         return value;                                                                               \
     }
 
 /* The word of an atomic on `pe`, or NULL: mapped, CPU atomics, aligned. */
-static inline char *oneside_direct_word(const void *addr, size_t size, int pe) {
+ONESIDE_HELPER char *oneside_direct_word(const void *addr, size_t size, int pe) {
     if (!oneside_direct.cpu_atomics || ((uintptr_t)addr & (size - 1)) != 0) return NULL;
     return oneside_direct_at(addr, size, pe);
 }
 
 /* The standard atomics, sequentially consistent as the library's. */
 #define ONESIDE_DIRECT_AMO(name, T)                                                              \
-    static inline T oneside_direct_##name##_atomic_fetch_add(T *dest, T value, int pe) {         \
+    ONESIDE_LIBRARY(T, shmem_##name##_atomic_fetch_add, (T *, T, int))                           \
+    ONESIDE_LIBRARY(void, shmem_##name##_atomic_add, (T *, T, int))                              \
+    ONESIDE_LIBRARY(T, shmem_##name##_atomic_fetch_inc, (T *, int))                              \
+    ONESIDE_LIBRARY(void, shmem_##name##_atomic_inc, (T *, int))                                 \
+    ONESIDE_LIBRARY(T, shmem_##name##_atomic_compare_swap, (T *, T, T, int))                     \
+    ONESIDE_LIBRARY(T, shmem_##name##_atomic_swap, (T *, T, int))                                \
+    ONESIDE_LIBRARY(T, shmem_##name##_atomic_fetch, (const T *, int))                            \
+    ONESIDE_LIBRARY(void, shmem_##name##_atomic_set, (T *, T, int))                              \
+    ONESIDE_INLINE T shmem_##name##_atomic_fetch_add(T *dest, T value, int pe) {                 \
         T *w = (T *)oneside_direct_word(dest, sizeof(T), pe);                                    \
-        if (!w) return (shmem_##name##_atomic_fetch_add)(dest, value, pe);                       \
+        if (!w) return oneside_library_shmem_##name##_atomic_fetch_add(dest, value, pe);         \
         return __atomic_fetch_add(w, value, __ATOMIC_SEQ_CST);                                   \
     }                                                                                            \
-    static inline void oneside_direct_##name##_atomic_add(T *dest, T value, int pe) {            \
+    ONESIDE_INLINE void shmem_##name##_atomic_add(T *dest, T value, int pe) {                    \
         T *w = (T *)oneside_direct_word(dest, sizeof(T), pe);                                    \
-        if (!w) (shmem_##name##_atomic_add)(dest, value, pe);                                    \
+        if (!w) oneside_library_shmem_##name##_atomic_add(dest, value, pe);                      \
         else (void)__atomic_fetch_add(w, value, __ATOMIC_SEQ_CST);                               \
     }                                                                                            \
-    static inline T oneside_direct_##name##_atomic_fetch_inc(T *dest, int pe) {                  \
+    ONESIDE_INLINE T shmem_##name##_atomic_fetch_inc(T *dest, int pe) {                          \
         T *w = (T *)oneside_direct_word(dest, sizeof(T), pe);                                    \
-        if (!w) return (shmem_##name##_atomic_fetch_inc)(dest, pe);                              \
+        if (!w) return oneside_library_shmem_##name##_atomic_fetch_inc(dest, pe);                \
         return __atomic_fetch_add(w, (T)1, __ATOMIC_SEQ_CST);                                    \
     }                                                                                            \
-    static inline void oneside_direct_##name##_atomic_inc(T *dest, int pe) {                     \
+    ONESIDE_INLINE void shmem_##name##_atomic_inc(T *dest, int pe) {                             \
         T *w = (T *)oneside_direct_word(dest, sizeof(T), pe);                                    \
-        if (!w) (shmem_##name##_atomic_inc)(dest, pe);                                           \
+        if (!w) oneside_library_shmem_##name##_atomic_inc(dest, pe);                             \
         else (void)__atomic_fetch_add(w, (T)1, __ATOMIC_SEQ_CST);                                \
     }                                                                                            \
-    static inline T oneside_direct_##name##_atomic_compare_swap(T *dest, T cond, T value, int pe) { \
+    ONESIDE_INLINE T shmem_##name##_atomic_compare_swap(T *dest, T cond, T value, int pe) {      \
         T *w = (T *)oneside_direct_word(dest, sizeof(T), pe);                                    \
-        if (!w) return (shmem_##name##_atomic_compare_swap)(dest, cond, value, pe);              \
+        if (!w) return oneside_library_shmem_##name##_atomic_compare_swap(dest, cond, value, pe); \
         __atomic_compare_exchange_n(w, &cond, value, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);     \
         return cond;                                                                             \
     }                                                                                            \
-    static inline T oneside_direct_##name##_atomic_swap(T *dest, T value, int pe) {              \
+    ONESIDE_INLINE T shmem_##name##_atomic_swap(T *dest, T value, int pe) {                      \
         T *w = (T *)oneside_direct_word(dest, sizeof(T), pe);                                    \
-        if (!w) return (shmem_##name##_atomic_swap)(dest, value, pe);                            \
+        if (!w) return oneside_library_shmem_##name##_atomic_swap(dest, value, pe);              \
         return __atomic_exchange_n(w, value, __ATOMIC_SEQ_CST);                                  \
     }                                                                                            \
-    static inline T oneside_direct_##name##_atomic_fetch(const T *source, int pe) {              \
+    ONESIDE_INLINE T shmem_##name##_atomic_fetch(const T *source, int pe) {                      \
         T *w = (T *)oneside_direct_word(source, sizeof(T), pe);                                  \
-        if (!w) return (shmem_##name##_atomic_fetch)(source, pe);                                \
+        if (!w) return oneside_library_shmem_##name##_atomic_fetch(source, pe);                  \
         return __atomic_load_n(w, __ATOMIC_SEQ_CST);                                             \
     }                                                                                            \
-    static inline void oneside_direct_##name##_atomic_set(T *dest, T value, int pe) {            \
+    ONESIDE_INLINE void shmem_##name##_atomic_set(T *dest, T value, int pe) {                    \
         T *w = (T *)oneside_direct_word(dest, sizeof(T), pe);                                    \
-        if (!w) (shmem_##name##_atomic_set)(dest, value, pe);                                    \
+        if (!w) oneside_library_shmem_##name##_atomic_set(dest, value, pe);                      \
         else __atomic_store_n(w, value, __ATOMIC_SEQ_CST);                                       \
     }
 
 /* quiet and fence: fences when every PE is mapped. */
-static inline void oneside_direct_quiet(void) {
+ONESIDE_LIBRARY(void, shmem_quiet, (void))
+ONESIDE_LIBRARY(void, shmem_fence, (void))
+ONESIDE_INLINE void shmem_quiet(void) {
     if (oneside_direct.quiet_is_fence) __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    else (shmem_quiet)();
+    else oneside_library_shmem_quiet();
 }
-static inline void oneside_direct_fence(void) {
+ONESIDE_INLINE void shmem_fence(void) {
     if (oneside_direct.quiet_is_fence) __atomic_thread_fence(__ATOMIC_RELEASE);
-    else (shmem_fence)();
+    else oneside_library_shmem_fence();
 }
 ONESIDE_DIRECT_RMA(float_, float, sizeof(float))
-#define shmem_float_put(dest, source, nelems, pe) oneside_direct_float_put(dest, source, nelems, pe)
-#define shmem_float_get(dest, source, nelems, pe) oneside_direct_float_get(dest, source, nelems, pe)
-#define shmem_float_put_nbi(dest, source, nelems, pe) oneside_direct_float_put_nbi(dest, source, nelems, pe)
-#define shmem_float_get_nbi(dest, source, nelems, pe) oneside_direct_float_get_nbi(dest, source, nelems, pe)
 ONESIDE_DIRECT_RMA(double_, double, sizeof(double))
-#define shmem_double_put(dest, source, nelems, pe) oneside_direct_double_put(dest, source, nelems, pe)
-#define shmem_double_get(dest, source, nelems, pe) oneside_direct_double_get(dest, source, nelems, pe)
-#define shmem_double_put_nbi(dest, source, nelems, pe) oneside_direct_double_put_nbi(dest, source, nelems, pe)
-#define shmem_double_get_nbi(dest, source, nelems, pe) oneside_direct_double_get_nbi(dest, source, nelems, pe)
 ONESIDE_DIRECT_RMA(char_, char, sizeof(char))
-#define shmem_char_put(dest, source, nelems, pe) oneside_direct_char_put(dest, source, nelems, pe)
-#define shmem_char_get(dest, source, nelems, pe) oneside_direct_char_get(dest, source, nelems, pe)
-#define shmem_char_put_nbi(dest, source, nelems, pe) oneside_direct_char_put_nbi(dest, source, nelems, pe)
-#define shmem_char_get_nbi(dest, source, nelems, pe) oneside_direct_char_get_nbi(dest, source, nelems, pe)
 ONESIDE_DIRECT_RMA(schar_, signed char, sizeof(signed char))
-#define shmem_schar_put(dest, source, nelems, pe) oneside_direct_schar_put(dest, source, nelems, pe)
-#define shmem_schar_get(dest, source, nelems, pe) oneside_direct_schar_get(dest, source, nelems, pe)
-#define shmem_schar_put_nbi(dest, source, nelems, pe) oneside_direct_schar_put_nbi(dest, source, nelems, pe)
-#define shmem_schar_get_nbi(dest, source, nelems, pe) oneside_direct_schar_get_nbi(dest, source, nelems, pe)
 ONESIDE_DIRECT_RMA(short_, short, sizeof(short))
-#define shmem_short_put(dest, source, nelems, pe) oneside_direct_short_put(dest, source, nelems, pe)
-#define shmem_short_get(dest, source, nelems, pe) oneside_direct_short_get(dest, source, nelems, pe)
-#define shmem_short_put_nbi(dest, source, nelems, pe) oneside_direct_short_put_nbi(dest, source, nelems, pe)
-#define shmem_short_get_nbi(dest, source, nelems, pe) oneside_direct_short_get_nbi(dest, source, nelems, pe)
 ONESIDE_DIRECT_RMA(int_, int, sizeof(int))
-#define shmem_int_put(dest, source, nelems, pe) oneside_direct_int_put(dest, source, nelems, pe)
-#define shmem_int_get(dest, source, nelems, pe) oneside_direct_int_get(dest, source, nelems, pe)
-#define shmem_int_put_nbi(dest, source, nelems, pe) oneside_direct_int_put_nbi(dest, source, nelems, pe)
-#define shmem_int_get_nbi(dest, source, nelems, pe) oneside_direct_int_get_nbi(dest, source, nelems, pe)
 ONESIDE_DIRECT_RMA(long_, long, sizeof(long))
-#define shmem_long_put(dest, source, nelems, pe) oneside_direct_long_put(dest, source, nelems, pe)
-#define shmem_long_get(dest, source, nelems, pe) oneside_direct_long_get(dest, source, nelems, pe)
-#define shmem_long_put_nbi(dest, source, nelems, pe) oneside_direct_long_put_nbi(dest, source, nelems, pe)
-#define shmem_long_get_nbi(dest, source, nelems, pe) oneside_direct_long_get_nbi(dest, source, nelems, pe)
 ONESIDE_DIRECT_RMA(longlong_, long long, sizeof(long long))
-#define shmem_longlong_put(dest, source, nelems, pe) oneside_direct_longlong_put(dest, source, nelems, pe)
-#define shmem_longlong_get(dest, source, nelems, pe) oneside_direct_longlong_get(dest, source, nelems, pe)
-#define shmem_longlong_put_nbi(dest, source, nelems, pe) oneside_direct_longlong_put_nbi(dest, source, nelems, pe)
-#define shmem_longlong_get_nbi(dest, source, nelems, pe) oneside_direct_longlong_get_nbi(dest, source, nelems, pe)
 ONESIDE_DIRECT_RMA(uchar_, unsigned char, sizeof(unsigned char))
-#define shmem_uchar_put(dest, source, nelems, pe) oneside_direct_uchar_put(dest, source, nelems, pe)
-#define shmem_uchar_get(dest, source, nelems, pe) oneside_direct_uchar_get(dest, source, nelems, pe)
-#define shmem_uchar_put_nbi(dest, source, nelems, pe) oneside_direct_uchar_put_nbi(dest, source, nelems, pe)
-#define shmem_uchar_get_nbi(dest, source, nelems, pe) oneside_direct_uchar_get_nbi(dest, source, nelems, pe)
 ONESIDE_DIRECT_RMA(ushort_, unsigned short, sizeof(unsigned short))
-#define shmem_ushort_put(dest, source, nelems, pe) oneside_direct_ushort_put(dest, source, nelems, pe)
-#define shmem_ushort_get(dest, source, nelems, pe) oneside_direct_ushort_get(dest, source, nelems, pe)
-#define shmem_ushort_put_nbi(dest, source, nelems, pe) oneside_direct_ushort_put_nbi(dest, source, nelems, pe)
-#define shmem_ushort_get_nbi(dest, source, nelems, pe) oneside_direct_ushort_get_nbi(dest, source, nelems, pe)
 ONESIDE_DIRECT_RMA(uint_, unsigned int, sizeof(unsigned int))
-#define shmem_uint_put(dest, source, nelems, pe) oneside_direct_uint_put(dest, source, nelems, pe)
-#define shmem_uint_get(dest, source, nelems, pe) oneside_direct_uint_get(dest, source, nelems, pe)
-#define shmem_uint_put_nbi(dest, source, nelems, pe) oneside_direct_uint_put_nbi(dest, source, nelems, pe)
-#define shmem_uint_get_nbi(dest, source, nelems, pe) oneside_direct_uint_get_nbi(dest, source, nelems, pe)
 ONESIDE_DIRECT_RMA(ulong_, unsigned long, sizeof(unsigned long))
-#define shmem_ulong_put(dest, source, nelems, pe) oneside_direct_ulong_put(dest, source, nelems, pe)
-#define shmem_ulong_get(dest, source, nelems, pe) oneside_direct_ulong_get(dest, source, nelems, pe)
-#define shmem_ulong_put_nbi(dest, source, nelems, pe) oneside_direct_ulong_put_nbi(dest, source, nelems, pe)
-#define shmem_ulong_get_nbi(dest, source, nelems, pe) oneside_direct_ulong_get_nbi(dest, source, nelems, pe)
 ONESIDE_DIRECT_RMA(ulonglong_, unsigned long long, sizeof(unsigned long long))
-#define shmem_ulonglong_put(dest, source, nelems, pe) oneside_direct_ulonglong_put(dest, source, nelems, pe)
-#define shmem_ulonglong_get(dest, source, nelems, pe) oneside_direct_ulonglong_get(dest, source, nelems, pe)
-#define shmem_ulonglong_put_nbi(dest, source, nelems, pe) oneside_direct_ulonglong_put_nbi(dest, source, nelems, pe)
-#define shmem_ulonglong_get_nbi(dest, source, nelems, pe) oneside_direct_ulonglong_get_nbi(dest, source, nelems, pe)
 ONESIDE_DIRECT_RMA(int8_, int8_t, sizeof(int8_t))
-#define shmem_int8_put(dest, source, nelems, pe) oneside_direct_int8_put(dest, source, nelems, pe)
-#define shmem_int8_get(dest, source, nelems, pe) oneside_direct_int8_get(dest, source, nelems, pe)
-#define shmem_int8_put_nbi(dest, source, nelems, pe) oneside_direct_int8_put_nbi(dest, source, nelems, pe)
-#define shmem_int8_get_nbi(dest, source, nelems, pe) oneside_direct_int8_get_nbi(dest, source, nelems, pe)
 ONESIDE_DIRECT_RMA(int16_, int16_t, sizeof(int16_t))
-#define shmem_int16_put(dest, source, nelems, pe) oneside_direct_int16_put(dest, source, nelems, pe)
-#define shmem_int16_get(dest, source, nelems, pe) oneside_direct_int16_get(dest, source, nelems, pe)
-#define shmem_int16_put_nbi(dest, source, nelems, pe) oneside_direct_int16_put_nbi(dest, source, nelems, pe)
-#define shmem_int16_get_nbi(dest, source, nelems, pe) oneside_direct_int16_get_nbi(dest, source, nelems, pe)
 ONESIDE_DIRECT_RMA(int32_, int32_t, sizeof(int32_t))
-#define shmem_int32_put(dest, source, nelems, pe) oneside_direct_int32_put(dest, source, nelems, pe)
-#define shmem_int32_get(dest, source, nelems, pe) oneside_direct_int32_get(dest, source, nelems, pe)
-#define shmem_int32_put_nbi(dest, source, nelems, pe) oneside_direct_int32_put_nbi(dest, source, nelems, pe)
-#define shmem_int32_get_nbi(dest, source, nelems, pe) oneside_direct_int32_get_nbi(dest, source, nelems, pe)
 ONESIDE_DIRECT_RMA(int64_, int64_t, sizeof(int64_t))
-#define shmem_int64_put(dest, source, nelems, pe) oneside_direct_int64_put(dest, source, nelems, pe)
-#define shmem_int64_get(dest, source, nelems, pe) oneside_direct_int64_get(dest, source, nelems, pe)
-#define shmem_int64_put_nbi(dest, source, nelems, pe) oneside_direct_int64_put_nbi(dest, source, nelems, pe)
-#define shmem_int64_get_nbi(dest, source, nelems, pe) oneside_direct_int64_get_nbi(dest, source, nelems, pe)
 ONESIDE_DIRECT_RMA(uint8_, uint8_t, sizeof(uint8_t))
-#define shmem_uint8_put(dest, source, nelems, pe) oneside_direct_uint8_put(dest, source, nelems, pe)
-#define shmem_uint8_get(dest, source, nelems, pe) oneside_direct_uint8_get(dest, source, nelems, pe)
-#define shmem_uint8_put_nbi(dest, source, nelems, pe) oneside_direct_uint8_put_nbi(dest, source, nelems, pe)
-#define shmem_uint8_get_nbi(dest, source, nelems, pe) oneside_direct_uint8_get_nbi(dest, source, nelems, pe)
 ONESIDE_DIRECT_RMA(uint16_, uint16_t, sizeof(uint16_t))
-#define shmem_uint16_put(dest, source, nelems, pe) oneside_direct_uint16_put(dest, source, nelems, pe)
-#define shmem_uint16_get(dest, source, nelems, pe) oneside_direct_uint16_get(dest, source, nelems, pe)
-#define shmem_uint16_put_nbi(dest, source, nelems, pe) oneside_direct_uint16_put_nbi(dest, source, nelems, pe)
-#define shmem_uint16_get_nbi(dest, source, nelems, pe) oneside_direct_uint16_get_nbi(dest, source, nelems, pe)
 ONESIDE_DIRECT_RMA(uint32_, uint32_t, sizeof(uint32_t))
-#define shmem_uint32_put(dest, source, nelems, pe) oneside_direct_uint32_put(dest, source, nelems, pe)
-#define shmem_uint32_get(dest, source, nelems, pe) oneside_direct_uint32_get(dest, source, nelems, pe)
-#define shmem_uint32_put_nbi(dest, source, nelems, pe) oneside_direct_uint32_put_nbi(dest, source, nelems, pe)
-#define shmem_uint32_get_nbi(dest, source, nelems, pe) oneside_direct_uint32_get_nbi(dest, source, nelems, pe)
 ONESIDE_DIRECT_RMA(uint64_, uint64_t, sizeof(uint64_t))
-#define shmem_uint64_put(dest, source, nelems, pe) oneside_direct_uint64_put(dest, source, nelems, pe)
-#define shmem_uint64_get(dest, source, nelems, pe) oneside_direct_uint64_get(dest, source, nelems, pe)
-#define shmem_uint64_put_nbi(dest, source, nelems, pe) oneside_direct_uint64_put_nbi(dest, source, nelems, pe)
-#define shmem_uint64_get_nbi(dest, source, nelems, pe) oneside_direct_uint64_get_nbi(dest, source, nelems, pe)
 ONESIDE_DIRECT_RMA(size_, size_t, sizeof(size_t))
-#define shmem_size_put(dest, source, nelems, pe) oneside_direct_size_put(dest, source, nelems, pe)
-#define shmem_size_get(dest, source, nelems, pe) oneside_direct_size_get(dest, source, nelems, pe)
-#define shmem_size_put_nbi(dest, source, nelems, pe) oneside_direct_size_put_nbi(dest, source, nelems, pe)
-#define shmem_size_get_nbi(dest, source, nelems, pe) oneside_direct_size_get_nbi(dest, source, nelems, pe)
 ONESIDE_DIRECT_RMA(ptrdiff_, ptrdiff_t, sizeof(ptrdiff_t))
-#define shmem_ptrdiff_put(dest, source, nelems, pe) oneside_direct_ptrdiff_put(dest, source, nelems, pe)
-#define shmem_ptrdiff_get(dest, source, nelems, pe) oneside_direct_ptrdiff_get(dest, source, nelems, pe)
-#define shmem_ptrdiff_put_nbi(dest, source, nelems, pe) oneside_direct_ptrdiff_put_nbi(dest, source, nelems, pe)
-#define shmem_ptrdiff_get_nbi(dest, source, nelems, pe) oneside_direct_ptrdiff_get_nbi(dest, source, nelems, pe)
 ONESIDE_DIRECT_RMA(longdouble_, long double, sizeof(long double))
-#define shmem_longdouble_put(dest, source, nelems, pe) oneside_direct_longdouble_put(dest, source, nelems, pe)
-#define shmem_longdouble_get(dest, source, nelems, pe) oneside_direct_longdouble_get(dest, source, nelems, pe)
-#define shmem_longdouble_put_nbi(dest, source, nelems, pe) oneside_direct_longdouble_put_nbi(dest, source, nelems, pe)
-#define shmem_longdouble_get_nbi(dest, source, nelems, pe) oneside_direct_longdouble_get_nbi(dest, source, nelems, pe)
 ONESIDE_DIRECT_SIZED(8, 1)
-#define shmem_put8(dest, source, nelems, pe) oneside_direct_put8(dest, source, nelems, pe)
-#define shmem_get8(dest, source, nelems, pe) oneside_direct_get8(dest, source, nelems, pe)
 ONESIDE_DIRECT_SIZED(16, 2)
-#define shmem_put16(dest, source, nelems, pe) oneside_direct_put16(dest, source, nelems, pe)
-#define shmem_get16(dest, source, nelems, pe) oneside_direct_get16(dest, source, nelems, pe)
 ONESIDE_DIRECT_SIZED(32, 4)
-#define shmem_put32(dest, source, nelems, pe) oneside_direct_put32(dest, source, nelems, pe)
-#define shmem_get32(dest, source, nelems, pe) oneside_direct_get32(dest, source, nelems, pe)
 ONESIDE_DIRECT_SIZED(64, 8)
-#define shmem_put64(dest, source, nelems, pe) oneside_direct_put64(dest, source, nelems, pe)
-#define shmem_get64(dest, source, nelems, pe) oneside_direct_get64(dest, source, nelems, pe)
 ONESIDE_DIRECT_SIZED(128, 16)
-#define shmem_put128(dest, source, nelems, pe) oneside_direct_put128(dest, source, nelems, pe)
-#define shmem_get128(dest, source, nelems, pe) oneside_direct_get128(dest, source, nelems, pe)
 ONESIDE_DIRECT_SIZED(mem, 1)
-#define shmem_putmem(dest, source, nelems, pe) oneside_direct_putmem(dest, source, nelems, pe)
-#define shmem_getmem(dest, source, nelems, pe) oneside_direct_getmem(dest, source, nelems, pe)
 ONESIDE_DIRECT_SCALAR(float, float)
-#define shmem_float_p(dest, value, pe) oneside_direct_float_p(dest, value, pe)
-#define shmem_float_g(source, pe) oneside_direct_float_g(source, pe)
 ONESIDE_DIRECT_SCALAR(double, double)
-#define shmem_double_p(dest, value, pe) oneside_direct_double_p(dest, value, pe)
-#define shmem_double_g(source, pe) oneside_direct_double_g(source, pe)
 ONESIDE_DIRECT_SCALAR(char, char)
-#define shmem_char_p(dest, value, pe) oneside_direct_char_p(dest, value, pe)
-#define shmem_char_g(source, pe) oneside_direct_char_g(source, pe)
 ONESIDE_DIRECT_SCALAR(schar, signed char)
-#define shmem_schar_p(dest, value, pe) oneside_direct_schar_p(dest, value, pe)
-#define shmem_schar_g(source, pe) oneside_direct_schar_g(source, pe)
 ONESIDE_DIRECT_SCALAR(short, short)
-#define shmem_short_p(dest, value, pe) oneside_direct_short_p(dest, value, pe)
-#define shmem_short_g(source, pe) oneside_direct_short_g(source, pe)
 ONESIDE_DIRECT_SCALAR(int, int)
-#define shmem_int_p(dest, value, pe) oneside_direct_int_p(dest, value, pe)
-#define shmem_int_g(source, pe) oneside_direct_int_g(source, pe)
 ONESIDE_DIRECT_SCALAR(long, long)
-#define shmem_long_p(dest, value, pe) oneside_direct_long_p(dest, value, pe)
-#define shmem_long_g(source, pe) oneside_direct_long_g(source, pe)
 ONESIDE_DIRECT_SCALAR(longlong, long long)
-#define shmem_longlong_p(dest, value, pe) oneside_direct_longlong_p(dest, value, pe)
-#define shmem_longlong_g(source, pe) oneside_direct_longlong_g(source, pe)
 ONESIDE_DIRECT_SCALAR(uchar, unsigned char)
-#define shmem_uchar_p(dest, value, pe) oneside_direct_uchar_p(dest, value, pe)
-#define shmem_uchar_g(source, pe) oneside_direct_uchar_g(source, pe)
 ONESIDE_DIRECT_SCALAR(ushort, unsigned short)
-#define shmem_ushort_p(dest, value, pe) oneside_direct_ushort_p(dest, value, pe)
-#define shmem_ushort_g(source, pe) oneside_direct_ushort_g(source, pe)
 ONESIDE_DIRECT_SCALAR(uint, unsigned int)
-#define shmem_uint_p(dest, value, pe) oneside_direct_uint_p(dest, value, pe)
-#define shmem_uint_g(source, pe) oneside_direct_uint_g(source, pe)
 ONESIDE_DIRECT_SCALAR(ulong, unsigned long)
-#define shmem_ulong_p(dest, value, pe) oneside_direct_ulong_p(dest, value, pe)
-#define shmem_ulong_g(source, pe) oneside_direct_ulong_g(source, pe)
 ONESIDE_DIRECT_SCALAR(ulonglong, unsigned long long)
-#define shmem_ulonglong_p(dest, value, pe) oneside_direct_ulonglong_p(dest, value, pe)
-#define shmem_ulonglong_g(source, pe) oneside_direct_ulonglong_g(source, pe)
 ONESIDE_DIRECT_SCALAR(int8, int8_t)
-#define shmem_int8_p(dest, value, pe) oneside_direct_int8_p(dest, value, pe)
-#define shmem_int8_g(source, pe) oneside_direct_int8_g(source, pe)
 ONESIDE_DIRECT_SCALAR(int16, int16_t)
-#define shmem_int16_p(dest, value, pe) oneside_direct_int16_p(dest, value, pe)
-#define shmem_int16_g(source, pe) oneside_direct_int16_g(source, pe)
 ONESIDE_DIRECT_SCALAR(int32, int32_t)
-#define shmem_int32_p(dest, value, pe) oneside_direct_int32_p(dest, value, pe)
-#define shmem_int32_g(source, pe) oneside_direct_int32_g(source, pe)
 ONESIDE_DIRECT_SCALAR(int64, int64_t)
-#define shmem_int64_p(dest, value, pe) oneside_direct_int64_p(dest, value, pe)
-#define shmem_int64_g(source, pe) oneside_direct_int64_g(source, pe)
 ONESIDE_DIRECT_SCALAR(uint8, uint8_t)
-#define shmem_uint8_p(dest, value, pe) oneside_direct_uint8_p(dest, value, pe)
-#define shmem_uint8_g(source, pe) oneside_direct_uint8_g(source, pe)
 ONESIDE_DIRECT_SCALAR(uint16, uint16_t)
-#define shmem_uint16_p(dest, value, pe) oneside_direct_uint16_p(dest, value, pe)
-#define shmem_uint16_g(source, pe) oneside_direct_uint16_g(source, pe)
 ONESIDE_DIRECT_SCALAR(uint32, uint32_t)
-#define shmem_uint32_p(dest, value, pe) oneside_direct_uint32_p(dest, value, pe)
-#define shmem_uint32_g(source, pe) oneside_direct_uint32_g(source, pe)
 ONESIDE_DIRECT_SCALAR(uint64, uint64_t)
-#define shmem_uint64_p(dest, value, pe) oneside_direct_uint64_p(dest, value, pe)
-#define shmem_uint64_g(source, pe) oneside_direct_uint64_g(source, pe)
 ONESIDE_DIRECT_SCALAR(size, size_t)
-#define shmem_size_p(dest, value, pe) oneside_direct_size_p(dest, value, pe)
-#define shmem_size_g(source, pe) oneside_direct_size_g(source, pe)
 ONESIDE_DIRECT_SCALAR(ptrdiff, ptrdiff_t)
-#define shmem_ptrdiff_p(dest, value, pe) oneside_direct_ptrdiff_p(dest, value, pe)
-#define shmem_ptrdiff_g(source, pe) oneside_direct_ptrdiff_g(source, pe)
 ONESIDE_DIRECT_AMO(int, int)
-#define shmem_int_atomic_fetch_add(dest, value, pe) oneside_direct_int_atomic_fetch_add(dest, value, pe)
-#define shmem_int_atomic_add(dest, value, pe) oneside_direct_int_atomic_add(dest, value, pe)
-#define shmem_int_atomic_fetch_inc(dest, pe) oneside_direct_int_atomic_fetch_inc(dest, pe)
-#define shmem_int_atomic_inc(dest, pe) oneside_direct_int_atomic_inc(dest, pe)
-#define shmem_int_atomic_compare_swap(dest, cond, value, pe) oneside_direct_int_atomic_compare_swap(dest, cond, value, pe)
-#define shmem_int_atomic_swap(dest, value, pe) oneside_direct_int_atomic_swap(dest, value, pe)
-#define shmem_int_atomic_fetch(source, pe) oneside_direct_int_atomic_fetch(source, pe)
-#define shmem_int_atomic_set(dest, value, pe) oneside_direct_int_atomic_set(dest, value, pe)
 ONESIDE_DIRECT_AMO(long, long)
-#define shmem_long_atomic_fetch_add(dest, value, pe) oneside_direct_long_atomic_fetch_add(dest, value, pe)
-#define shmem_long_atomic_add(dest, value, pe) oneside_direct_long_atomic_add(dest, value, pe)
-#define shmem_long_atomic_fetch_inc(dest, pe) oneside_direct_long_atomic_fetch_inc(dest, pe)
-#define shmem_long_atomic_inc(dest, pe) oneside_direct_long_atomic_inc(dest, pe)
-#define shmem_long_atomic_compare_swap(dest, cond, value, pe) oneside_direct_long_atomic_compare_swap(dest, cond, value, pe)
-#define shmem_long_atomic_swap(dest, value, pe) oneside_direct_long_atomic_swap(dest, value, pe)
-#define shmem_long_atomic_fetch(source, pe) oneside_direct_long_atomic_fetch(source, pe)
-#define shmem_long_atomic_set(dest, value, pe) oneside_direct_long_atomic_set(dest, value, pe)
 ONESIDE_DIRECT_AMO(longlong, long long)
-#define shmem_longlong_atomic_fetch_add(dest, value, pe) oneside_direct_longlong_atomic_fetch_add(dest, value, pe)
-#define shmem_longlong_atomic_add(dest, value, pe) oneside_direct_longlong_atomic_add(dest, value, pe)
-#define shmem_longlong_atomic_fetch_inc(dest, pe) oneside_direct_longlong_atomic_fetch_inc(dest, pe)
-#define shmem_longlong_atomic_inc(dest, pe) oneside_direct_longlong_atomic_inc(dest, pe)
-#define shmem_longlong_atomic_compare_swap(dest, cond, value, pe) oneside_direct_longlong_atomic_compare_swap(dest, cond, value, pe)
-#define shmem_longlong_atomic_swap(dest, value, pe) oneside_direct_longlong_atomic_swap(dest, value, pe)
-#define shmem_longlong_atomic_fetch(source, pe) oneside_direct_longlong_atomic_fetch(source, pe)
-#define shmem_longlong_atomic_set(dest, value, pe) oneside_direct_longlong_atomic_set(dest, value, pe)
 ONESIDE_DIRECT_AMO(uint, unsigned int)
-#define shmem_uint_atomic_fetch_add(dest, value, pe) oneside_direct_uint_atomic_fetch_add(dest, value, pe)
-#define shmem_uint_atomic_add(dest, value, pe) oneside_direct_uint_atomic_add(dest, value, pe)
-#define shmem_uint_atomic_fetch_inc(dest, pe) oneside_direct_uint_atomic_fetch_inc(dest, pe)
-#define shmem_uint_atomic_inc(dest, pe) oneside_direct_uint_atomic_inc(dest, pe)
-#define shmem_uint_atomic_compare_swap(dest, cond, value, pe) oneside_direct_uint_atomic_compare_swap(dest, cond, value, pe)
-#define shmem_uint_atomic_swap(dest, value, pe) oneside_direct_uint_atomic_swap(dest, value, pe)
-#define shmem_uint_atomic_fetch(source, pe) oneside_direct_uint_atomic_fetch(source, pe)
-#define shmem_uint_atomic_set(dest, value, pe) oneside_direct_uint_atomic_set(dest, value, pe)
 ONESIDE_DIRECT_AMO(ulong, unsigned long)
-#define shmem_ulong_atomic_fetch_add(dest, value, pe) oneside_direct_ulong_atomic_fetch_add(dest, value, pe)
-#define shmem_ulong_atomic_add(dest, value, pe) oneside_direct_ulong_atomic_add(dest, value, pe)
-#define shmem_ulong_atomic_fetch_inc(dest, pe) oneside_direct_ulong_atomic_fetch_inc(dest, pe)
-#define shmem_ulong_atomic_inc(dest, pe) oneside_direct_ulong_atomic_inc(dest, pe)
-#define shmem_ulong_atomic_compare_swap(dest, cond, value, pe) oneside_direct_ulong_atomic_compare_swap(dest, cond, value, pe)
-#define shmem_ulong_atomic_swap(dest, value, pe) oneside_direct_ulong_atomic_swap(dest, value, pe)
-#define shmem_ulong_atomic_fetch(source, pe) oneside_direct_ulong_atomic_fetch(source, pe)
-#define shmem_ulong_atomic_set(dest, value, pe) oneside_direct_ulong_atomic_set(dest, value, pe)
 ONESIDE_DIRECT_AMO(ulonglong, unsigned long long)
-#define shmem_ulonglong_atomic_fetch_add(dest, value, pe) oneside_direct_ulonglong_atomic_fetch_add(dest, value, pe)
-#define shmem_ulonglong_atomic_add(dest, value, pe) oneside_direct_ulonglong_atomic_add(dest, value, pe)
-#define shmem_ulonglong_atomic_fetch_inc(dest, pe) oneside_direct_ulonglong_atomic_fetch_inc(dest, pe)
-#define shmem_ulonglong_atomic_inc(dest, pe) oneside_direct_ulonglong_atomic_inc(dest, pe)
-#define shmem_ulonglong_atomic_compare_swap(dest, cond, value, pe) oneside_direct_ulonglong_atomic_compare_swap(dest, cond, value, pe)
-#define shmem_ulonglong_atomic_swap(dest, value, pe) oneside_direct_ulonglong_atomic_swap(dest, value, pe)
-#define shmem_ulonglong_atomic_fetch(source, pe) oneside_direct_ulonglong_atomic_fetch(source, pe)
-#define shmem_ulonglong_atomic_set(dest, value, pe) oneside_direct_ulonglong_atomic_set(dest, value, pe)
 ONESIDE_DIRECT_AMO(int32, int32_t)
-#define shmem_int32_atomic_fetch_add(dest, value, pe) oneside_direct_int32_atomic_fetch_add(dest, value, pe)
-#define shmem_int32_atomic_add(dest, value, pe) oneside_direct_int32_atomic_add(dest, value, pe)
-#define shmem_int32_atomic_fetch_inc(dest, pe) oneside_direct_int32_atomic_fetch_inc(dest, pe)
-#define shmem_int32_atomic_inc(dest, pe) oneside_direct_int32_atomic_inc(dest, pe)
-#define shmem_int32_atomic_compare_swap(dest, cond, value, pe) oneside_direct_int32_atomic_compare_swap(dest, cond, value, pe)
-#define shmem_int32_atomic_swap(dest, value, pe) oneside_direct_int32_atomic_swap(dest, value, pe)
-#define shmem_int32_atomic_fetch(source, pe) oneside_direct_int32_atomic_fetch(source, pe)
-#define shmem_int32_atomic_set(dest, value, pe) oneside_direct_int32_atomic_set(dest, value, pe)
 ONESIDE_DIRECT_AMO(int64, int64_t)
-#define shmem_int64_atomic_fetch_add(dest, value, pe) oneside_direct_int64_atomic_fetch_add(dest, value, pe)
-#define shmem_int64_atomic_add(dest, value, pe) oneside_direct_int64_atomic_add(dest, value, pe)
-#define shmem_int64_atomic_fetch_inc(dest, pe) oneside_direct_int64_atomic_fetch_inc(dest, pe)
-#define shmem_int64_atomic_inc(dest, pe) oneside_direct_int64_atomic_inc(dest, pe)
-#define shmem_int64_atomic_compare_swap(dest, cond, value, pe) oneside_direct_int64_atomic_compare_swap(dest, cond, value, pe)
-#define shmem_int64_atomic_swap(dest, value, pe) oneside_direct_int64_atomic_swap(dest, value, pe)
-#define shmem_int64_atomic_fetch(source, pe) oneside_direct_int64_atomic_fetch(source, pe)
-#define shmem_int64_atomic_set(dest, value, pe) oneside_direct_int64_atomic_set(dest, value, pe)
 ONESIDE_DIRECT_AMO(uint32, uint32_t)
-#define shmem_uint32_atomic_fetch_add(dest, value, pe) oneside_direct_uint32_atomic_fetch_add(dest, value, pe)
-#define shmem_uint32_atomic_add(dest, value, pe) oneside_direct_uint32_atomic_add(dest, value, pe)
-#define shmem_uint32_atomic_fetch_inc(dest, pe) oneside_direct_uint32_atomic_fetch_inc(dest, pe)
-#define shmem_uint32_atomic_inc(dest, pe) oneside_direct_uint32_atomic_inc(dest, pe)
-#define shmem_uint32_atomic_compare_swap(dest, cond, value, pe) oneside_direct_uint32_atomic_compare_swap(dest, cond, value, pe)
-#define shmem_uint32_atomic_swap(dest, value, pe) oneside_direct_uint32_atomic_swap(dest, value, pe)
-#define shmem_uint32_atomic_fetch(source, pe) oneside_direct_uint32_atomic_fetch(source, pe)
-#define shmem_uint32_atomic_set(dest, value, pe) oneside_direct_uint32_atomic_set(dest, value, pe)
 ONESIDE_DIRECT_AMO(uint64, uint64_t)
-#define shmem_uint64_atomic_fetch_add(dest, value, pe) oneside_direct_uint64_atomic_fetch_add(dest, value, pe)
-#define shmem_uint64_atomic_add(dest, value, pe) oneside_direct_uint64_atomic_add(dest, value, pe)
-#define shmem_uint64_atomic_fetch_inc(dest, pe) oneside_direct_uint64_atomic_fetch_inc(dest, pe)
-#define shmem_uint64_atomic_inc(dest, pe) oneside_direct_uint64_atomic_inc(dest, pe)
-#define shmem_uint64_atomic_compare_swap(dest, cond, value, pe) oneside_direct_uint64_atomic_compare_swap(dest, cond, value, pe)
-#define shmem_uint64_atomic_swap(dest, value, pe) oneside_direct_uint64_atomic_swap(dest, value, pe)
-#define shmem_uint64_atomic_fetch(source, pe) oneside_direct_uint64_atomic_fetch(source, pe)
-#define shmem_uint64_atomic_set(dest, value, pe) oneside_direct_uint64_atomic_set(dest, value, pe)
 ONESIDE_DIRECT_AMO(size, size_t)
-#define shmem_size_atomic_fetch_add(dest, value, pe) oneside_direct_size_atomic_fetch_add(dest, value, pe)
-#define shmem_size_atomic_add(dest, value, pe) oneside_direct_size_atomic_add(dest, value, pe)
-#define shmem_size_atomic_fetch_inc(dest, pe) oneside_direct_size_atomic_fetch_inc(dest, pe)
-#define shmem_size_atomic_inc(dest, pe) oneside_direct_size_atomic_inc(dest, pe)
-#define shmem_size_atomic_compare_swap(dest, cond, value, pe) oneside_direct_size_atomic_compare_swap(dest, cond, value, pe)
-#define shmem_size_atomic_swap(dest, value, pe) oneside_direct_size_atomic_swap(dest, value, pe)
-#define shmem_size_atomic_fetch(source, pe) oneside_direct_size_atomic_fetch(source, pe)
-#define shmem_size_atomic_set(dest, value, pe) oneside_direct_size_atomic_set(dest, value, pe)
 ONESIDE_DIRECT_AMO(ptrdiff, ptrdiff_t)
-#define shmem_ptrdiff_atomic_fetch_add(dest, value, pe) oneside_direct_ptrdiff_atomic_fetch_add(dest, value, pe)
-#define shmem_ptrdiff_atomic_add(dest, value, pe) oneside_direct_ptrdiff_atomic_add(dest, value, pe)
-#define shmem_ptrdiff_atomic_fetch_inc(dest, pe) oneside_direct_ptrdiff_atomic_fetch_inc(dest, pe)
-#define shmem_ptrdiff_atomic_inc(dest, pe) oneside_direct_ptrdiff_atomic_inc(dest, pe)
-#define shmem_ptrdiff_atomic_compare_swap(dest, cond, value, pe) oneside_direct_ptrdiff_atomic_compare_swap(dest, cond, value, pe)
-#define shmem_ptrdiff_atomic_swap(dest, value, pe) oneside_direct_ptrdiff_atomic_swap(dest, value, pe)
-#define shmem_ptrdiff_atomic_fetch(source, pe) oneside_direct_ptrdiff_atomic_fetch(source, pe)
-#define shmem_ptrdiff_atomic_set(dest, value, pe) oneside_direct_ptrdiff_atomic_set(dest, value, pe)
-#define shmem_quiet() oneside_direct_quiet()
-#define shmem_fence() oneside_direct_fence()
 #endif /* ONESIDE_NO_DIRECT */
 
 #if !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L

@@ -38,7 +38,7 @@ step "1. make install PREFIX=$work/p1"
 (cd "$work/src" && make install PREFIX="$work/p1" >"$work/install.log" 2>&1) || { tail -20 "$work/install.log"; fail "make install"; }
 tail -3 "$work/install.log"
 for file in bin/rlaunch bin/oshrun bin/oshcc bin/oshc++ lib/liboneside_shmem.so lib/liboneside_shmem.a \
-  lib/pkgconfig/oneside-shmem.pc include/shmem.h include/pshmem.h share/man/man1/rlaunch.1 \
+  lib/pkgconfig/oneside-shmem.pc include/shmem.h include/pshmem.h include/shmemx.h include/mpp/shmem.h include/mpp/shmemx.h share/man/man1/rlaunch.1 \
   share/man/man1/oshrun.1 share/man/man1/oshcc.1 share/modulefiles/oneside/0.1.0.lua share/doc/oneside/README.md; do
   [ -e "$work/p1/$file" ] || fail "$file was not installed"
 done
