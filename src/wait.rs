@@ -168,7 +168,8 @@ impl World {
             .local_ptr("test", sym, index, 1)
             .map_err(|e| e.located_at(at))?
             .cast::<T>();
-        self.tested(|| self.holds(ptr, cmp).then_some(true))
+        let waiting = || self.waiting_on(ptr.cast(), std::mem::size_of::<T>(), 1, Some(cmp.watched()));
+        self.tested("test", waiting, || self.holds(ptr, cmp).then_some(true))
             .map(|found| found.unwrap_or(false))
     }
 
@@ -183,14 +184,58 @@ impl World {
     }
 
     /// A test's one look: sends this rank's batches, evaluates `look`, and
-    /// if it finds nothing drives progress once and looks again.
-    fn tested<R>(&self, mut look: impl FnMut() -> Option<R>) -> Result<Option<R>> {
+    /// if it finds nothing drives progress once and looks again. A test
+    /// that still finds nothing, on a host whose ranks may not spin (they
+    /// outnumber its cores, or `ONESIDE_YIELD_WHEN_IDLE=1`), yields the
+    /// core as a wait's step does: a token ring polled with tests at 4
+    /// ranks on 2 cores took 2-2.6 ms a hop, the rank holding the token
+    /// waiting for a polling peer's time slice to end, against 1-2 µs with
+    /// `wait_until`. A loop of such tests is shown to hang reports as the
+    /// wait it is (`watch::tested_in_vain`), named `name` unless a C entry
+    /// point names it; `waiting` says what it looks for.
+    fn tested<R>(
+        &self,
+        name: &'static str,
+        waiting: impl FnOnce() -> Waiting,
+        mut look: impl FnMut() -> Option<R>,
+    ) -> Result<Option<R>> {
         self.links.send_batches()?;
         if let Some(found) = look() {
+            crate::watch::tested_true();
             return Ok(Some(found));
         }
         self.progress()?;
-        Ok(look())
+        let found = look();
+        match found {
+            Some(_) => crate::watch::tested_true(),
+            None => {
+                crate::watch::tested_in_vain(name, waiting);
+                if !self.spin_waits {
+                    std::thread::yield_now();
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// One test of `count` elements of this rank's heap from `first`, each
+    /// compared with `cmp` (`None`: each with its own value), for bindings
+    /// that evaluate their tests themselves, as the C API does: `look`
+    /// evaluates the condition, as in [`poll_until_elements`]. As a test of
+    /// this crate's, it drives progress once when `look` finds nothing and
+    /// looks again, yields the core where ranks may not spin, and shows a
+    /// loop of tests to hang reports.
+    ///
+    /// [`poll_until_elements`]: Self::poll_until_elements
+    pub fn test_elements<T: Pod, R>(
+        &self,
+        first: *const T,
+        count: usize,
+        cmp: Option<Cmp<T>>,
+        look: impl FnMut() -> Option<R>,
+    ) -> Result<Option<R>> {
+        let waiting = || self.waiting_on(first.cast(), std::mem::size_of::<T>(), count, cmp.map(|c| c.watched()));
+        self.tested("test", waiting, look)
     }
 
     /// Waits until every element at `indices` satisfies `cmp`.
@@ -263,7 +308,8 @@ impl World {
     {
         crate::error::located(|| {
             let ptrs = self.element_ptrs("test_all", sym, indices)?;
-            let all = self.tested(|| ptrs.iter().all(|&p| self.holds(p, cmp)).then_some(()))?;
+            let waiting = || self.waiting_on_all(&ptrs, cmp);
+            let all = self.tested("test_all", waiting, || ptrs.iter().all(|&p| self.holds(p, cmp)).then_some(()))?;
             Ok(all.is_some())
         })
     }
@@ -277,7 +323,10 @@ impl World {
     {
         crate::error::located(|| {
             let (ptrs, list) = self.indexed_ptrs("test_any", sym, indices)?;
-            self.tested(|| ptrs.iter().position(|&p| self.holds(p, cmp)).map(|i| list[i]))
+            let waiting = || self.waiting_on_all(&ptrs, cmp);
+            self.tested("test_any", waiting, || {
+                ptrs.iter().position(|&p| self.holds(p, cmp)).map(|i| list[i])
+            })
         })
     }
 
@@ -296,7 +345,8 @@ impl World {
                     .map(|i| list[i])
                     .collect()
             };
-            let found = self.tested(|| Some(some()).filter(|found| !found.is_empty()))?;
+            let waiting = || self.waiting_on_all(&ptrs, cmp);
+            let found = self.tested("test_some", waiting, || Some(some()).filter(|found| !found.is_empty()))?;
             Ok(found.unwrap_or_default())
         })
     }

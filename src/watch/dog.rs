@@ -60,7 +60,9 @@ fn watch(rank: usize, reporter: Reporter) {
             // here are still mapped.
             let block = crate::sync::lock(&slot.block);
             published |= block.is_some();
-            match block.as_ref().filter(|b| b.since.elapsed() >= STALLED_AFTER) {
+            // A loop of tests counts only while its tests go on.
+            let block = block.as_ref().filter(|b| !b.polling || super::polling::fresh(&slot.polled));
+            match block.filter(|b| b.since.elapsed() >= STALLED_AFTER) {
                 Some(block) if stalled => {
                     key.push((block.since, block.trace.is_some()));
                     newest = newest.min(block.since.elapsed());
@@ -208,6 +210,10 @@ fn describe(block: &Block) -> ThreadStall {
             vec![rank as u32],
             false,
         ),
+    };
+    let waits = match block.polling {
+        true => format!("{waits}, polled by a loop of tests that each find it false"),
+        false => waits,
     };
     let answer = matches!(block.waiting, Waiting::Answer { .. });
     let step_of = match block.waiting {

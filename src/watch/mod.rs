@@ -15,6 +15,7 @@
 
 mod dog;
 mod objects;
+mod polling;
 mod symbols;
 
 use crate::site::Site;
@@ -101,6 +102,8 @@ pub(crate) struct Block {
     pub since: Instant,
     /// A backtrace, for calls from C (taken once the wait has lasted).
     pub trace: Option<Arc<std::backtrace::Backtrace>>,
+    /// A loop of tests rather than one call's wait (`polling`).
+    pub polling: bool,
 }
 
 /// One thread's slot: its current block, if any.
@@ -111,6 +114,8 @@ pub(crate) struct Slot {
     /// thread then says `Moving` itself as it leaves the wait (see
     /// [`BlockedGuard`]).
     pub reported: AtomicBool,
+    /// When this thread's last test found nothing (`polling`'s clock).
+    pub polled: std::sync::atomic::AtomicU64,
 }
 
 /// The watchdog's link to rlaunch, for a thread that leaves a reported
@@ -137,6 +142,10 @@ struct Local {
     pending: Cell<Option<(Call, Waiting)>>,
     /// Whether `pending` is in the slot.
     published: Cell<bool>,
+    /// The current polling streak: when it began and its last failed test.
+    streak: Cell<Option<(Instant, Instant)>>,
+    /// Whether the streak is in the slot.
+    polling: Cell<bool>,
 }
 
 thread_local! {
@@ -150,6 +159,8 @@ thread_local! {
             c_call: Cell::new(None),
             pending: Cell::new(None),
             published: Cell::new(false),
+            streak: Cell::new(None),
+            polling: Cell::new(false),
         }
     };
 }
@@ -245,18 +256,42 @@ impl Drop for BlockedGuard {
         let _ = LOCAL.try_with(|local| {
             local.pending.set(None);
             if local.published.replace(false) {
-                let _ = SLOT.try_with(|slot| {
-                    if let Some(slot) = slot.borrow().as_ref() {
-                        *crate::sync::lock(&slot.block) = None;
-                        if slot.reported.swap(false, Ordering::AcqRel) {
-                            if let Some((rank, reporter)) = MOVING.get() {
-                                reporter.send(&crate::protocol::wire::Msg::Moving { rank: *rank });
-                            }
-                        }
-                    }
-                });
+                clear_slot();
             }
         });
+    }
+}
+
+/// Empties this thread's slot, and says `Moving` if rlaunch was told of
+/// the block it held.
+fn clear_slot() {
+    let _ = SLOT.try_with(|slot| {
+        if let Some(slot) = slot.borrow().as_ref() {
+            *crate::sync::lock(&slot.block) = None;
+            if slot.reported.swap(false, Ordering::AcqRel) {
+                if let Some((rank, reporter)) = MOVING.get() {
+                    reporter.send(&crate::protocol::wire::Msg::Moving { rank: *rank });
+                }
+            }
+        }
+    });
+}
+
+/// A test (`name`, unless a C entry point names it) found its condition
+/// false: a loop of such tests is shown to hang reports as a wait
+/// (`polling`). `waiting` is built only when the loop is published.
+#[inline(always)]
+pub(crate) fn tested_in_vain(name: &'static str, waiting: impl FnOnce() -> Waiting) {
+    if watching() {
+        polling::in_vain(name, waiting);
+    }
+}
+
+/// A test found its condition: a loop of tests ends.
+#[inline(always)]
+pub(crate) fn tested_true() {
+    if watching() {
+        polling::ended();
     }
 }
 
@@ -277,6 +312,9 @@ fn note(waiting: Waiting) -> Option<BlockedGuard> {
     LOCAL.with(|local| {
         if local.pending.get().is_some() {
             return None;
+        }
+        if local.streak.get().is_some() {
+            polling::ended();
         }
         let call = match (local.c_call.get(), local.call.get()) {
             (Some(name), _) => Call { name, site: Site::C },
@@ -313,11 +351,17 @@ pub(crate) fn idle() {
             waiting,
             since: Instant::now(),
             trace,
+            polling: false,
         });
         local.published.set(true);
-        *crate::sync::lock(&NEWS.0) += 1;
-        NEWS.1.notify_one();
+        announce();
     });
+}
+
+/// Wakes the watchdog for a block just published.
+fn announce() {
+    *crate::sync::lock(&NEWS.0) += 1;
+    NEWS.1.notify_one();
 }
 
 fn register() -> Arc<Slot> {

@@ -34,6 +34,13 @@ int main(int argc, char **argv) {
             raise(SIGKILL);
         }
         shmem_barrier_all();
+    } else if (!strcmp(bug, "poll")) {
+        /* PE 0 polls with tests for a word nobody writes; the others wait
+         * for it in a barrier. */
+        if (me == 0)
+            while (!shmem_long_test(&flag, SHMEM_CMP_EQ, 1))
+                ;
+        shmem_barrier_all();
     }
     shmem_finalize();
     return 0;
