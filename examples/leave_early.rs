@@ -4,8 +4,10 @@
 //! `leave_early MODE RANK [SECS]`:
 //!
 //! * `error`   — RANK's put to a rank that does not exist fails and `?`
-//!   leaves `main`; the others meet in a barrier
-//! * `panic`   — RANK panics; the others meet in a barrier
+//!   leaves `main`; the others compute for SECS seconds (default 0), then
+//!   meet in a barrier
+//! * `panic`   — RANK panics; the others compute for SECS, then meet in a
+//!   barrier
 //! * `wait`    — RANK returns `Ok` early; the others wait for a word that
 //!   only RANK would have written
 //! * `compute` — RANK returns `Ok` early; the others compute for SECS
@@ -21,7 +23,7 @@ fn main() -> oneside::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mode = args.first().map(String::as_str).unwrap_or("error");
     let leaver: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(1);
-    let secs: f64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(3.0);
+    let secs: Option<f64> = args.get(2).and_then(|a| a.parse().ok());
     let world = oneside::init()?;
     let flag = world.alloc::<u64>(1)?;
     let rank = world.rank();
@@ -36,11 +38,8 @@ fn main() -> oneside::Result<()> {
     }
     match mode {
         "compute" => {
-            let start = Instant::now();
-            let mut x = 0u64;
-            while start.elapsed() < Duration::from_secs_f64(secs) {
-                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-            }
+            let secs = secs.unwrap_or(3.0);
+            compute(secs);
             println!("rank {rank} computed for {secs} s");
         }
         "wait" => {
@@ -48,9 +47,19 @@ fn main() -> oneside::Result<()> {
             println!("rank {rank} saw the word");
         }
         _ => {
+            compute(secs.unwrap_or(0.0));
             world.barrier()?;
             println!("rank {rank} passed the barrier");
         }
     }
     world.finalize()
+}
+
+/// Computes for `secs` seconds without a call of oneside's.
+fn compute(secs: f64) {
+    let start = Instant::now();
+    let mut x = 0u64;
+    while start.elapsed() < Duration::from_secs_f64(secs) {
+        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+    }
 }

@@ -232,6 +232,43 @@ impl Drop for Backoff {
     }
 }
 
+/// The longest pause between two failed tests of one loop of tests (see
+/// [`tested_in_vain`]): longer than a time slice lost on a full core.
+const TEST_GAP: Duration = Duration::from_millis(20);
+
+thread_local! {
+    /// This thread's loop of failed tests: when it began and its last test.
+    static TESTS: std::cell::Cell<Option<(Instant, Instant)>> = const { std::cell::Cell::new(None) };
+}
+
+/// A test found its condition false: a loop of such tests (each within
+/// [`TEST_GAP`] of the last) passes its time as one wait does, since it
+/// is the program's own wait. It spins for [`SPIN_FOR`] where the rank
+/// may `spin`, then yields, and naps past [`YIELD_FOR`] unless it must
+/// keep polling (`busy`, as [`Backoff::keep_polling`]). A rank polling
+/// with tests on a full core otherwise kept the core from the peer it
+/// waited for (a token ring at 4 ranks on 2 cores: 2-2.6 ms a hop), and
+/// one with a core of its own never left it idle, so its watchdog, which
+/// runs only on an idle core, never reported it. Costs a clock read.
+#[inline]
+pub(crate) fn tested_in_vain(spin: bool, busy: bool) {
+    let now = Instant::now();
+    let since = match TESTS.get() {
+        Some((since, last)) if now.duration_since(last) < TEST_GAP => since,
+        _ => now,
+    };
+    TESTS.set(Some((since, now)));
+    let waited = now.duration_since(since);
+    if spin && waited < SPIN_FOR {
+        return std::hint::spin_loop();
+    }
+    if busy || waited < YIELD_FOR {
+        return std::thread::yield_now();
+    }
+    crate::watch::idle();
+    std::thread::sleep((waited / 20).clamp(NAP, MAX_NAP));
+}
+
 /// Whether local waits may spin: only when each of this rank's busy
 /// `threads` (itself, and its TCP progress thread if it has one) has a core.
 /// Pinned by rlaunch (`--bind-to core`), the rank's own CPUs count;

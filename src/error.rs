@@ -340,6 +340,7 @@ impl Error {
     #[cold]
     #[inline(never)]
     pub(crate) fn located_at(self, at: &'static Location<'static>) -> Error {
+        FAILED_LAST.set(true);
         let error = match self {
             Error::Located(located) => located.error,
             other => other,
@@ -373,9 +374,30 @@ pub(crate) fn located_call<T>(body: impl FnOnce() -> Result<T>) -> Result<T> {
     let at = Location::caller();
     let _outer = crate::site::Outermost::enter(at);
     match body() {
-        Ok(value) => Ok(value),
+        Ok(value) => Ok(answered(value)),
         Err(e) => Err(e.located_at(at)),
     }
+}
+
+thread_local! {
+    /// Whether this thread's last public call returned an error.
+    static FAILED_LAST: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// A public call succeeded: the thread's last call no longer failed.
+#[inline(always)]
+fn answered<T>(value: T) -> T {
+    if FAILED_LAST.get() {
+        FAILED_LAST.set(false);
+    }
+    value
+}
+
+/// Whether the last public call this thread made returned an error (and
+/// none succeeded since): a `World` dropped then is being left by `?` or
+/// an early return with that error, on its way out of `main` as a failure.
+pub(crate) fn failed_last() -> bool {
+    FAILED_LAST.get()
 }
 
 /// Runs a public call's `body`, placing its error at the program's call
@@ -384,7 +406,7 @@ pub(crate) fn located_call<T>(body: impl FnOnce() -> Result<T>) -> Result<T> {
 #[inline(always)]
 pub(crate) fn located<T>(body: impl FnOnce() -> Result<T>) -> Result<T> {
     match body() {
-        Ok(value) => Ok(value),
+        Ok(value) => Ok(answered(value)),
         Err(e) => Err(e.located_at(Location::caller())),
     }
 }

@@ -184,15 +184,15 @@ impl World {
     }
 
     /// A test's one look: sends this rank's batches, evaluates `look`, and
-    /// if it finds nothing drives progress once and looks again. A test
-    /// that still finds nothing, on a host whose ranks may not spin (they
-    /// outnumber its cores, or `ONESIDE_YIELD_WHEN_IDLE=1`), yields the
-    /// core as a wait's step does: a token ring polled with tests at 4
-    /// ranks on 2 cores took 2-2.6 ms a hop, the rank holding the token
-    /// waiting for a polling peer's time slice to end, against 1-2 µs with
-    /// `wait_until`. A loop of such tests is shown to hang reports as the
-    /// wait it is (`watch::tested_in_vain`), named `name` unless a C entry
-    /// point names it; `waiting` says what it looks for.
+    /// if it finds nothing drives progress once and looks again. A loop of
+    /// tests that still find nothing passes its time as a wait does
+    /// (`backoff::tested_in_vain`: yielding at once where ranks outnumber
+    /// cores): a token ring polled with tests at 4 ranks on 2 cores took
+    /// 2-2.6 ms a hop, the rank holding the token waiting for a polling
+    /// peer's time slice to end, against 1-2 µs with `wait_until`. The loop
+    /// is shown to hang reports as the wait it is
+    /// (`watch::tested_in_vain`), named `name` unless a C entry point names
+    /// it; `waiting` says what it looks for.
     fn tested<R>(
         &self,
         name: &'static str,
@@ -210,9 +210,7 @@ impl World {
             Some(_) => crate::watch::tested_true(),
             None => {
                 crate::watch::tested_in_vain(name, waiting);
-                if !self.spin_waits {
-                    std::thread::yield_now();
-                }
+                crate::backoff::tested_in_vain(self.spin_waits, self.links.waits_keep_polling());
             }
         }
         Ok(found)
@@ -309,7 +307,9 @@ impl World {
         crate::error::located(|| {
             let ptrs = self.element_ptrs("test_all", sym, indices)?;
             let waiting = || self.waiting_on_all(&ptrs, cmp);
-            let all = self.tested("test_all", waiting, || ptrs.iter().all(|&p| self.holds(p, cmp)).then_some(()))?;
+            let all = self.tested("test_all", waiting, || {
+                ptrs.iter().all(|&p| self.holds(p, cmp)).then_some(())
+            })?;
             Ok(all.is_some())
         })
     }

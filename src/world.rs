@@ -469,8 +469,13 @@ impl Drop for World {
     fn drop(&mut self) {
         // A panicking rank must not wait in a barrier for peers that may be
         // waiting for it, and a rank that lost a peer cannot finish one: it
-        // leaves without a farewell and rlaunch aborts the job.
-        if std::thread::panicking() || self.links.broken() {
+        // leaves without a farewell and rlaunch aborts the job. So does a
+        // rank whose last call returned an error, which a `?` is carrying
+        // out of main: its farewell would wait for peers that may compute
+        // for an hour, and its error would be printed (by main's return)
+        // only then. It exits with main's failure status, and rlaunch ends
+        // the job at once with that error first.
+        if std::thread::panicking() || self.links.broken() || crate::error::failed_last() {
             // No farewell, but the profile and trace asked for are still
             // written: they show where a rank that lived spent its time.
             if let Err(e) = crate::profile::finish() {

@@ -134,7 +134,10 @@ fn a_loop_of_tests_hands_the_core_on_as_a_wait_does() {
             .next()
             .and_then(|r| r.trim().parse().ok())
             .unwrap_or_else(|| panic!("no ratio over {transport}: {out:?}"));
-        assert!(ratio <= 2.0, "a hop by tests costs {ratio}x a hop by waits over {transport}: {out:?}");
+        assert!(
+            ratio <= 2.0,
+            "a hop by tests costs {ratio}x a hop by waits over {transport}: {out:?}"
+        );
     }
 }
 

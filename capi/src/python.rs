@@ -54,6 +54,24 @@ fn api() -> Option<&'static Api> {
     .as_ref()
 }
 
+/// Whether this process's Python interpreter is shutting down: a
+/// `shmem_finalize` then comes from shmem4py's exit hook (`Py_AtExit`),
+/// which runs before the process's exit status is known. False outside
+/// Python.
+pub fn finalizing() -> bool {
+    static IS_FINALIZING: OnceLock<Option<unsafe extern "C" fn() -> c_int>> = OnceLock::new();
+    let f = IS_FINALIZING.get_or_init(|| {
+        [c"Py_IsFinalizing", c"_Py_IsFinalizing"].iter().find_map(|name| {
+            // SAFETY: dlsym with a NUL-terminated name.
+            let f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+            // SAFETY: CPython's (_)Py_IsFinalizing takes nothing and returns an int.
+            (!f.is_null()).then(|| unsafe { fn_ptr::<unsafe extern "C" fn() -> c_int>(f) })
+        })
+    });
+    // SAFETY: the interpreter's own function, callable at any time.
+    f.is_some_and(|f| unsafe { f() } != 0)
+}
+
 /// A function pointer of type `F` from a symbol's address.
 ///
 /// # Safety

@@ -47,16 +47,30 @@ fn init(api: &'static str, requested: c_int) {
         thread_level: requested.clamp(0, THREAD_MULTIPLE),
     });
     // A program that returns from main without shmem_finalize still says
-    // goodbye to its peers, as in Sandia OpenSHMEM.
-    // SAFETY: registering a plain extern "C" function.
-    unsafe { libc::atexit(finalize_at_exit) };
+    // goodbye to its peers, as in Sandia OpenSHMEM; one that exits with a
+    // failure does not (glibc's on_exit, unlike atexit, gives the status).
+    // SAFETY: registering a plain extern "C" function with no argument.
+    unsafe { on_exit(finalize_at_exit, std::ptr::null_mut()) };
 }
 
-extern "C" fn finalize_at_exit() {
-    match state::exiting() {
+extern "C" {
+    /// glibc's `on_exit(3)`: `f(status, arg)` at `exit`, as `atexit` but
+    /// with the exit status.
+    fn on_exit(f: extern "C" fn(c_int, *mut c_void), arg: *mut c_void) -> c_int;
+}
+
+/// At exit: a PE that exits with status 0 (main returned, `exit(0)`,
+/// shmem4py's exit hook deferred to here) says goodbye to its peers, which
+/// may compute for a long time yet. One that exits with any other status
+/// has failed: it leaves at once without a farewell, so rlaunch (or
+/// mpirun) sees it go with its status and ends the job within a second
+/// (an `exit(3)` right after `shmem_init` used to sleep in this farewell
+/// until the others finished their work, and the job then ended 0 s after
+/// them). An error or shmem_global_exit ends the PE without one too; the
+/// profile and trace asked for are still written.
+extern "C" fn finalize_at_exit(status: c_int, _: *mut c_void) {
+    match state::exiting() || status != 0 {
         false => finalize_now("at exit, without shmem_finalize (main returned, or exit was called)"),
-        // An error or shmem_global_exit ends the PE without a farewell;
-        // the profile and trace asked for are still written.
         true => {
             let _ = oneside::profile::write_now();
         }
@@ -64,8 +78,14 @@ extern "C" fn finalize_at_exit() {
 }
 
 /// `shmem_finalize`: the last of as many calls as `shmem_init` had
-/// finalizes the library.
+/// finalizes the library. Called from a Python interpreter's shutdown
+/// (shmem4py's exit hook), it is left to the exit handler above, which
+/// knows whether the program failed: `sys.exit(3)` and an uncaught
+/// exception reach the hook before the process's status exists.
 fn finalize() {
+    if crate::python::finalizing() {
+        return;
+    }
     if state::leave() {
         finalize_now("from shmem_finalize");
     }

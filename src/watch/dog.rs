@@ -61,7 +61,9 @@ fn watch(rank: usize, reporter: Reporter) {
             let block = crate::sync::lock(&slot.block);
             published |= block.is_some();
             // A loop of tests counts only while its tests go on.
-            let block = block.as_ref().filter(|b| !b.polling || super::polling::fresh(&slot.polled));
+            let block = block
+                .as_ref()
+                .filter(|b| !b.polling || super::polling::fresh(&slot.polled));
             match block.filter(|b| b.since.elapsed() >= STALLED_AFTER) {
                 Some(block) if stalled => {
                     key.push((block.since, block.trace.is_some()));

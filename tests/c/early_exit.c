@@ -5,7 +5,9 @@
  * others call shmem_barrier_all, which must never complete for them:
  * a PE past it prints "passed the barrier". "compute": PE 1 returns 0
  * at once, the others compute for the given seconds with no call that
- * needs PE 1, then finalize: a legal program, which must succeed. */
+ * needs PE 1, then finalize: a legal program, which must succeed. With
+ * argv[3], the others compute that many seconds before their barrier
+ * (PE 1 fails while they compute). */
 #define _POSIX_C_SOURCE 200809L
 #include <shmem.h>
 #include <stdio.h>
@@ -39,6 +41,10 @@ int main(int argc, char **argv) {
             x = x * 6364136223846793005UL + 1;
         printf("PE %d computed\n", me);
     } else {
+        double until = now() + (argc > 3 ? atof(argv[3]) : 0);
+        volatile unsigned long x = 1;
+        while (now() < until)
+            x = x * 6364136223846793005UL + 1;
         shmem_barrier_all();
         printf("PE %d passed the barrier\n", me);
     }
