@@ -5,7 +5,9 @@
 # unittest discover` on the test/ folder of the sdist pip downloads) alone
 # (1 PE) and under oshrun at 2 and 4 PEs over shared memory and TCP, and
 # the course programs in examples/python/ the same way, and checks that a
-# mistake in a Python program (tests/python/bad_put.py) names its line. Every run is
+# mistake in a Python program (tests/python/bad_put.py) names its line, and
+# that a PE failing while the others compute ends the job at once
+# (tests/python/fail_early.py). Every run is
 # bounded in time. Prints one line per run and a closing count; exits
 # non-zero when any run failed.
 #
@@ -103,5 +105,23 @@ elif grep -qF "$expected" "$log" && ! grep -q "returned" "$log"; then
 else
   failed=$((failed + 1)); echo "| bad_put.py | 2 | shm | FAIL: expected '$expected' |"; sed 's/^/    /' "$log"
 fi
+# A PE that fails while the others compute for 10 s ends the job at once,
+# with its status and its own message first (sys.exit and an uncaught
+# exception reach shmem4py's exit hook before the status exists; the
+# library leaves the farewell to glibc's on_exit, which knows it). A PE
+# that exits 0 early is legal: the job succeeds once the others finish.
+for case in "exit 3" "raise 1" "ok 0"; do
+  set -- $case
+  log=$out/fail_early-$1.log start=$(date +%s%N)
+  status=0
+  (cd "$root" && timeout -k 5 120 "$bin/oshrun" -np 4 --oversubscribe "$venv/python" tests/python/fail_early.py "$1" 10) >"$log" 2>&1 || status=$?
+  took=$(( ($(date +%s%N) - start) / 1000000 ))
+  bound=4000; [ "$1" = ok ] && bound=60000
+  if [ "$status" = "$2" ] && [ "$took" -lt "$bound" ] && { [ "$1" != raise ] || grep -q "RuntimeError: PE 1 gives up" "$log"; }; then
+    passed=$((passed + 1)); echo "| fail_early.py $1 | 4 | shm | PASS | status $status in $took ms |"
+  else
+    failed=$((failed + 1)); echo "| fail_early.py $1 | 4 | shm | FAIL: status $status (want $2) in $took ms (bound $bound) |"; sed 's/^/    /' "$log"
+  fi
+done
 echo "python: $passed passed, $failed failed"
 [ "$failed" = 0 ]
