@@ -405,6 +405,10 @@ impl World {
         // once every rank has said farewell nothing is in flight anywhere
         // and endpoints may close. A peer left waiting for this rank in a
         // collective is a deadlock the launcher sees and ends.
+        // The farewell's time counts as the runtime's own (init/finalize)
+        // in a profile written later: when rlaunch ends the job while this
+        // rank waits in it, the files are written again then.
+        let _farewell = crate::profile::span(crate::profile::Family::InitFinalize);
         self.links.quiet_on(Channel::Default)?;
         // An MPI initialized after this world (shmem_init before MPI_Init)
         // could not be checked at init: a launcher that gave MPI nothing

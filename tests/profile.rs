@@ -257,3 +257,89 @@ fn a_sigterm_handler_that_was_there_first_runs_after_the_profile_is_written() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// Each rank's (elapsed, blocked, communicating) ns and its families' ns
+/// by name, from a merged profile.json.
+fn shares(dir: &std::path::Path) -> Vec<(u64, u64, u64, serde_json::Value)> {
+    let json = std::fs::read_to_string(dir.join("profile.json")).expect("profile.json");
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    value["ops"]
+        .as_array()
+        .expect("ops")
+        .iter()
+        .map(|r| {
+            let n = |k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{k} in {r}"));
+            (
+                n("elapsed_ns"),
+                n("blocked_ns"),
+                n("communicating_ns"),
+                r["ops"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// The profile of a job that did not finish tells the truth: the time a
+/// rank spent in the wait it was in when the job ended counts, as that
+/// wait, and every rank's computing, communicating and blocked add up to
+/// its elapsed time. Each way a job ends: a hang ended by
+/// `--hang-timeout`, a rank that fails early (an error out of main) while
+/// the others wait in a barrier, a rank killed by SIGKILL while the others
+/// wait for it, and a deadlock around finalize. Before, a hung job's
+/// summary said "computing 2374.6 ms … blocked 4.2 ms", with no wait row,
+/// and its trace held only init and alloc events.
+#[test]
+fn profiles_of_jobs_that_did_not_finish_show_where_their_ranks_waited() {
+    let hang = example("hang");
+    let leave = example("leave_early");
+    // (args, the ranks that waited, the family they waited in, the least
+    // share of their run they must show blocked)
+    let cases: [(Vec<&str>, &[usize], &str, f64); 4] = [
+        (
+            vec!["-n", "2", "--hang-timeout", "2", &hang, "cycle"],
+            &[0, 1],
+            "wait",
+            0.8,
+        ),
+        (vec!["-n", "3", &leave, "error", "1"], &[0, 2], "barrier", 0.5),
+        (vec!["-n", "3", &hang, "die"], &[0, 1], "barrier", 0.8),
+        (vec!["-n", "3", &hang, "wait"], &[0], "wait", 0.7),
+    ];
+    for (transport, _) in transports() {
+        for (args, waiters, family, least) in &cases {
+            let dir = fresh_dir(&format!("ended-{transport}-{}", args.last().unwrap()));
+            let profile = format!("--profile={}", dir.display());
+            let trace = format!("--trace={}", dir.join("trace").display());
+            let mut full = vec!["--oversubscribe", "--transport", transport, &profile, &trace];
+            full.extend(args.iter().copied());
+            let out = rlaunch(&full);
+            let what = format!("{args:?} over {transport}: {out:?}");
+            assert_ne!(out.code, Some(0), "{what}");
+            let ranks = shares(&dir);
+            for (rank, (elapsed, blocked, communicating, ops)) in ranks.iter().enumerate() {
+                assert!(
+                    blocked + communicating <= *elapsed,
+                    "rank {rank} adds up past its run: {what}"
+                );
+                if waiters.contains(&rank) {
+                    let share = *blocked as f64 / *elapsed as f64;
+                    assert!(
+                        share >= *least,
+                        "rank {rank} shows {share:.2} of its run blocked: {what}"
+                    );
+                    let waited = ops[*family]["ns"].as_u64().unwrap_or(0);
+                    assert!(
+                        waited as f64 >= least * *elapsed as f64,
+                        "rank {rank}'s {family} row has {waited} ns of {elapsed}: {what}"
+                    );
+                }
+            }
+            let summary = std::fs::read_to_string(dir.join("summary.txt")).expect("summary.txt");
+            assert!(summary.contains("blocked is measured"), "{summary}");
+            // The trace has the wait too, begun and never ended.
+            let timeline = std::fs::read_to_string(dir.join("trace/trace.json")).expect("trace.json");
+            assert!(timeline.contains(&format!("\"name\":\"{family}\"")), "{what}");
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+}

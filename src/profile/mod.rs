@@ -293,10 +293,11 @@ impl Span {
             local.depth.set(local.depth.get() + 1);
             local.depth.get() == 1
         });
-        Span {
-            family,
-            started: outer.then(Instant::now),
+        let started = outer.then(Instant::now);
+        if let (Some(started), Some(block), Some(counters)) = (started, block(), COUNTERS.get()) {
+            block.open(family, counters.since_start(started));
         }
+        Span { family, started }
     }
 }
 
@@ -306,6 +307,7 @@ impl Drop for Span {
         let (Some(started), Some(block)) = (self.started, block()) else {
             return;
         };
+        block.close();
         let duration = nanos_since(started);
         block.count_call(self.family);
         block.time(self.family, duration);

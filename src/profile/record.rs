@@ -3,11 +3,39 @@
 
 use super::file::{FamilyStats, RankProfile, HISTOGRAM_BUCKETS};
 use super::Family;
+use std::fmt::Write as _;
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Instant;
+
+/// A sampled family's time: its calls times the mean of its timed calls,
+/// leaving out the buckets of samples 64 times the median bucket or more
+/// (a lost time slice, not the call). `histogram` and `bucket_nanos` are
+/// the timed calls' counts and times per bucket.
+fn estimate(calls: u64, histogram: &[u64], bucket_nanos: &[u64]) -> u64 {
+    let timed: u64 = histogram.iter().sum();
+    if timed == 0 {
+        return 0;
+    }
+    let mut seen = 0;
+    let median = histogram
+        .iter()
+        .position(|&n| {
+            seen += n;
+            seen * 2 >= timed
+        })
+        .unwrap_or(0);
+    let kept = median + 6;
+    let (n, nanos) = (0..histogram.len().min(kept + 1))
+        .map(|b| (histogram[b], bucket_nanos[b]))
+        .fold((0u64, 0u64), |(n, t), (bn, bt)| (n + bn, t + bt));
+    match n {
+        0 => 0,
+        n => (nanos as u128 * calls as u128 / n as u128) as u64,
+    }
+}
 
 /// Adds `v` to a counter only its own thread writes: a load and a store,
 /// no read-modify-write.
@@ -25,6 +53,8 @@ struct FamilyCounters {
     timed_calls: AtomicU64,
     timed_nanos: AtomicU64,
     histogram: [AtomicU64; HISTOGRAM_BUCKETS],
+    /// The time of the timed calls in each histogram bucket.
+    bucket_nanos: [AtomicU64; HISTOGRAM_BUCKETS],
 }
 
 /// The program's own traffic of one family to one target rank.
@@ -56,6 +86,13 @@ pub(crate) struct Block {
     collective: Box<[AtomicU64]>,
     /// The thread's last events, when tracing.
     pub ring: Option<super::trace::Ring>,
+    /// The blocking call the thread is in now: its start in ns after the
+    /// rank's, plus one (0: none), and its family. A rank ended while it
+    /// waits (SIGTERM from rlaunch when a peer failed or the job hung)
+    /// writes its files from another thread: the wait it was in counts up
+    /// to that moment, as the wait it was.
+    open_since: AtomicU64,
+    open_family: AtomicU64,
 }
 
 fn bucket(nanos: u64) -> usize {
@@ -72,6 +109,28 @@ impl Block {
             size,
             collective: (0..size).map(|_| AtomicU64::new(0)).collect(),
             ring: trace_capacity.map(super::trace::Ring::new),
+            open_since: AtomicU64::new(0),
+            open_family: AtomicU64::new(0),
+        }
+    }
+
+    /// Notes that the thread entered a blocking call of `family` that
+    /// began `since_ns` after the rank's start.
+    pub fn open(&self, family: Family, since_ns: u64) {
+        self.open_family.store(family as u64, Relaxed);
+        self.open_since.store(since_ns + 1, Relaxed);
+    }
+
+    /// The thread left its blocking call.
+    pub fn close(&self) {
+        self.open_since.store(0, Relaxed);
+    }
+
+    /// The blocking call the thread is in, if any: its family and start.
+    fn in_call(&self) -> Option<(usize, u64)> {
+        match self.open_since.load(Relaxed) {
+            0 => None,
+            since => Some((self.open_family.load(Relaxed) as usize, since - 1)),
         }
     }
 
@@ -117,6 +176,7 @@ impl Block {
         bump(&f.timed_calls, 1);
         bump(&f.timed_nanos, nanos);
         bump(&f.histogram[bucket(nanos)], 1);
+        bump(&f.bucket_nanos[bucket(nanos)], nanos);
     }
 
     pub fn collective_bytes(&self, target: usize, bytes: u64) {
@@ -174,10 +234,16 @@ impl Counters {
         u64::try_from(at.saturating_duration_since(self.started).as_nanos()).unwrap_or(u64::MAX)
     }
 
-    /// What has been counted so far, summed over the threads. A family's
-    /// time is its timed calls' mean times all its calls.
+    /// What has been counted so far, summed over the threads. A family
+    /// every call of which is timed (the blocking calls) has their total
+    /// time, with the calls threads are in now counted up to now; a
+    /// sampled family's time is an estimate, its timed calls' mean times
+    /// all its calls, leaving out samples that a lost time slice made 64
+    /// times the typical one (with 4 ranks on 2 cores one such sample
+    /// stood for 64 calls, and the estimate passed the rank's whole run).
     pub fn snapshot(&self) -> RankProfile {
         let blocks = crate::sync::lock(&self.blocks).clone();
+        let now = self.since_start(Instant::now());
         let sum = |read: &dyn Fn(&Block) -> u64| blocks.iter().map(|b| read(b)).sum::<u64>();
         // One counter of the cells of `families` x `targets`, summed over
         // every block (families that name no target have no cells).
@@ -196,22 +262,36 @@ impl Counters {
         };
         let ops: fn(&TargetCounters) -> &AtomicU64 = |c| &c.ops;
         let bytes: fn(&TargetCounters) -> &AtomicU64 = |c| &c.bytes;
+        // The calls in progress, by family: (how many, their time so far).
+        let mut open = [(0u64, 0u64); Family::COUNT];
+        for (family, since) in blocks.iter().filter_map(|b| b.in_call()) {
+            if let Some(slot) = open.get_mut(family) {
+                *slot = (slot.0 + 1, slot.1 + now.saturating_sub(since));
+            }
+        }
         let families = (0..Family::COUNT)
             .map(|i| {
-                let calls = sum(&|b| b.families[i].calls.load(Relaxed)) + cells(i..i + 1, 0..self.size, ops);
-                let timed_calls = sum(&|b| b.families[i].timed_calls.load(Relaxed));
-                let timed_nanos = sum(&|b| b.families[i].timed_nanos.load(Relaxed));
+                let (open_calls, open_nanos) = open[i];
+                let calls =
+                    sum(&|b| b.families[i].calls.load(Relaxed)) + cells(i..i + 1, 0..self.size, ops) + open_calls;
+                let timed_calls = sum(&|b| b.families[i].timed_calls.load(Relaxed)) + open_calls;
+                let histogram: Vec<u64> = (0..HISTOGRAM_BUCKETS)
+                    .map(|h| sum(&|b| b.families[i].histogram[h].load(Relaxed)))
+                    .collect();
+                let bucket_nanos: Vec<u64> = (0..HISTOGRAM_BUCKETS)
+                    .map(|h| sum(&|b| b.families[i].bucket_nanos[h].load(Relaxed)))
+                    .collect();
+                let nanos = match timed_calls {
+                    0 => 0,
+                    n if n >= calls => bucket_nanos.iter().sum::<u64>() + open_nanos,
+                    _ => estimate(calls, &histogram, &bucket_nanos),
+                };
                 FamilyStats {
                     name: Family::NAMES[i].to_string(),
                     calls,
                     bytes: cells(i..i + 1, 0..self.size, bytes),
-                    nanos: match timed_calls {
-                        0 => 0,
-                        n => (timed_nanos as u128 * calls as u128 / n as u128) as u64,
-                    },
-                    histogram: (0..HISTOGRAM_BUCKETS)
-                        .map(|h| sum(&|b| b.families[i].histogram[h].load(Relaxed)))
-                        .collect(),
+                    nanos,
+                    histogram,
                 }
             })
             .collect();
@@ -219,13 +299,25 @@ impl Counters {
             rank: self.rank,
             size: self.size,
             host: self.host.clone(),
-            elapsed_ns: u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            elapsed_ns: now,
             families,
             target_bytes: (0..self.size).map(|t| cells(0..AIMED, t..t + 1, bytes)).collect(),
             target_ops: (0..self.size).map(|t| cells(0..AIMED, t..t + 1, ops)).collect(),
             collective_bytes: (0..self.size)
                 .map(|t| sum(&|b| b.collective[t].load(Relaxed)))
                 .collect(),
+        }
+    }
+
+    /// The trace's lines for the blocking calls threads are in now, begun
+    /// but not ended (`thread` numbers as in the file), timed up to now.
+    fn open_events(&self, out: &mut String) {
+        let now = self.since_start(Instant::now());
+        for (thread, block) in crate::sync::lock(&self.blocks).iter().enumerate() {
+            if let (Some(_), Some((family, since))) = (&block.ring, block.in_call()) {
+                let name = Family::NAMES.get(family).copied().unwrap_or("wait");
+                let _ = writeln!(out, "e {name} {thread} {since} {}", now.saturating_sub(since));
+            }
         }
     }
 
@@ -243,6 +335,7 @@ impl Counters {
                     ring.lines(thread, &mut text);
                 }
             }
+            self.open_events(&mut text);
             std::fs::create_dir_all(dir)?;
             std::fs::write(dir.join(format!("rank-{}.trace", self.rank)), text)?;
         }

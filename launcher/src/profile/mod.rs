@@ -102,9 +102,15 @@ impl Merged {
         (program, own)
     }
 
-    /// Time a rank spent blocked and communicating (ns), from its families.
+    /// Time a rank spent blocked and communicating (ns), from its
+    /// families, within its elapsed time: blocked time is measured (every
+    /// blocking call is timed, the one a rank was in when the job ended
+    /// too), communicating time is estimated from sampled calls, so it is
+    /// clamped to what blocking leaves, and computing is the rest. The
+    /// three then add up to the rank's elapsed time (threads that block at
+    /// once would count twice, and an estimate can overshoot).
     pub fn split(profile: &RankProfile) -> (u64, u64) {
-        let blocked = |blocks: bool| {
+        let sum = |blocks: bool| {
             profile
                 .families
                 .iter()
@@ -112,7 +118,8 @@ impl Merged {
                 .map(|f| f.nanos)
                 .sum::<u64>()
         };
-        (blocked(true), blocked(false))
+        let blocked = sum(true).min(profile.elapsed_ns);
+        (blocked, sum(false).min(profile.elapsed_ns - blocked))
     }
 }
 

@@ -78,6 +78,10 @@ pub fn render(m: &Merged, dir: &Path) -> String {
             time(blocked)
         );
     }
+    let _ = writeln!(
+        out,
+        "(blocked is measured; communicating is estimated from sampled calls, within what blocking leaves; computing is the rest)"
+    );
     if let Some(&(most, who)) = blocked_all.iter().max() {
         let mean = blocked_all.iter().map(|b| b.0).sum::<u64>() as f64 / blocked_all.len() as f64;
         let sent: Vec<u64> = m.ranks.iter().map(|p| p.target_bytes.iter().sum()).collect();
