@@ -72,7 +72,25 @@ impl Site {
 /// no C API function is on the stack. Slow (symbolizes a backtrace): for
 /// errors and reports only.
 pub fn c_call_site() -> String {
-    c_caller(&Backtrace::force_capture().to_string())
+    foreign_caller().unwrap_or_else(|| c_caller(&Backtrace::force_capture().to_string()))
+}
+
+/// A language binding's own way to name its program's line, set once by
+/// the C API: the Python line that called through shmem4py says more than
+/// the binding's generated C (`shmem4py.api.c:66826:5`, in a build
+/// directory long gone).
+static FOREIGN: std::sync::OnceLock<fn() -> Option<String>> = std::sync::OnceLock::new();
+
+/// Lets the C API name callers in a binding's language: `caller` gives
+/// `file:line in function (Python)`, or `None` outside one.
+#[doc(hidden)]
+pub fn set_foreign_caller(caller: fn() -> Option<String>) {
+    let _ = FOREIGN.set(caller);
+}
+
+/// The binding's name for this thread's caller, if a binding has one.
+pub(crate) fn foreign_caller() -> Option<String> {
+    FOREIGN.get().and_then(|caller| caller())
 }
 
 /// A place in a message: ` at file:line`, ` in main (build with -g …)`

@@ -33,6 +33,8 @@ fn init(api: &'static str, requested: c_int) {
             std::env::set_var("ONESIDE_HEAP_SIZE", size);
         }
     }
+    // Reports and errors name a Python program's own line, not shmem4py's C.
+    oneside::site::set_foreign_caller(|| crate::python::caller().map(|at| format!("{at} (Python)")));
     let world = ok(api, oneside::init_with(Options::new().symmetric_globals(true)));
     // SHMEM_TEAM_SHARED is the library's, not the program's: its
     // collectives are profiled as init's.
@@ -283,7 +285,12 @@ export! {
 }
 
 fn release(api: &'static str, ptr: *mut c_void) {
-    if ptr.is_null() {
+    // A Python interpreter that shuts down frees shmem4py's arrays as it
+    // collects them, each free a collective barrier: a PE that left early
+    // (sys.exit(0), an exception) hung there, out of sight of rlaunch's
+    // deadlock check, while a peer waited for it. The heap goes with the
+    // process: nothing is freed then.
+    if ptr.is_null() || crate::python::finalizing() {
         return;
     }
     let w = world(api);

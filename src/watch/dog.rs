@@ -225,7 +225,10 @@ fn describe(block: &Block) -> ThreadStall {
     ThreadStall {
         step_of,
         call: call.name.to_string(),
-        at: call.site.describe(block.trace.as_deref()),
+        at: block
+            .place
+            .clone()
+            .unwrap_or_else(|| call.site.describe(block.trace.as_deref())),
         waits,
         on,
         anyone,

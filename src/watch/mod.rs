@@ -102,6 +102,9 @@ pub(crate) struct Block {
     pub since: Instant,
     /// A backtrace, for calls from C (taken once the wait has lasted).
     pub trace: Option<Arc<std::backtrace::Backtrace>>,
+    /// The caller in a binding's language (a Python line), which names a
+    /// C call better than the trace.
+    pub place: Option<String>,
     /// A loop of tests rather than one call's wait (`polling`).
     pub polling: bool,
 }
@@ -175,7 +178,7 @@ pub(crate) fn record_calls() {
 /// (for C, from a backtrace taken now), or empty.
 pub(crate) fn here() -> String {
     LOCAL.with(|local| match (local.c_call.get(), local.call.get()) {
-        (Some(_), _) => Site::C.describe(Some(&std::backtrace::Backtrace::force_capture())),
+        (Some(_), _) => crate::site::c_call_site(),
         (None, Some(call)) => call.site.describe(None),
         (None, None) => String::new(),
     })
@@ -342,7 +345,7 @@ pub(crate) fn idle() {
         let Some((call, waiting)) = local.pending.get().filter(|_| !local.published.get()) else {
             return;
         };
-        let trace = matches!(call.site, Site::C).then(|| Arc::new(std::backtrace::Backtrace::force_capture()));
+        let (trace, place) = c_caller(call.site);
         let Ok(slot) = SLOT.try_with(|slot| slot.borrow_mut().get_or_insert_with(register).clone()) else {
             return;
         };
@@ -351,11 +354,24 @@ pub(crate) fn idle() {
             waiting,
             since: Instant::now(),
             trace,
+            place,
             polling: false,
         });
         local.published.set(true);
         announce();
     });
+}
+
+/// For a call from C: where its caller is, as a binding names it (a
+/// Python line), or else a backtrace to find the C caller in.
+fn c_caller(site: Site) -> (Option<Arc<std::backtrace::Backtrace>>, Option<String>) {
+    if !matches!(site, Site::C) {
+        return (None, None);
+    }
+    match crate::site::foreign_caller() {
+        Some(place) => (None, Some(place)),
+        None => (Some(Arc::new(std::backtrace::Backtrace::force_capture())), None),
+    }
 }
 
 /// Wakes the watchdog for a block just published.

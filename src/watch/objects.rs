@@ -16,6 +16,8 @@ struct Object {
     /// For an allocation made from C: the stack at the call, whose C
     /// caller a report names.
     trace: Option<Backtrace>,
+    /// For one made through a binding: its caller there (a Python line).
+    place: Option<String>,
 }
 
 /// Live objects by heap offset.
@@ -27,12 +29,21 @@ pub(crate) fn allocated(offset: usize, bytes: usize) {
     if !super::watching() {
         return;
     }
-    let (site, trace) = super::LOCAL.with(|local| match (local.c_call.get(), local.call.get()) {
-        (Some(_), _) => (Site::C, Some(Backtrace::force_capture())),
-        (None, Some(call)) => (call.site, None),
-        (None, None) => (Site::Unknown, None),
+    let (site, trace, place) = super::LOCAL.with(|local| match (local.c_call.get(), local.call.get()) {
+        (Some(_), _) => match crate::site::foreign_caller() {
+            Some(place) => (Site::C, None, Some(place)),
+            None => (Site::C, Some(Backtrace::force_capture()), None),
+        },
+        (None, Some(call)) => (call.site, None, None),
+        (None, None) => (Site::Unknown, None, None),
     });
-    crate::sync::lock(&OBJECTS).insert(offset, Object { bytes, site, trace });
+    let object = Object {
+        bytes,
+        site,
+        trace,
+        place,
+    };
+    crate::sync::lock(&OBJECTS).insert(offset, object);
 }
 
 /// Forgets the object at heap `offset`.
@@ -51,7 +62,11 @@ pub(crate) fn object_at(offset: usize) -> Option<(String, usize, usize)> {
     if offset >= start + object.bytes.max(1) {
         return None;
     }
-    let at = crate::site::phrase(&object.site.describe(object.trace.as_ref()));
+    let place = match &object.place {
+        Some(place) => place.clone(),
+        None => object.site.describe(object.trace.as_ref()),
+    };
+    let at = crate::site::phrase(&place);
     Some((
         format!("the {}-byte object allocated{at}", object.bytes),
         offset - start,

@@ -86,12 +86,13 @@ fn publish(local: &Local, slot: &Arc<Slot>, name: &'static str, waiting: Waiting
             site: Site::Unknown,
         },
     };
-    let trace = matches!(call.site, Site::C).then(|| Arc::new(std::backtrace::Backtrace::force_capture()));
+    let (trace, place) = super::c_caller(call.site);
     *crate::sync::lock(&slot.block) = Some(Block {
         call,
         waiting,
         since,
         trace,
+        place,
         polling: true,
     });
     local.polling.set(true);

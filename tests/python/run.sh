@@ -123,5 +123,16 @@ for case in "exit 3" "raise 1" "ok 0"; do
     failed=$((failed + 1)); echo "| fail_early.py $1 | 4 | shm | FAIL: status $status (want $2) in $took ms (bound $bound) |"; sed 's/^/    /' "$log"
   fi
 done
+# Hang and deadlock reports name the Python lines too: the wait and the
+# allocation of the word it waits for.
+log=$out/deadlock.log
+(cd "$root" && timeout -k 5 120 "$bin/oshrun" -np 2 "$venv/python" tests/python/deadlock.py) >"$log" 2>&1 || true
+if grep -q "shmem_int_wait_until at $root/tests/python/deadlock.py:7 in <module> (Python)" "$log" \
+  && grep -q "allocated at $root/tests/python/deadlock.py:5 in <module> (Python)" "$log" \
+  && grep -q "rlaunch: deadlock:" "$log" && ! grep -q "shmem4py.api.c" "$log"; then
+  passed=$((passed + 1)); echo "| deadlock.py | 2 | shm | PASS | the report names deadlock.py:7 and :5 |"
+else
+  failed=$((failed + 1)); echo "| deadlock.py | 2 | shm | FAIL |"; sed 's/^/    /' "$log"
+fi
 echo "python: $passed passed, $failed failed"
 [ "$failed" = 0 ]
