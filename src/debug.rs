@@ -234,7 +234,8 @@ pub(crate) fn mismatch(
         call: name.to_string(),
         at: at.to_string(),
         detail: format!(
-            "collectives do not match: as the team's collective call {call}, this rank called {}{}, but rank {other} called {}{}; every member must make the same collective calls, with the same root, count and type, in the same order",
+            "collectives do not match: as the {} collective call on the team since init, this rank called {}{}, but rank {other} called {}{}; every member must make the same collective calls, with the same root, count and type, in the same order",
+            crate::words::ordinal(call),
             mine.describe(),
             crate::site::phrase(at),
             theirs.describe(),

@@ -57,7 +57,12 @@ pub(crate) fn who(rank: &usize) -> Who {
 
 impl fmt::Display for Who {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}", noun(), self.0)
+        // A negative number from C (PE -1) arrives wrapped to a huge one:
+        // it is said as the program wrote it.
+        match isize::try_from(self.0) {
+            Ok(_) => write!(f, "{} {}", noun(), self.0),
+            Err(_) => write!(f, "{} {}", noun(), self.0 as isize),
+        }
     }
 }
 
@@ -91,6 +96,17 @@ fn valid_targets_in(size: usize, pes: bool) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn ordinals_read_as_english() {
+        let said: Vec<String> = [1, 2, 3, 4, 11, 12, 13, 21, 22, 103, 111, 40008]
+            .map(super::ordinal)
+            .into();
+        assert_eq!(
+            said,
+            ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "103rd", "111th", "40008th"]
+        );
+    }
+
     use super::*;
 
     #[test]
@@ -103,4 +119,16 @@ mod tests {
         assert_eq!(valid_targets_in(2, true), "0 to 1 (shmem_n_pes() - 1)");
         assert_eq!(valid_targets_in(1, true), "0 to 0 (shmem_n_pes() - 1)");
     }
+}
+
+/// `n` as an ordinal: "1st", "2nd", "3rd", "11th", "40008th".
+pub(crate) fn ordinal(n: u64) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }

@@ -340,7 +340,7 @@ impl World {
     pub fn free<T: Pod>(&self, sym: Sym<T>) -> Result<()> {
         crate::error::located_call(|| {
             let _call = crate::watch::call("free");
-            let _span = crate::profile::span(crate::profile::Family::Alloc);
+            let _span = crate::profile::span(crate::profile::Family::Free);
             self.check_object("free", &sym)?;
             if self.debug.is_some() {
                 crate::debug::outer("free", self.allocation_bytes(sym.offset).unwrap_or(0));

@@ -141,6 +141,43 @@ fn a_loop_of_tests_hands_the_core_on_as_a_wait_does() {
     }
 }
 
+/// Messages a student reads say what went wrong, where, and what to do,
+/// once each (`tests/c/messages.c`): a call before `shmem_init` names the
+/// program's line and the fix (it named `capi/src/setup.rs:350:9`), a
+/// negative PE is said as written (it was `PE 18446744073709551615`), and
+/// a profile counts frees apart from allocations.
+#[test]
+fn messages_say_what_went_wrong_where_and_what_to_do() {
+    let exe = compile("messages");
+    let out = oshrun(2, "shm", &exe, &["early"]);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(
+        out.stderr.contains("oneside: shmem_my_pe at ")
+            && out.stderr.contains("messages.c:13:")
+            && out
+                .stderr
+                .contains("called before shmem_init (or after shmem_finalize); call shmem_init first"),
+        "{out:?}"
+    );
+    let out = oshrun(2, "shm", &exe, &["negative"]);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(
+        out.stderr.contains(": put targets PE -1, but the job has 2 PEs"),
+        "{out:?}"
+    );
+    let dir = scratch().join("messages-profile");
+    let _ = std::fs::remove_dir_all(&dir);
+    let profile = format!("--profile={}", dir.display());
+    let out = oshrun_with(2, "shm", &[&profile], &exe, &["frees"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let json = std::fs::read_to_string(dir.join("profile.json")).expect("profile.json");
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    for rank in value["ops"].as_array().unwrap() {
+        assert_eq!(rank["ops"]["alloc"]["calls"], 3, "{rank}");
+        assert_eq!(rank["ops"]["free"]["calls"], 2, "{rank}");
+    }
+}
+
 /// `shmem_barrier_all` completes every context the PE created, shared ones
 /// too, on every transport (`tests/c/shared_ctx.c`); over TCP a shared
 /// context's put was missing after the barrier in 19 of 50 rounds.
@@ -563,6 +600,16 @@ fn debug_mode_finds_c_programs_mistakes_at_their_source_lines() {
         let out = oshrun_with(3, transport, &["--debug"], &exe, &["mismatch"]);
         assert_eq!(out.code, Some(1), "{transport}: {out:?}");
         assert!(out.stderr.contains("collectives do not match"), "{out:?}");
+        // The call and its place are said once, at the front.
+        for line in out.stderr.lines().filter(|l| l.starts_with("oneside: ")) {
+            let call = line["oneside: ".len()..].split(' ').next().unwrap_or_default();
+            assert_eq!(line.matches(&format!("{call} at ")).count(), 1, "{line}");
+        }
+        assert!(out.stderr.contains("as the "), "{out:?}");
+        assert!(
+            out.stderr.contains(" collective call on the team since init"),
+            "{out:?}"
+        );
         assert!(
             out.stderr.contains("broadcast(root 0, 4 elements of 8 bytes) at "),
             "{out:?}"

@@ -200,3 +200,32 @@ fn every_page_with_rust_code_runs_as_a_doc_test() {
         );
     }
 }
+
+/// The guide quotes what the tools print: `rlaunch --version`'s line in
+/// the install chapter is the real one (it had lost rlaunch's "oneside;"),
+/// and the Python chapter's first run needs no more CPUs than a laptop has
+/// (`oshrun -np 4` refused on 2 CPUs without `--oversubscribe`).
+#[test]
+fn the_guide_quotes_the_tools_as_they_are() {
+    let install = std::fs::read_to_string(repo_file("docs/src/install.md")).unwrap();
+    let out = std::process::Command::new(common::target_dir().join("rlaunch"))
+        .arg("--version")
+        .output()
+        .expect("rlaunch runs");
+    let version = String::from_utf8_lossy(&out.stdout);
+    let version = version.lines().next().unwrap_or_default();
+    assert!(
+        install.contains(&format!("$ rlaunch --version\n{version}\n")),
+        "install.md quotes another `rlaunch --version` than {version:?}"
+    );
+    let python = std::fs::read_to_string(repo_file("docs/src/python.md")).unwrap();
+    for line in python.lines().filter(|l| l.contains("oshrun -np")) {
+        let n: usize = line
+            .split("oshrun -np ")
+            .nth(1)
+            .and_then(|rest| rest.split([' ', '`']).next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        assert!(n <= 2 || line.contains("--oversubscribe"), "python.md: {line}");
+    }
+}

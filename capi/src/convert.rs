@@ -8,7 +8,9 @@ use oneside::{Pod, Sym, World};
 /// call reports it.
 #[inline(always)]
 pub fn pe(pe: libc::c_int) -> usize {
-    usize::try_from(pe).unwrap_or(usize::MAX)
+    // A negative PE wraps past every rank (so it fails every check), and
+    // an error says it as written (`PE -1`, words::Who).
+    pe as isize as usize
 }
 
 /// `n` elements at `ptr` (which may be null when `n` is 0).

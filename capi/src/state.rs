@@ -149,11 +149,15 @@ pub fn fail(api: &'static str, what: &dyn std::fmt::Display) -> ! {
             what.as_str(),
         ),
     };
-    // An error from the library may name the C call too; it is said once,
-    // at the front.
+    // An error from the library may name the C call too, with its place
+    // (`--debug`'s findings do): both are said once, at the front.
     let what = what
         .strip_prefix(api)
-        .and_then(|w| w.strip_prefix(": "))
+        .and_then(|w| match w.strip_prefix(": ") {
+            Some(rest) => Some(rest),
+            None if w.starts_with(" at ") || w.starts_with(" in ") => w.split_once(": ").map(|(_, rest)| rest),
+            None => None,
+        })
         .unwrap_or(what);
     // A Python program's own line (through shmem4py) says more than the
     // binding's generated C.
@@ -173,7 +177,10 @@ fn my_pe() -> Option<usize> {
 
 #[cold]
 fn not_initialized(api: &'static str) -> ! {
-    fail(api, &"called before shmem_init (or after shmem_finalize)")
+    fail(
+        api,
+        &"called before shmem_init (or after shmem_finalize); call shmem_init first, and make no OpenSHMEM call after shmem_finalize",
+    )
 }
 
 static EXITING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);

@@ -65,6 +65,8 @@ pub enum Family {
     Alltoall,
     Scan,
     Alloc,
+    /// `free` (collective, as `alloc` is), apart from allocations.
+    Free,
     /// The runtime's own collectives at init and finalize (the barrier
     /// that ends wire-up, the C API's `SHMEM_TEAM_SHARED`), kept apart
     /// from the program's: a program that never calls a reduce shows none.
@@ -73,7 +75,7 @@ pub enum Family {
 
 impl Family {
     /// Every family's name, as the profile files spell it.
-    pub const NAMES: [&'static str; 20] = [
+    pub const NAMES: [&'static str; 21] = [
         "put",
         "get",
         "put_nbi",
@@ -93,6 +95,7 @@ impl Family {
         "alltoall",
         "scan",
         "alloc",
+        "free",
         "init_finalize",
     ];
     /// How many families there are.
@@ -128,6 +131,7 @@ impl Family {
                 | "alltoall"
                 | "scan"
                 | "alloc"
+                | "free"
                 | "init_finalize"
         )
     }

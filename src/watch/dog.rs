@@ -197,7 +197,10 @@ fn describe(block: &Block) -> ThreadStall {
         Waiting::Step {
             op, rank, call, step, ..
         } => (
-            format!("rank {rank} to reach step {step} of {op} (the team's collective call {call})"),
+            format!(
+                "rank {rank} to reach step {step} of {op}, the {} collective call on their team since init",
+                crate::words::ordinal(call)
+            ),
             vec![rank as u32],
             false,
         ),

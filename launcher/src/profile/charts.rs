@@ -142,6 +142,16 @@ pub fn grid(out: &mut String, id: &str, matrix: &[Vec<u64>], rows: &Axis, cols: 
 /// values at its ends and middle.
 fn scale(out: &mut String, max: u64) {
     let y = MAP + 24.0;
+    if max == 0 {
+        // Nothing moved: a scale from 0 B to 0 B says nothing.
+        let _ = writeln!(
+            out,
+            "<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">no bytes moved between ranks</text>",
+            MAP / 2.0,
+            y + 12.0
+        );
+        return;
+    }
     let steps = 10;
     let width = MAP / steps as f64;
     for i in 0..steps {
@@ -340,5 +350,9 @@ mod tests {
         let cell_text = |out: &str| out.contains("fill=\"white\">") || out.contains("fill=\"black\">");
         assert!(!cell_text(&out), "no numbers in 4096 cells");
         assert!(out.contains(">48</text>"), "every third or so rank labelled");
+        let mut out = String::new();
+        heat_map(&mut out, &[vec![0, 0], vec![0, 0]]);
+        assert!(out.contains(">no bytes moved between ranks</text>"), "{out}");
+        assert!(!out.contains(">0 B</text>"), "no scale of nothing: {out}");
     }
 }

@@ -92,9 +92,8 @@ impl Merged {
         program.sort_by_key(|t| std::cmp::Reverse(t.nanos));
         let own = own.first().map(|t| {
             format!(
-                "init/finalize: {} across the ranks in {} calls: the runtime's own collectives \
-                 (wire-up's closing barrier, the C API's SHMEM_TEAM_SHARED), not the program's, \
-                 so they are not in the table",
+                "init/finalize: {} across the ranks in {} calls: the runtime's own work at init \
+                 and finalize (wire-up, the farewell), not the program's, so it is not in the table",
                 summary::time(t.nanos),
                 t.calls
             )
