@@ -94,6 +94,18 @@ fn valid_targets_in(size: usize, pes: bool) -> String {
     format!("0 to {} ({count} - 1)", size.saturating_sub(1))
 }
 
+/// `n` as an ordinal: "1st", "2nd", "3rd", "11th", "40008th".
+pub(crate) fn ordinal(n: u64) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -119,16 +131,4 @@ mod tests {
         assert_eq!(valid_targets_in(2, true), "0 to 1 (shmem_n_pes() - 1)");
         assert_eq!(valid_targets_in(1, true), "0 to 0 (shmem_n_pes() - 1)");
     }
-}
-
-/// `n` as an ordinal: "1st", "2nd", "3rd", "11th", "40008th".
-pub(crate) fn ordinal(n: u64) -> String {
-    let suffix = match (n % 10, n % 100) {
-        (_, 11..=13) => "th",
-        (1, _) => "st",
-        (2, _) => "nd",
-        (3, _) => "rd",
-        _ => "th",
-    };
-    format!("{n}{suffix}")
 }
