@@ -79,7 +79,7 @@ pub enum Error {
     /// would run as a singleton), or its `MPI_COMM_WORLD` differs from the
     /// launcher's job or OpenSHMEM's. A PE number equals the MPI rank, or
     /// the rank stops.
-    #[error("{pe} ({how}) {mpi_says}: {why}, so any answer mixing MPI and OpenSHMEM would be wrong; {what_to_do}", pe = pe_of(.rank, .size))]
+    #[error("{pe} ({how}) {mpi_says}, so any answer mixing MPI and OpenSHMEM would be wrong; {what_to_do}", pe = pe_of(.rank, .size))]
     MpiMismatch {
         /// This rank and the job's size, as far as known.
         rank: Option<usize>,
@@ -87,10 +87,10 @@ pub enum Error {
         /// How this rank joined, or who started it: `started by
         /// mpiexec.hydra (PMI_RANK=3, PMI_SIZE=4, PMI_FD=6)`.
         how: String,
-        /// What MPI says of this process: `is MPI_COMM_WORLD rank 0 of 1
-        /// in Open MPI v4.1.4`.
+        /// What MPI says of this process, and why: `is MPI_COMM_WORLD rank
+        /// 0 of 1 in Open MPI v4.1.4: Open MPI joins a job only through a
+        /// PMIx server, and mpiexec.hydra offers …`.
         mpi_says: String,
-        why: String,
         what_to_do: String,
     },
 

@@ -194,7 +194,14 @@ pub(crate) mod tests {
 
     #[test]
     fn each_launcher_is_told_apart_by_its_variables() {
-        let cases: [(&[(&str, &str)], &str, Option<Size>, Option<usize>); 9] = [
+        // The variables, and the name, size and rank they say.
+        type Case = (
+            &'static [(&'static str, &'static str)],
+            &'static str,
+            Option<Size>,
+            Option<usize>,
+        );
+        let cases: [Case; 9] = [
             (
                 &[
                     ("PMI_FD", "6"),

@@ -56,8 +56,10 @@ pub(crate) fn launch_verdict(
             _ => None,
         },
         how: format!("started by {}", launcher.describe()),
-        mpi_says,
-        why: cannot.unwrap_or_else(|| format!("MPI and {} see different jobs", launcher.name())),
+        mpi_says: format!(
+            "{mpi_says}: {}",
+            cannot.unwrap_or_else(|| format!("MPI and {} see different jobs", launcher.name()))
+        ),
         what_to_do: what_to_do(mpi.family, launcher),
     })
 }
@@ -91,8 +93,7 @@ pub(crate) fn check_world(rank: usize, size: usize, joined: &str) -> Result<()> 
         rank: Some(rank),
         size: Some(size),
         how: joined.to_string(),
-        mpi_says: format!("is MPI_COMM_WORLD rank {mpi_rank} of {mpi_size}{in_mpi}"),
-        why,
+        mpi_says: format!("is MPI_COMM_WORLD rank {mpi_rank} of {mpi_size}{in_mpi}: {why}"),
         what_to_do,
     })
 }

@@ -6,7 +6,10 @@
 //! only through a PMIx server (Open MPI 4 also through Slurm's PMI-1/2
 //! with its `s1`/`s2` components, and Flux's with `flux`); MPICH through a
 //! PMI-1/2 socket (`PMI_FD`, `PMI_PORT`), and PMIx only when built with it.
-//! An MPI that finds no road it can take runs as a singleton.
+//! An MPI that finds no road it can take runs as a singleton. An MPI this
+//! file cannot name (no `MPI_Get_library_version`, as in a stub library;
+//! another family, as HPE MPT) is not judged before `MPI_Init`: the
+//! checks of its world once it is active still hold.
 
 use super::in_mpi::symbol;
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -48,16 +51,14 @@ impl Family {
 }
 
 impl MpiLibrary {
-    /// The MPI in the process, if there is one.
+    /// The MPI in the process, if there is one and its family is known
+    /// (an MPI-3 library that says what it is; not a stub `MPI_Init`).
     pub(crate) fn found() -> Option<MpiLibrary> {
         if !super::in_mpi::linked() {
             return None;
         }
-        let family = match symbol(c"ompi_mpi_comm_world").is_null() {
-            true => Family::Mpich,
-            false => Family::OpenMpi,
-        };
-        let full = library_version().unwrap_or_default();
+        let full = library_version()?;
+        let family = family_of(!symbol(c"ompi_mpi_comm_world").is_null(), &full)?;
         let components = match family {
             Family::OpenMpi => open_mpi_components(),
             Family::Mpich => Vec::new(),
@@ -80,6 +81,19 @@ impl MpiLibrary {
             false => format!("{} ({} family)", self.version, self.family.name()),
         }
     }
+}
+
+/// The family: Open MPI by its world object, MPICH and its derivatives by
+/// their own words; `None` for an MPI not known here.
+fn family_of(open_mpi_world: bool, version: &str) -> Option<Family> {
+    if open_mpi_world {
+        return Some(Family::OpenMpi);
+    }
+    let words = version.to_ascii_lowercase();
+    ["mpich", "mvapich", "intel(r) mpi"]
+        .iter()
+        .any(|w| words.contains(w))
+        .then_some(Family::Mpich)
 }
 
 /// `MPI_Get_library_version`'s text.
@@ -181,6 +195,21 @@ mod tests {
             Some("Intel(R) MPI Library 2021.6 for Linux* OS")
         );
         assert_eq!(short_version("\n \n"), None);
+    }
+
+    #[test]
+    fn the_family_is_known_or_left_alone() {
+        assert_eq!(family_of(true, ""), Some(Family::OpenMpi));
+        for text in [
+            "MPICH Version:\t4.0.2",
+            "Intel(R) MPI Library 2021.6 for Linux* OS",
+            "MVAPICH2 Version      :\t2.3.7",
+            "MPI VERSION    : CRAY MPICH version 8.1.25",
+        ] {
+            assert_eq!(family_of(false, text), Some(Family::Mpich), "{text}");
+        }
+        assert_eq!(family_of(false, "HPE MPT 2.26"), None);
+        assert_eq!(family_of(false, ""), None, "a stub MPI says nothing");
     }
 
     #[test]
