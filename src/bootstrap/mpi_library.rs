@@ -130,53 +130,73 @@ pub(crate) fn short_version(full: &str) -> Option<String> {
 }
 
 /// The PMI components of an Open MPI 4 (`mca_pmix_<name>`): built in, or
-/// beside `libmpi` in its component directory (`openmpi/`, or Debian's
-/// `openmpi3/`).
+/// in its component directory beside `libmpi` (`openmpi/`; Debian's
+/// `openmpi/lib/openmpi3/` beside the `libmpi` its loader finds), or under
+/// `OPAL_PREFIX`.
 fn open_mpi_components() -> Vec<String> {
-    let mut found = Vec::new();
-    for (name, sym) in [
+    let mut found: Vec<String> = [
         ("s1", c"mca_pmix_s1_component"),
         ("s2", c"mca_pmix_s2_component"),
         ("flux", c"mca_pmix_flux_component"),
-    ] {
-        if !symbol(sym).is_null() {
-            found.push(name.to_string());
-        }
+    ]
+    .into_iter()
+    .filter(|(_, sym)| !symbol(sym).is_null())
+    .map(|(name, _)| name.to_string())
+    .collect();
+    let mut roots = library_dirs(symbol(c"MPI_Init"));
+    if let Some(prefix) = std::env::var_os("OPAL_PREFIX") {
+        roots.push(std::path::PathBuf::from(prefix).join("lib"));
     }
-    let Some(dir) = library_dir(symbol(c"MPI_Init")) else {
-        return found;
-    };
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return found;
-    };
-    for entry in entries.flatten() {
-        if !entry.file_name().to_string_lossy().starts_with("openmpi") {
-            continue;
-        }
-        for name in ["s1", "s2", "flux"] {
-            if entry.path().join(format!("mca_pmix_{name}.so")).exists() {
-                found.push(name.to_string());
-            }
+    for name in components_under(&roots) {
+        if !found.contains(&name) {
+            found.push(name);
         }
     }
     found
 }
 
-/// The directory of the shared object that defines `address`.
-fn library_dir(address: *mut c_void) -> Option<std::path::PathBuf> {
+/// The PMI components found in the component directories under `roots`.
+fn components_under(roots: &[std::path::PathBuf]) -> Vec<String> {
+    let subs = ["openmpi", "openmpi3", "openmpi/lib/openmpi", "openmpi/lib/openmpi3"];
+    ["s1", "s2", "flux"]
+        .into_iter()
+        .filter(|name| {
+            let file = format!("mca_pmix_{name}.so");
+            roots
+                .iter()
+                .any(|root| subs.iter().any(|sub| root.join(sub).join(&file).exists()))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// The directory of the shared object that defines `address`, as loaded
+/// and with its links resolved.
+fn library_dirs(address: *mut c_void) -> Vec<std::path::PathBuf> {
     if address.is_null() {
-        return None;
+        return Vec::new();
     }
     // SAFETY: dladdr fills `info` for an address in a loaded object.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: as above.
     if unsafe { libc::dladdr(address, &mut info) } == 0 || info.dli_fname.is_null() {
-        return None;
+        return Vec::new();
     }
     // SAFETY: dladdr's file name is a C string owned by the loader.
-    let file = unsafe { CStr::from_ptr(info.dli_fname) }.to_str().ok()?;
-    let path = std::fs::canonicalize(file).ok()?;
-    path.parent().map(|p| p.to_path_buf())
+    let Ok(file) = unsafe { CStr::from_ptr(info.dli_fname) }.to_str() else {
+        return Vec::new();
+    };
+    let file = std::path::PathBuf::from(file);
+    let mut dirs: Vec<std::path::PathBuf> = file.parent().map(|p| p.to_path_buf()).into_iter().collect();
+    if let Some(real) = std::fs::canonicalize(&file)
+        .ok()
+        .and_then(|f| f.parent().map(|p| p.to_path_buf()))
+    {
+        if !dirs.contains(&real) {
+            dirs.push(real);
+        }
+    }
+    dirs
 }
 
 #[cfg(test)]
@@ -210,6 +230,20 @@ mod tests {
         }
         assert_eq!(family_of(false, "HPE MPT 2.26"), None);
         assert_eq!(family_of(false, ""), None, "a stub MPI says nothing");
+    }
+
+    #[test]
+    fn components_are_found_where_open_mpi_and_debian_keep_them() {
+        let root = std::env::temp_dir().join(format!("oneside-ompi-{}", std::process::id()));
+        let debian = root.join("openmpi/lib/openmpi3");
+        std::fs::create_dir_all(&debian).unwrap();
+        std::fs::write(debian.join("mca_pmix_flux.so"), b"").unwrap();
+        std::fs::create_dir_all(root.join("openmpi")).unwrap();
+        std::fs::write(root.join("openmpi/mca_pmix_s2.so"), b"").unwrap();
+        let found = components_under(std::slice::from_ref(&root));
+        std::fs::remove_dir_all(&root).unwrap();
+        assert_eq!(found, ["s2", "flux"]);
+        assert!(components_under(&[]).is_empty());
     }
 
     #[test]
