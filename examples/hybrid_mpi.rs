@@ -6,7 +6,13 @@
 //! ```text
 //! ONESIDE_TEST_LIBMPI=libmpich.so.12 mpiexec.hydra -n 4 hybrid_mpi mpi-first mpi-last
 //! ONESIDE_TEST_LIBMPI=libmpi.so.40 mpirun -np 4 hybrid_mpi shmem-first shmem-last
+//! ONESIDE_TEST_LIBMPI=libmpi.so.40 mpiexec.hydra -n 2 hybrid_mpi shmem-first mpi-last open-mpi-late
 //! ```
+//!
+//! `open-mpi-late` opens the MPI library only after `oneside::init`, as a
+//! program that loads MPI later would (a Python program importing mpi4py
+//! after shmem4py): init cannot see it, so the mismatch of an MPI that
+//! cannot join the launcher's job is caught at finalize.
 //!
 //! The MPI library is opened at run time (with `RTLD_GLOBAL`, as a program
 //! linked against it would have it) so the example builds without MPI; a
@@ -117,16 +123,21 @@ fn run() -> Result<bool, String> {
     let args: Vec<String> = std::env::args().collect();
     let shmem_first = args.get(1).is_some_and(|a| a == "shmem-first");
     let mpi_last = args.get(2).is_some_and(|a| a == "mpi-last");
-    let mpi = Mpi::open()?;
-    let mpi_init = || {
-        // SAFETY: MPI_Init(NULL, NULL) is allowed by MPI-2 and later.
-        unsafe { (mpi.init)(std::ptr::null_mut(), std::ptr::null_mut()) }
+    let open_late = args.get(3).is_some_and(|a| a == "open-mpi-late");
+    let mut mpi = match open_late {
+        true => None,
+        false => Some(Mpi::open()?),
     };
     let mut world = None;
     if shmem_first {
         world = Some(oneside::init().map_err(|e| e.to_string())?);
     }
-    mpi_init();
+    let mpi = match mpi.take() {
+        Some(mpi) => mpi,
+        None => Mpi::open()?,
+    };
+    // SAFETY: MPI_Init(NULL, NULL) is allowed by MPI-2 and later.
+    unsafe { (mpi.init)(std::ptr::null_mut(), std::ptr::null_mut()) };
     let world = match world {
         Some(w) => w,
         None => oneside::init().map_err(|e| e.to_string())?,

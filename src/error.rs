@@ -74,15 +74,23 @@ pub enum Error {
     #[error("cannot wire up: {detail}")]
     MissingPmi { detail: String },
 
-    /// MPI is active in the process and disagrees with OpenSHMEM about
-    /// which rank this is, or how many there are.
-    #[error("PE {rank} of {size} (joined through {how}) is MPI_COMM_WORLD rank {mpi_rank} of {mpi_size}: OpenSHMEM and MPI see different jobs, so any answer mixing them would be wrong; {what_to_do}")]
+    /// The program's MPI and this rank's job disagree, or will once
+    /// `MPI_Init` runs: MPI cannot join the job the launcher started (it
+    /// would run as a singleton), or its `MPI_COMM_WORLD` differs from the
+    /// launcher's job or OpenSHMEM's. A PE number equals the MPI rank, or
+    /// the rank stops.
+    #[error("{pe} ({how}) {mpi_says}, so any answer mixing MPI and OpenSHMEM would be wrong; {what_to_do}", pe = pe_of(.rank, .size))]
     MpiMismatch {
-        rank: usize,
-        size: usize,
-        mpi_rank: usize,
-        mpi_size: usize,
+        /// This rank and the job's size, as far as known.
+        rank: Option<usize>,
+        size: Option<usize>,
+        /// How this rank joined, or who started it: `started by
+        /// mpiexec.hydra (PMI_RANK=3, PMI_SIZE=4, PMI_FD=6)`.
         how: String,
+        /// What MPI says of this process, and why: `is MPI_COMM_WORLD rank
+        /// 0 of 1 in Open MPI v4.1.4: Open MPI joins a job only through a
+        /// PMIx server, and mpiexec.hydra offers …`.
+        mpi_says: String,
         what_to_do: String,
     },
 
@@ -427,6 +435,15 @@ impl std::fmt::Debug for Error {
             Error::Located(located) => located.fmt(f),
             error => Error::fmt_debug(error, None, f),
         }
+    }
+}
+
+/// `PE 3 of 4`, `PE 3`, or `this PE`.
+fn pe_of(rank: &Option<usize>, size: &Option<usize>) -> String {
+    match (rank, size) {
+        (Some(r), Some(n)) => format!("{} of {n}", who(r)),
+        (Some(r), None) => who(r).to_string(),
+        (None, _) => format!("this {}", noun()),
     }
 }
 

@@ -51,6 +51,9 @@ pub struct World {
     /// offset `alloc_len + (address - start)` in every rank's segment.
     pub(crate) data: Option<crate::globals::DataRange>,
     launcher: Option<LauncherLink>,
+    /// How this rank joined its job, for the finalize-time MPI check
+    /// (`bootstrap::mpi_agree::joined`).
+    joined: String,
     finalized: bool,
     /// The thread of this rank in a collective, if any.
     pub(crate) collective: crate::sync::CollectiveOwner,
@@ -101,7 +104,7 @@ pub fn init_with(options: Options) -> Result<World> {
             false => None,
         };
         let Some((env, pmi)) = bootstrap::launched()? else {
-            bootstrap::in_mpi::check_world(0, 1, "no launcher, as a singleton")?;
+            bootstrap::mpi_agree::check_world(0, 1, bootstrap::mpi_agree::ALONE)?;
             let own = Segment::anonymous(0, segment_heap_bytes(heap_bytes, 1), data)?;
             let host = crate::protocol::host_addr::hostname();
             let links = Links::alone(own.heap_base());
@@ -109,8 +112,8 @@ pub fn init_with(options: Options) -> Result<World> {
             world.data = data;
             return Ok(world);
         };
-        let how = pmi.as_ref().map_or_else(|| "rlaunch".to_string(), |p| p.server());
-        bootstrap::in_mpi::check_world(env.rank, env.size, &how)?;
+        let joined = bootstrap::mpi_agree::joined(pmi.as_ref().map(|p| p.server()));
+        bootstrap::mpi_agree::check_world(env.rank, env.size, &joined)?;
         crate::protocol::limits::raise_open_files();
         let choice = TransportChoice::from_env(env.rank)?;
         // A segment file is only for same-host peers that shared memory will reach.
@@ -148,6 +151,7 @@ pub fn init_with(options: Options) -> Result<World> {
             world.spin_waits = spin;
         }
         world.data = data;
+        world.joined = joined;
         // Every peer reads the host's card table, and maps our segment unless
         // it maps lazily, before entering this barrier, so after it those files
         // are no longer needed: unlink them now so a crash leaves nothing.
@@ -213,6 +217,7 @@ impl World {
             spin_waits: crate::backoff::may_spin(local_size, 1),
             data: None,
             launcher,
+            joined: crate::bootstrap::mpi_agree::ALONE.to_string(),
             finalized: false,
             collective: Default::default(),
             debug,
@@ -411,13 +416,10 @@ impl World {
         let _farewell = crate::profile::span(crate::profile::Family::InitFinalize);
         self.links.quiet_on(Channel::Default)?;
         // An MPI initialized after this world (shmem_init before MPI_Init)
-        // could not be checked at init: a launcher that gave MPI nothing
-        // makes it a singleton, and whatever it computed was wrong.
-        let how = match &self.launcher {
-            Some(_) => "its launcher",
-            None => "no launcher, as a singleton",
-        };
-        crate::bootstrap::in_mpi::check_world(self.rank, self.size, how)?;
+        // and not found at init could not be checked then: a launcher that
+        // gave MPI nothing makes it a singleton, and whatever it computed
+        // was wrong.
+        crate::bootstrap::mpi_agree::check_world(self.rank, self.size, &self.joined)?;
         let reached = self.steps_reached();
         match &mut self.launcher {
             Some(link) => link.send_finalized(at, reached),

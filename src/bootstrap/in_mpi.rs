@@ -2,14 +2,14 @@
 //! build of oneside links against MPI): whether MPI is linked, initialized
 //! or finalized, and which rank of how many `MPI_COMM_WORLD` says this
 //! process is. oneside promises that a PE number equals the process's
-//! `MPI_COMM_WORLD` rank; [`check_world`] holds it to that.
+//! `MPI_COMM_WORLD` rank; [`super::mpi_agree`] holds it to that, and
+//! [`super::mpi_library`] says which MPI this is.
 //!
 //! `MPI_Initialized` and `MPI_Finalized` take an `int *` in every MPI. The
 //! communicator handle differs: a pointer to `ompi_mpi_comm_world` in Open
 //! MPI, the integer `0x44000000` in MPICH and its derivatives (Intel MPI,
 //! MVAPICH, Cray MPICH); both travel in one argument register.
 
-use crate::error::{Error, Result};
 use std::ffi::{c_int, c_void, CStr};
 
 /// MPICH's `MPI_COMM_WORLD`.
@@ -19,7 +19,7 @@ type Query = unsafe extern "C" fn(*mut c_int) -> c_int;
 type CommQuery = unsafe extern "C" fn(usize, *mut c_int) -> c_int;
 
 /// A symbol of the whole process (the program and what it linked).
-fn symbol(name: &CStr) -> *mut c_void {
+pub(super) fn symbol(name: &CStr) -> *mut c_void {
     // SAFETY: dlsym on the default scope with a C string.
     unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) }
 }
@@ -84,29 +84,4 @@ pub(crate) fn world() -> Option<(usize, usize)> {
 /// Open MPI's `MPI_COMM_WORLD`, or null in any other MPI.
 fn open_mpi_world() -> *mut c_void {
     symbol(c"ompi_mpi_comm_world")
-}
-
-/// Holds a PE number to the promise: equal to the `MPI_COMM_WORLD` rank,
-/// in a world of the same size, whenever MPI is active in the process.
-/// `how` says how this rank joined its job, for the message.
-pub(crate) fn check_world(rank: usize, size: usize, how: &str) -> Result<()> {
-    match world() {
-        Some((mpi_rank, mpi_size)) if (mpi_rank, mpi_size) != (rank, size) => Err(Error::MpiMismatch {
-            rank,
-            size,
-            mpi_rank,
-            mpi_size,
-            how: how.to_string(),
-            what_to_do: match open_mpi_world().is_null() {
-                true => "start the program with its own MPI's launcher (`mpiexec.hydra` for MPICH, `srun`, \
-                         `mpirun`), through which oneside wires up too"
-                    .into(),
-                false => "Open MPI wires up only through a PMIx server, which rlaunch does not serve: start \
-                          the program with Open MPI's `mpirun` (or `srun --mpi=pmix`), through which oneside \
-                          wires up too"
-                    .into(),
-            },
-        }),
-        _ => Ok(()),
-    }
 }

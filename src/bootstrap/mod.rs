@@ -6,12 +6,19 @@
 //! launcher's PMI ([`pmi`]: PMIx, PMI-2 or PMI-1, chosen at run time;
 //! [`under_pmi`]), which says where every rank runs ([`process_mapping`]).
 //! With none, the rank is a singleton, unless some launcher's variables say
-//! it is one of many ([`pmi::hint`]): then it stops with a message.
+//! it is one of many ([`pmi::hint`]): then it stops with a message. Which
+//! launcher that is ([`launcher`]) and which MPI is in the process
+//! ([`mpi_library`]) decide, before any road is taken, whether the
+//! program's MPI can join the same job ([`mpi_agree`], [`mpi_advice`]).
 //!
 //! The launcher link stays open after bootstrap; it carries `Finalized` at the
 //! end of the job and lets the launcher see a rank vanish.
 
 pub(crate) mod in_mpi;
+pub(crate) mod launcher;
+pub(crate) mod mpi_advice;
+pub(crate) mod mpi_agree;
+pub(crate) mod mpi_library;
 pub(crate) mod pmi;
 pub(crate) mod process_mapping;
 pub(crate) mod table;
@@ -142,8 +149,11 @@ impl LauncherLink {
 /// Who started this rank: rlaunch (its variables), another launcher (its
 /// PMI server, connected, after the first all-gather), or nobody (`None`:
 /// a singleton). A launcher that says this is one of many ranks but left no
-/// PMI road is an error that says so: never a silent singleton.
+/// PMI road is an error that says so: never a silent singleton. So is a
+/// program's MPI that cannot join the launcher's job ([`mpi_agree`]),
+/// before any road is taken.
 pub(crate) fn launched() -> Result<Option<(LaunchEnv, Option<under_pmi::PmiJob>)>> {
+    mpi_agree::check_launch()?;
     if let Some(env) = LaunchEnv::from_env()? {
         return Ok(Some((env, None)));
     }

@@ -3,8 +3,11 @@
  * MPI_COMM_WORLD rank, then work through both: a ring of puts, an MPI
  * allreduce of what arrived, and a shmem reduction of the same.
  *
- *   hybrid mpi-first|shmem-first mpi-last|shmem-last
+ *   hybrid mpi-first|shmem-first mpi-last|shmem-last [print]
  *
+ * With "print", every rank first prints what each library says of it and
+ * the MPI_Allreduce of every rank's number, "rank R of N (PE P of M) sum
+ * S", the line a program run as a silent singleton would get wrong.
  * Prints "hybrid ok" on PE 0 when every check held; exits 1 otherwise. */
 #include <mpi.h>
 #include <shmem.h>
@@ -17,6 +20,7 @@ static long sum_src, sum_dst;
 int main(int argc, char **argv) {
     int shmem_first = argc > 1 && strcmp(argv[1], "shmem-first") == 0;
     int mpi_last = argc > 2 && strcmp(argv[2], "mpi-last") == 0;
+    int print = argc > 3 && strcmp(argv[3], "print") == 0;
     if (shmem_first) shmem_init();
     MPI_Init(&argc, &argv);
     if (!shmem_first) shmem_init();
@@ -25,6 +29,12 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int me = shmem_my_pe(), npes = shmem_n_pes();
+    if (print) {
+        int ranks = 0;
+        MPI_Allreduce(&rank, &ranks, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        printf("rank %d of %d (PE %d of %d) sum %d\n", rank, size, me, npes, ranks);
+        fflush(stdout);
+    }
     if (me != rank || npes != size) {
         fprintf(stderr, "PE %d of %d is MPI rank %d of %d\n", me, npes, rank, size);
         bad = 1;

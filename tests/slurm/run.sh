@@ -87,6 +87,24 @@ if command -v mpicc.mpich >/dev/null; then
   [ $? != 0 ] && [ "$(grep -c 'call MPI_Init before shmem_init, or run with .srun --mpi=pmix.' "$dir/out")" = 4 ]
   check $? "srun --mpi=pmi2, MPICH linked, shmem_init first: every task stops with what to do (the one init is MPI's)"
 fi
+# Each family under the other's PMI: its MPI would run every task alone, so
+# every task stops in shmem_init, in both orders, and prints no answer
+# (Open MPI's own MPI_Init refuses srun's PMI-2 when it comes first).
+if command -v mpicc.openmpi >/dev/null && command -v mpicc.mpich >/dev/null; then
+  for pair in "hybrid pmi2 Open.MPI.v4 pmix" "hybrid-mpich pmix MPICH.4 pmi2"; do
+    read -r prog pmi mpi fix <<<"$pair"
+    for order in "mpi-first mpi-last" "shmem-first mpi-last"; do
+      said="^oneside: shmem_init .*\(started by srun --mpi=$pmi, which set SLURM_PROCID=[0-3], SLURM_STEP_NUM_TASKS=4.*$mpi.*run with .srun --mpi=$fix.$"
+      who="shmem_init, saying srun --mpi=$fix"
+      if [ $pmi = pmi2 ] && [ "${order%% *}" = mpi-first ]; then
+        said="An error occurred in MPI_Init" who="Open MPI's own MPI_Init"
+      fi
+      timeout 120 srun "${jobs[@]}" --mpi=$pmi "$dir/$prog" $order print >"$dir/out" 2>&1
+      [ $? != 0 ] && ! grep -qE 'sum [0-9]+$|hybrid ok' "$dir/out" && grep -qE "$said" "$dir/out"
+      check $? "srun --mpi=$pmi of ${mpi//./ } hybrid ($order): stopped by $who, prints no answer"
+    done
+  done
+fi
 
 timeout 120 srun "${jobs[@]}" --mpi=none "$ex/hello_put" >"$dir/out" 2>&1
 [ $? != 0 ] && [ "$(grep -c 'task [0-3] of 4 in Slurm step .*srun --mpi=pmi2' "$dir/out")" = 4 ] && ! grep -q received "$dir/out"
