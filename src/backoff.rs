@@ -219,7 +219,7 @@ impl Backoff {
         crate::watch::idle();
         match self.busy {
             true => std::thread::yield_now(),
-            false => std::thread::sleep((waited / 20).clamp(NAP, MAX_NAP)),
+            false => std::thread::sleep(nap_for(waited)),
         }
     }
 }
@@ -233,7 +233,8 @@ impl Drop for Backoff {
 }
 
 /// The longest pause between two failed tests of one loop of tests (see
-/// [`tested_in_vain`]): longer than a time slice lost on a full core.
+/// [`Streak`]): longer than a time slice lost on a full core (with 1 ms, a
+/// loop of tests at 2 ranks on 2 cores kept breaking its streak).
 const TEST_GAP: Duration = Duration::from_millis(20);
 
 thread_local! {
@@ -241,32 +242,65 @@ thread_local! {
     static TESTS: std::cell::Cell<Option<(Instant, Instant)>> = const { std::cell::Cell::new(None) };
 }
 
-/// A test found its condition false: a loop of such tests (each within
-/// [`TEST_GAP`] of the last) passes its time as one wait does, since it
-/// is the program's own wait. It spins for [`SPIN_FOR`] where the rank
-/// may `spin`, then yields, and naps past [`YIELD_FOR`] unless it must
-/// keep polling (`busy`, as [`Backoff::keep_polling`]). A rank polling
-/// with tests on a full core otherwise kept the core from the peer it
-/// waited for (a token ring at 4 ranks on 2 cores: 2-2.6 ms a hop), and
-/// one with a core of its own never left it idle, so its watchdog, which
-/// runs only on an idle core, never reported it. Costs a clock read.
-#[inline]
-pub(crate) fn tested_in_vain(spin: bool, busy: bool) {
-    let now = Instant::now();
-    let since = match TESTS.get() {
-        Some((since, last)) if now.duration_since(last) < TEST_GAP => since,
-        _ => now,
-    };
-    TESTS.set(Some((since, now)));
-    let waited = now.duration_since(since);
-    if spin && waited < SPIN_FOR {
-        return std::hint::spin_loop();
+/// A loop of failed tests, the program's own wait: the tests that found
+/// their condition false each within [`TEST_GAP`] of the last, since the
+/// last test that found it true. Hang reports show one that lasts
+/// (`watch::tested_in_vain`).
+#[derive(Clone, Copy)]
+pub(crate) struct Streak {
+    /// When the loop's first failed test was.
+    pub since: Instant,
+    /// This test.
+    pub now: Instant,
+    /// Whether this test began the loop.
+    pub fresh: bool,
+}
+
+impl Streak {
+    /// Counts a failed test. Costs a clock read.
+    #[inline]
+    pub(crate) fn failed_test() -> Streak {
+        let now = Instant::now();
+        let (since, fresh) = match TESTS.get() {
+            Some((since, last)) if now.duration_since(last) < TEST_GAP => (since, false),
+            _ => (now, true),
+        };
+        TESTS.set(Some((since, now)));
+        Streak { since, now, fresh }
     }
-    if busy || waited < YIELD_FOR {
-        return std::thread::yield_now();
+
+    /// A test found its condition: the loop, if any, ended.
+    #[inline]
+    pub(crate) fn end() {
+        TESTS.set(None);
     }
-    crate::watch::idle();
-    std::thread::sleep((waited / 20).clamp(NAP, MAX_NAP));
+
+    /// Passes a failed test's time as one wait's step does: spins for
+    /// [`SPIN_FOR`] where the rank may `spin`, then yields, and naps past
+    /// [`YIELD_FOR`] unless it must keep polling (`busy`, as
+    /// [`Backoff::keep_polling`]). A rank polling with tests on a full core
+    /// otherwise kept the core from the peer it waited for (a token ring
+    /// at 4 ranks on 2 cores: 2-2.6 ms a hop), and one with a core of its
+    /// own never left it idle, so its watchdog, which runs only on an idle
+    /// core, never reported it.
+    #[inline]
+    pub(crate) fn pause(self, spin: bool, busy: bool) {
+        let waited = self.now.duration_since(self.since);
+        if spin && waited < SPIN_FOR {
+            return std::hint::spin_loop();
+        }
+        if busy || waited < YIELD_FOR {
+            return std::thread::yield_now();
+        }
+        crate::watch::idle();
+        std::thread::sleep(nap_for(waited));
+    }
+}
+
+/// A nap of a wait that has lasted `waited`: a twentieth of it, from
+/// [`NAP`] to [`MAX_NAP`].
+fn nap_for(waited: Duration) -> Duration {
+    (waited / 20).clamp(NAP, MAX_NAP)
 }
 
 /// Whether local waits may spin: only when each of this rank's busy

@@ -10,7 +10,7 @@
 //! out this rank's own batched TCP puts, which a peer may need in order to
 //! answer.
 
-use crate::backoff::Backoff;
+use crate::backoff::{Backoff, Streak};
 use crate::error::Result;
 use crate::sym::{Pod, Sym};
 use crate::watch::Waiting;
@@ -186,8 +186,8 @@ impl World {
     /// A test's one look: sends this rank's batches, evaluates `look`, and
     /// if it finds nothing drives progress once and looks again. A loop of
     /// tests that still find nothing passes its time as a wait does
-    /// (`backoff::tested_in_vain`: yielding at once where ranks outnumber
-    /// cores): a token ring polled with tests at 4 ranks on 2 cores took
+    /// (`backoff::Streak`: yielding at once where ranks outnumber cores),
+    /// from its first failed test since the last that found its condition: a token ring polled with tests at 4 ranks on 2 cores took
     /// 2-2.6 ms a hop, the rank holding the token waiting for a polling
     /// peer's time slice to end, against 1-2 µs with `wait_until`. The loop
     /// is shown to hang reports as the wait it is
@@ -200,17 +200,22 @@ impl World {
         mut look: impl FnMut() -> Option<R>,
     ) -> Result<Option<R>> {
         self.links.send_batches()?;
-        if let Some(found) = look() {
-            crate::watch::tested_true();
-            return Ok(Some(found));
-        }
-        self.progress()?;
-        let found = look();
-        match found {
-            Some(_) => crate::watch::tested_true(),
+        let found = match look() {
+            Some(found) => Some(found),
             None => {
-                crate::watch::tested_in_vain(name, waiting);
-                crate::backoff::tested_in_vain(self.spin_waits, self.links.waits_keep_polling());
+                self.progress()?;
+                look()
+            }
+        };
+        match found {
+            Some(_) => {
+                Streak::end();
+                crate::watch::tested_true();
+            }
+            None => {
+                let streak = Streak::failed_test();
+                crate::watch::tested_in_vain(name, waiting, streak);
+                streak.pause(self.spin_waits, self.links.waits_keep_polling());
             }
         }
         Ok(found)
@@ -232,8 +237,7 @@ impl World {
         cmp: Option<Cmp<T>>,
         look: impl FnMut() -> Option<R>,
     ) -> Result<Option<R>> {
-        let waiting = || self.waiting_on(first.cast(), std::mem::size_of::<T>(), count, cmp.map(|c| c.watched()));
-        self.tested("test", waiting, look)
+        self.tested("test", || self.waiting_on_elements(first, count, cmp), look)
     }
 
     /// Waits until every element at `indices` satisfies `cmp`.
@@ -352,6 +356,12 @@ impl World {
     }
 
     /// What a typed wait on the elements at `ptrs` waits for.
+    /// What a wait on `count` elements from `first`, each compared with
+    /// `cmp`, waits for (bindings' waits and tests).
+    fn waiting_on_elements<T: Pod>(&self, first: *const T, count: usize, cmp: Option<Cmp<T>>) -> Waiting {
+        self.waiting_on(first.cast(), std::mem::size_of::<T>(), count, cmp.map(|c| c.watched()))
+    }
+
     fn waiting_on_all<T: Pod>(&self, ptrs: &[*const T], cmp: Cmp<T>) -> Waiting {
         let first = ptrs.first().map_or(std::ptr::null(), |p| p.cast::<u8>());
         self.waiting_on(first, std::mem::size_of::<T>(), ptrs.len(), Some(cmp.watched()))
@@ -474,8 +484,7 @@ impl World {
     ) -> Result<R> {
         crate::error::located_call(|| {
             let _call = crate::watch::call("poll_until");
-            let waiting = self.waiting_on(first.cast(), std::mem::size_of::<T>(), count, cmp.map(|c| c.watched()));
-            self.poll_until_for(waiting, ready)
+            self.poll_until_for(self.waiting_on_elements(first, count, cmp), ready)
         })
     }
 

@@ -145,10 +145,23 @@ struct Local {
     pending: Cell<Option<(Call, Waiting)>>,
     /// Whether `pending` is in the slot.
     published: Cell<bool>,
-    /// The current polling streak: when it began and its last failed test.
-    streak: Cell<Option<(Instant, Instant)>>,
-    /// Whether the streak is in the slot.
+    /// Whether a loop of failed tests is in the slot.
     polling: Cell<bool>,
+}
+
+impl Local {
+    /// The call a block of this thread's belongs to: the C entry point it
+    /// last entered, else its outermost named call, else `name`, unplaced.
+    fn current(&self, name: &'static str) -> Call {
+        match (self.c_call.get(), self.call.get()) {
+            (Some(name), _) => Call { name, site: Site::C },
+            (None, Some(call)) => call,
+            (None, None) => Call {
+                name,
+                site: Site::Unknown,
+            },
+        }
+    }
 }
 
 thread_local! {
@@ -162,7 +175,6 @@ thread_local! {
             c_call: Cell::new(None),
             pending: Cell::new(None),
             published: Cell::new(false),
-            streak: Cell::new(None),
             polling: Cell::new(false),
         }
     };
@@ -284,9 +296,9 @@ fn clear_slot() {
 /// false: a loop of such tests is shown to hang reports as a wait
 /// (`polling`). `waiting` is built only when the loop is published.
 #[inline(always)]
-pub(crate) fn tested_in_vain(name: &'static str, waiting: impl FnOnce() -> Waiting) {
+pub(crate) fn tested_in_vain(name: &'static str, waiting: impl FnOnce() -> Waiting, streak: crate::backoff::Streak) {
     if watching() {
-        polling::in_vain(name, waiting);
+        polling::in_vain(name, waiting, streak);
     }
 }
 
@@ -316,18 +328,10 @@ fn note(waiting: Waiting) -> Option<BlockedGuard> {
         if local.pending.get().is_some() {
             return None;
         }
-        if local.streak.get().is_some() {
+        if local.polling.get() {
             polling::ended();
         }
-        let call = match (local.c_call.get(), local.call.get()) {
-            (Some(name), _) => Call { name, site: Site::C },
-            (None, Some(call)) => call,
-            (None, None) => Call {
-                name: "wait",
-                site: Site::Unknown,
-            },
-        };
-        local.pending.set(Some((call, waiting)));
+        local.pending.set(Some((local.current("wait"), waiting)));
         Some(BlockedGuard(()))
     })
 }

@@ -1,26 +1,21 @@
 //! A loop of tests, shown as the wait it is. A program that polls with
 //! `shmem_test` (or `World::test`) instead of waiting makes one call per
 //! look, so no call of its own stays blocked for a hang report to see.
-//! Each test that finds its condition false says so here: tests that
-//! follow each other within [`GAP`] are one *polling streak*, and a streak
-//! that has lasted [`SHOWN_AFTER`] is published to the thread's slot as a
-//! block of the test's call, marked `polling`. The slot's `polled` stamp
-//! moves with every failed test, and the watchdog counts the block only
-//! while that stamp is fresh ([`FRESH`]): a thread that went back to
-//! computing between its tests is not blocked. A test that finds its
-//! condition, or any wait, ends the streak.
+//! Each test that finds its condition false comes here with the backoff's
+//! [`Streak`] (the loop of failed tests it belongs to): a streak that has
+//! lasted [`SHOWN_AFTER`] is published to the thread's slot as a block of
+//! the test's call, marked `polling`. The slot's `polled` stamp moves with
+//! every failed test, and the watchdog counts the block only while that
+//! stamp is fresh ([`FRESH`]): a thread that went back to computing between
+//! its tests is not blocked. A new streak, a test that finds its
+//! condition, or any wait takes the block back out.
 
-use super::{Block, Call, Local, Slot, Waiting, LOCAL, SLOT};
-use crate::site::Site;
+use super::{Block, Local, Slot, Waiting, LOCAL, SLOT};
+use crate::backoff::Streak;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-/// The longest pause between two failed tests of one streak: longer than
-/// a time slice lost to another thread on a full core (with 1 ms, a loop
-/// of tests at 2 ranks on 2 cores kept breaking its streak and never
-/// showed).
-const GAP: Duration = Duration::from_millis(20);
 /// How long a streak lasts before the watchdog is shown it.
 const SHOWN_AFTER: Duration = Duration::from_millis(50);
 /// How recent a streak's last failed test must be for it to count as a
@@ -39,53 +34,36 @@ pub(super) fn fresh(polled: &AtomicU64) -> bool {
 }
 
 /// A test named `name` (the C entry point's name wins) found its
-/// condition false; `waiting` says what it looks for.
+/// condition false, as failed test `streak` of its loop; `waiting` says
+/// what it looks for.
 #[inline(never)]
-pub(super) fn in_vain(name: &'static str, waiting: impl FnOnce() -> Waiting) {
+pub(super) fn in_vain(name: &'static str, waiting: impl FnOnce() -> Waiting, streak: Streak) {
     let _ = LOCAL.try_with(|local| {
         if local.pending.get().is_some() {
             return;
         }
-        let now = Instant::now();
-        let since = match local.streak.get() {
-            Some((since, last)) if now.duration_since(last) < GAP => since,
-            Some(_) => {
-                unpublish(local);
-                now
-            }
-            None => now,
-        };
-        local.streak.set(Some((since, now)));
+        if streak.fresh {
+            unpublish(local);
+        }
         let Ok(slot) = SLOT.try_with(|slot| slot.borrow_mut().get_or_insert_with(super::register).clone()) else {
             return;
         };
         slot.polled.store(now_ns(), Ordering::Relaxed);
-        if local.polling.get() || now.duration_since(since) < SHOWN_AFTER {
+        if local.polling.get() || streak.now.duration_since(streak.since) < SHOWN_AFTER {
             return;
         }
-        publish(local, &slot, name, waiting(), since);
+        publish(local, &slot, name, waiting(), streak.since);
     });
 }
 
 /// A test found its condition, or a wait begins: the streak ends.
 #[inline(never)]
 pub(super) fn ended() {
-    let _ = LOCAL.try_with(|local| {
-        if local.streak.take().is_some() {
-            unpublish(local);
-        }
-    });
+    let _ = LOCAL.try_with(unpublish);
 }
 
 fn publish(local: &Local, slot: &Arc<Slot>, name: &'static str, waiting: Waiting, since: Instant) {
-    let call = match (local.c_call.get(), local.call.get()) {
-        (Some(name), _) => Call { name, site: Site::C },
-        (None, Some(call)) => call,
-        (None, None) => Call {
-            name,
-            site: Site::Unknown,
-        },
-    };
+    let call = local.current(name);
     let (trace, place) = super::c_caller(call.site);
     *crate::sync::lock(&slot.block) = Some(Block {
         call,
