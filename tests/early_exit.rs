@@ -93,40 +93,19 @@ fn a_rank_that_fails_while_the_others_compute_ends_the_job_at_once() {
                 assert!(out.stderr.contains("exited with code 3"), "{what}");
             }
             let rust_transport = if transport == "shm" { "auto" } else { transport };
-            let (out, took) = timed(|| {
-                rlaunch(&[
-                    "-n",
-                    &np,
-                    "--transport",
-                    rust_transport,
-                    &program,
-                    "error",
-                    "1",
-                    COMPUTE,
-                ])
-            });
-            let what = format!("Rust `?` at -n {n} over {transport} ({took:?}): {out:?}");
-            assert_eq!(out.code, Some(1), "{what}");
-            assert!(took < FAILED_WHILE_COMPUTING, "{what}");
-            // Its error first, then rlaunch's line.
-            let error = out.stderr.find("Error: rank 1: put targets rank ");
-            let exited = out.stderr.find("exited with code 1");
-            assert!(error.is_some() && error < exited, "{what}");
-            let (out, took) = timed(|| {
-                rlaunch(&[
-                    "-n",
-                    &np,
-                    "--transport",
-                    rust_transport,
-                    &program,
-                    "panic",
-                    "1",
-                    COMPUTE,
-                ])
-            });
-            let what = format!("Rust panic at -n {n} over {transport} ({took:?}): {out:?}");
-            assert_eq!(out.code, Some(101), "{what}");
-            assert!(took < FAILED_WHILE_COMPUTING, "{what}");
+            for (mode, code) in [("error", 1), ("panic", 101)] {
+                let args = ["-n", &np, "--transport", rust_transport, &program, mode, "1", COMPUTE];
+                let (out, took) = timed(|| rlaunch(&args));
+                let what = format!("Rust {mode} at -n {n} over {transport} ({took:?}): {out:?}");
+                assert_eq!(out.code, Some(code), "{what}");
+                assert!(took < FAILED_WHILE_COMPUTING, "{what}");
+                if mode == "error" {
+                    // Its error first, then rlaunch's line.
+                    let error = out.stderr.find("Error: rank 1: put targets rank ");
+                    let exited = out.stderr.find("exited with code 1");
+                    assert!(error.is_some() && error < exited, "{what}");
+                }
+            }
         }
     }
 }

@@ -232,17 +232,13 @@ impl TcpPeer {
     /// `dst` must stay valid for `len` bytes of writes, and untouched, until
     /// the next `finish_quiet` on this link returns or the link breaks.
     pub unsafe fn get_nbi(&mut self, offset: usize, dst: *mut u8, len: usize) -> Result<()> {
-        let header = Request::Get {
+        let request = Request::Get {
             offset: offset as u64,
             len: self.len32(len)?,
-        }
-        .encode();
+        };
         if len > OWED_BYTES {
             self.unquieted = true;
-            self.request_answer(Request::Get {
-                offset: offset as u64,
-                len: len as u32,
-            })?;
+            self.request_answer(request)?;
             let got = self.read_answer(dst, len);
             return self.check(got);
         }
@@ -256,7 +252,7 @@ impl TcpPeer {
         }
         self.note_batching();
         self.unquieted = true;
-        self.batch.extend_from_slice(&header);
+        self.batch.extend_from_slice(&request.encode());
         self.owed.push(dst, len);
         if self.batch.len() >= BATCH_LIMIT {
             self.flush()?;
