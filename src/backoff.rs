@@ -246,55 +246,46 @@ thread_local! {
 /// their condition false each within [`TEST_GAP`] of the last, since the
 /// last test that found it true. Hang reports show one that lasts
 /// (`watch::tested_in_vain`).
-#[derive(Clone, Copy)]
-pub(crate) struct Streak {
-    /// When the loop's first failed test was.
-    pub since: Instant,
-    /// This test.
-    pub now: Instant,
-    /// Whether this test began the loop.
-    pub fresh: bool,
+/// The loop's times; the struct is the watch's, which this module names (never the other way).
+pub(crate) use crate::watch::Streak;
+
+/// Counts a failed test. Costs a clock read.
+#[inline]
+pub(crate) fn failed_test() -> Streak {
+    let now = Instant::now();
+    let (since, fresh) = match TESTS.get() {
+        Some((since, last)) if now.duration_since(last) < TEST_GAP => (since, false),
+        _ => (now, true),
+    };
+    TESTS.set(Some((since, now)));
+    Streak { since, now, fresh }
 }
 
-impl Streak {
-    /// Counts a failed test. Costs a clock read.
-    #[inline]
-    pub(crate) fn failed_test() -> Streak {
-        let now = Instant::now();
-        let (since, fresh) = match TESTS.get() {
-            Some((since, last)) if now.duration_since(last) < TEST_GAP => (since, false),
-            _ => (now, true),
-        };
-        TESTS.set(Some((since, now)));
-        Streak { since, now, fresh }
-    }
+/// A test found its condition: the loop, if any, ended.
+#[inline]
+pub(crate) fn test_found() {
+    TESTS.set(None);
+}
 
-    /// A test found its condition: the loop, if any, ended.
-    #[inline]
-    pub(crate) fn end() {
-        TESTS.set(None);
+/// Passes a failed test's time as one wait's step does: spins for
+/// [`SPIN_FOR`] where the rank may `spin`, then yields, and naps past
+/// [`YIELD_FOR`] unless it must keep polling (`busy`, as
+/// [`Backoff::keep_polling`]). A rank polling with tests on a full core
+/// otherwise kept the core from the peer it waited for (a token ring
+/// at 4 ranks on 2 cores: 2-2.6 ms a hop), and one with a core of its
+/// own never left it idle, so its watchdog, which runs only on an idle
+/// core, never reported it.
+#[inline]
+pub(crate) fn pause_test(streak: Streak, spin: bool, busy: bool) {
+    let waited = streak.now.duration_since(streak.since);
+    if spin && waited < SPIN_FOR {
+        return std::hint::spin_loop();
     }
-
-    /// Passes a failed test's time as one wait's step does: spins for
-    /// [`SPIN_FOR`] where the rank may `spin`, then yields, and naps past
-    /// [`YIELD_FOR`] unless it must keep polling (`busy`, as
-    /// [`Backoff::keep_polling`]). A rank polling with tests on a full core
-    /// otherwise kept the core from the peer it waited for (a token ring
-    /// at 4 ranks on 2 cores: 2-2.6 ms a hop), and one with a core of its
-    /// own never left it idle, so its watchdog, which runs only on an idle
-    /// core, never reported it.
-    #[inline]
-    pub(crate) fn pause(self, spin: bool, busy: bool) {
-        let waited = self.now.duration_since(self.since);
-        if spin && waited < SPIN_FOR {
-            return std::hint::spin_loop();
-        }
-        if busy || waited < YIELD_FOR {
-            return std::thread::yield_now();
-        }
-        crate::watch::idle();
-        std::thread::sleep(nap_for(waited));
+    if busy || waited < YIELD_FOR {
+        return std::thread::yield_now();
     }
+    crate::watch::idle();
+    std::thread::sleep(nap_for(waited));
 }
 
 /// A nap of a wait that has lasted `waited`: a twentieth of it, from

@@ -10,7 +10,7 @@
 //! out this rank's own batched TCP puts, which a peer may need in order to
 //! answer.
 
-use crate::backoff::{Backoff, Streak};
+use crate::backoff::{self, Backoff};
 use crate::error::Result;
 use crate::sym::{Pod, Sym};
 use crate::watch::Waiting;
@@ -209,13 +209,13 @@ impl World {
         };
         match found {
             Some(_) => {
-                Streak::end();
+                backoff::test_found();
                 crate::watch::tested_true();
             }
             None => {
-                let streak = Streak::failed_test();
+                let streak = backoff::failed_test();
                 crate::watch::tested_in_vain(name, waiting, streak);
-                streak.pause(self.spin_waits, self.links.waits_keep_polling());
+                backoff::pause_test(streak, self.spin_waits, self.links.waits_keep_polling());
             }
         }
         Ok(found)

@@ -296,10 +296,21 @@ fn clear_slot() {
 /// false: a loop of such tests is shown to hang reports as a wait
 /// (`polling`). `waiting` is built only when the loop is published.
 #[inline(always)]
-pub(crate) fn tested_in_vain(name: &'static str, waiting: impl FnOnce() -> Waiting, streak: crate::backoff::Streak) {
+pub(crate) fn tested_in_vain(name: &'static str, waiting: impl FnOnce() -> Waiting, streak: Streak) {
     if watching() {
         polling::in_vain(name, waiting, streak);
     }
+}
+
+/// A loop of failed tests as the backoff counts it (`backoff::Streak`,
+/// which names this module, so the loop's times come here as plain
+/// values): when its first failed test was, this test, and whether this
+/// test began it.
+#[derive(Clone, Copy)]
+pub(crate) struct Streak {
+    pub since: Instant,
+    pub now: Instant,
+    pub fresh: bool,
 }
 
 /// A test found its condition: a loop of tests ends.

@@ -2,7 +2,7 @@
 //! `shmem_test` (or `World::test`) instead of waiting makes one call per
 //! look, so no call of its own stays blocked for a hang report to see.
 //! Each test that finds its condition false comes here with the backoff's
-//! [`Streak`] (the loop of failed tests it belongs to): a streak that has
+//! streak ([`Streak`]) (the loop of failed tests it belongs to): a streak that has
 //! lasted [`SHOWN_AFTER`] is published to the thread's slot as a block of
 //! the test's call, marked `polling`. The slot's `polled` stamp moves with
 //! every failed test, and the watchdog counts the block only while that
@@ -10,8 +10,7 @@
 //! its tests is not blocked. A new streak, a test that finds its
 //! condition, or any wait takes the block back out.
 
-use super::{Block, Local, Slot, Waiting, LOCAL, SLOT};
-use crate::backoff::Streak;
+use super::{Block, Local, Slot, Streak, Waiting, LOCAL, SLOT};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
