@@ -180,6 +180,19 @@ pub enum Error {
     #[error("{who_rank}: cannot use libfabric (--transport ofi): {detail}", who_rank = who(.rank))]
     OfiSetup { rank: usize, detail: String },
 
+    /// A range the heap grew by could not be registered with the NIC on
+    /// some rank (`Links::grown`): every rank returns this error, having
+    /// deregistered its own registration of the range.
+    #[error("{who_rank}: the symmetric heap cannot grow over the NIC: {who_failed} could not register heap offsets {start:#x}..{:#x} ({len} bytes) with it: {detail}; the allocation failed on every {}: raise the locked-memory limit on that host (`ulimit -l unlimited`, or memlock in /etc/security/limits.conf), free symmetric objects no longer used, or ask for less", .start + .len, noun(), who_rank = who(.rank), who_failed = who(.failed))]
+    HeapRegistration {
+        rank: usize,
+        /// The rank that could not register the range (the lowest, if several).
+        failed: usize,
+        start: usize,
+        len: usize,
+        detail: String,
+    },
+
     /// An RDMA operation with a peer failed (a bad work completion, or posting failed).
     #[error("{who_rank}: {op} with {who_peer} failed: {detail}", who_rank = who(.rank), who_peer = who(.peer))]
     Rdma {

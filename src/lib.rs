@@ -273,6 +273,7 @@ mod nbi;
 pub mod profile;
 pub mod protocol;
 mod raw;
+mod registered;
 mod reporter;
 mod rma;
 mod segment;

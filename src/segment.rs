@@ -69,6 +69,7 @@ unsafe impl Sync for Segment {}
 pub struct RawSegment {
     base: *mut u8,
     len: usize,
+    data_len: usize,
 }
 
 // SAFETY: a RawSegment is only a pointer and a length into a MAP_SHARED
@@ -89,6 +90,25 @@ impl RawSegment {
     #[inline]
     pub fn heap_len(self) -> usize {
         self.len - HEADER_BYTES
+    }
+
+    /// Heap offsets the heap proper spans; the global data starts here.
+    #[inline]
+    pub fn alloc_len(self) -> usize {
+        self.heap_len() - self.data_len
+    }
+
+    /// Bytes of global data at the end (heap offsets `alloc_len()..heap_len()`).
+    #[inline]
+    pub fn data_len(self) -> usize {
+        self.data_len
+    }
+
+    /// The heap's committed extent: offsets below it have memory. The
+    /// whole heap, until it grows (issue 67).
+    #[inline]
+    pub fn committed(self) -> usize {
+        self.alloc_len()
     }
 }
 
@@ -207,6 +227,7 @@ impl Segment {
         RawSegment {
             base: self.base,
             len: self.map.len(),
+            data_len: self.data_len,
         }
     }
 

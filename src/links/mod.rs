@@ -13,6 +13,7 @@
 //! path, so a new path is a compile error here, not a silent default there.
 
 pub(crate) mod channel;
+pub(crate) mod growth;
 pub(crate) mod primitives;
 pub(crate) mod wire;
 

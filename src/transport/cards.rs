@@ -192,6 +192,9 @@ mod tests {
                 name: vec![1, 2, 3],
                 addr: 5,
                 key: 9,
+                first: 1 << 16,
+                data_key: Some(3),
+                grows: true,
             }),
         }
     }
@@ -212,8 +215,12 @@ mod tests {
             assert_eq!(view.shm.as_ref().map(|s| s.to_card()), card.shm);
             assert_eq!(view.tcp, card.tcp.as_deref().map(str::as_bytes));
             assert_eq!(
-                view.ofi.as_ref().map(|o| (&o.provider, &o.name, o.addr, o.key)),
-                card.ofi.as_ref().map(|o| (&o.provider, &o.name, o.addr, o.key))
+                view.ofi
+                    .as_ref()
+                    .map(|o| (&o.provider, &o.name, o.addr, o.key, o.first, o.data_key, o.grows)),
+                card.ofi
+                    .as_ref()
+                    .map(|o| (&o.provider, &o.name, o.addr, o.key, o.first, o.data_key, o.grows))
             );
             assert_eq!(table.raw(peer), postcard::to_stdvec(card).unwrap());
         }

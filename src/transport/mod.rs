@@ -19,6 +19,7 @@ pub mod cards;
 mod choice;
 pub mod fault;
 pub mod ofi;
+pub mod parts;
 pub mod rdma;
 pub mod shm;
 pub mod tcp;
@@ -54,9 +55,19 @@ pub struct OfiCard {
     pub provider: String,
     /// The endpoint's address (`fi_getname`).
     pub name: Vec<u8>,
-    /// The registered segment's base for RMA (0 unless `FI_MR_VIRT_ADDR`), and its key.
+    /// The segment's base for RMA (0 unless `FI_MR_VIRT_ADDR`, when each
+    /// part's addresses are offsets from the part's start).
     pub addr: u64,
+    /// The key of part 0: the header and the heap's first `first` bytes
+    /// (`transport::parts`); registered whole, the whole segment.
     pub key: u64,
+    pub first: u64,
+    /// The key of the global data's part, if it is registered apart.
+    pub data_key: Option<u64>,
+    /// Whether the heap's growth is registered as it comes (the
+    /// provider pins what it registers), or the segment was registered
+    /// whole: the same on every rank.
+    pub grows: bool,
 }
 
 /// What a peer needs to reach this rank over RDMA.
@@ -70,9 +81,13 @@ pub struct VerbsCard {
     pub psn: u32,
     /// This rank's queue pair number for each peer, indexed by peer rank.
     pub qpns: Vec<u32>,
-    /// Virtual address of this rank's registered segment, and its rkey.
+    /// Virtual address of this rank's segment; the rkey of its part 0, the
+    /// header and the heap's first `first` bytes (`transport::parts`).
     pub addr: u64,
     pub rkey: u32,
+    pub first: u64,
+    /// The rkey of the global data's part, if the program has some.
+    pub data_rkey: Option<u32>,
 }
 
 /// The route to one peer.

@@ -18,12 +18,16 @@ pub enum RdmaLink {
     Verbs {
         lanes: Vec<std::sync::Mutex<super::verbs::Verbs>>,
         free: std::sync::Mutex<Vec<usize>>,
+        /// The registration the lanes share, for the heap's growth.
+        memory: super::verbs::Memory,
     },
     Ofi {
         link: std::sync::Arc<std::sync::Mutex<super::ofi::Ofi>>,
         _progress: Option<super::ofi::progress::Progress>,
         /// The rank's long waits keep polling (`Prepared::waits_poll`).
         waits_poll: bool,
+        /// The heap's growth is registered as it comes (`OfiCard::grows`).
+        grows: bool,
     },
 }
 
@@ -81,6 +85,7 @@ pub fn connect_ofi(
     let manual = prepared.manual_progress();
     let waits_poll = prepared.waits_poll();
     let own_core = prepared.own_core();
+    let grows = prepared.card().grows;
     let mut link = prepared.connect(cards).map_err(|fault| fault.into_error(rank))?;
     link.wire_up(rank).map_err(|fault| fault.into_error(rank))?;
     link.check_direct_writes(rank).map_err(|fault| fault.into_error(rank))?;
@@ -105,6 +110,7 @@ pub fn connect_ofi(
         link,
         _progress: progress,
         waits_poll,
+        grows,
     })
 }
 
@@ -121,6 +127,7 @@ impl Pending {
             .connect(rank, cards, by_rdma)
             .map(|lanes| RdmaLink::Verbs {
                 free: std::sync::Mutex::new((1..lanes.len()).rev().collect()),
+                memory: lanes[0].memory(),
                 lanes: lanes.into_iter().map(std::sync::Mutex::new).collect(),
             })
             .map_err(|fault| fault.into_error(rank))
@@ -226,5 +233,46 @@ impl RdmaLink {
     }
     pub fn fence(&self, lane: usize) -> std::result::Result<(), Fault> {
         on_lane!(self, lane, |t| t.fence())
+    }
+}
+
+/// The heap's growth: a grown range registered, its keys exchanged by
+/// the caller (`Links::grown`), then published or abandoned. The keys of a
+/// range travel as bytes: an rkey (4) for verbs, a key (8) for ofi.
+impl RdmaLink {
+    /// Whether a grown heap range must be registered (verbs; ofi with a
+    /// provider that pins what it registers): the same on every rank.
+    pub fn registers_memory(&self) -> bool {
+        match self {
+            RdmaLink::Verbs { .. } => true,
+            RdmaLink::Ofi { grows, .. } => *grows,
+        }
+    }
+
+    /// Registers heap offsets `[start, start + len)`, committed on this
+    /// rank; returns the part's number and this rank's key, or why not.
+    pub fn register_part(&self, start: usize, len: usize) -> std::result::Result<(usize, Vec<u8>), String> {
+        match self {
+            RdmaLink::Verbs { memory, .. } => memory.register(start, len),
+            RdmaLink::Ofi { link, .. } => crate::sync::lock(link).register_part(start, len),
+        }
+    }
+
+    /// Every rank registered part `index`: learns their keys (index =
+    /// rank), after which the part may be used. A key that cannot be read
+    /// names its rank.
+    pub fn publish_part(&self, index: usize, keys: &[Vec<u8>]) -> std::result::Result<(), (usize, String)> {
+        match self {
+            RdmaLink::Verbs { memory, .. } => memory.publish(index, keys),
+            RdmaLink::Ofi { link, .. } => crate::sync::lock(link).publish_part(index, keys),
+        }
+    }
+
+    /// Some rank could not register part `index`: this rank deregisters its own.
+    pub fn abandon_part(&self, index: usize) {
+        match self {
+            RdmaLink::Verbs { memory, .. } => memory.abandon(index),
+            RdmaLink::Ofi { link, .. } => crate::sync::lock(link).abandon_part(index),
+        }
     }
 }

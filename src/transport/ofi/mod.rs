@@ -38,6 +38,7 @@ mod atomics;
 mod completion;
 mod fabric;
 pub mod library;
+mod memory;
 pub mod progress;
 mod rma;
 mod setup;
@@ -76,10 +77,14 @@ const SHOW_AFTER: Duration = Duration::from_millis(20);
 /// TCG, in CI) a first connection took more than 8 s when the host was busy.
 pub const CONNECT_LIMIT: Duration = Duration::from_secs(45);
 
-/// The connected transport. Fields drop in order: endpoint, memory region,
-/// counter, CQ, AV, domain, fabric, info.
+/// The connected transport. Fields drop in order: endpoint, memory
+/// regions (grown parts, the data's, part 0's), counter, CQ, AV, domain,
+/// fabric, info.
 pub struct Ofi {
     ep: Object<fid_ep>,
+    /// This rank's registrations of the heap's grown parts, by part number.
+    grown_mrs: Vec<(usize, Object<fid_mr>)>,
+    _data_mr: Option<Object<fid_mr>>,
     _mr: Object<fid_mr>,
     /// Counts peers' operations on this endpoint (see `Prepared::arrivals`).
     arrivals: Option<Object<fid_cntr>>,
@@ -91,9 +96,17 @@ pub struct Ofi {
     fabric: Object<fid_fabric>,
     info: Info,
     lib: &'static Library,
-    /// Each rank's AV address, segment base (0 without `FI_MR_VIRT_ADDR`) and key.
+    /// Each rank's AV address, segment base (0 without `FI_MR_VIRT_ADDR`)
+    /// and part 0's key.
     addrs: Vec<fi_addr_t>,
     remote: Vec<(u64, u64)>,
+    /// Segment bytes below this are in part 0 (`memory`).
+    first_end: usize,
+    /// Every rank's key of every part of the segment.
+    parts: crate::transport::parts::Parts<u64>,
+    /// Remote addresses are virtual (else offsets in their part).
+    virt_addr: bool,
+    mr_mode: i32,
     atomics: atomics::Support,
     quirks: atomics::Quirks,
     /// Operations posted, and their completions read from the CQ.
@@ -155,7 +168,12 @@ impl Drop for Ofi {
 }
 
 impl Ofi {
-    fn new(prepared: Prepared, addrs: Vec<fi_addr_t>, remote: Vec<(u64, u64)>) -> Ofi {
+    fn new(
+        prepared: Prepared,
+        addrs: Vec<fi_addr_t>,
+        remote: Vec<(u64, u64)>,
+        parts: crate::transport::parts::Parts<u64>,
+    ) -> Ofi {
         let first = prepared.info.first();
         // SAFETY: fi_getinfo filled the attribute structs of its entries.
         let msg_max = unsafe { (*first.ep_attr).max_msg_size };
@@ -165,6 +183,8 @@ impl Ofi {
         let quirks = atomics::Quirks::of(&prepared.info.provider());
         Ofi {
             ep: prepared.ep,
+            grown_mrs: Vec::new(),
+            _data_mr: prepared.data_mr,
             _mr: prepared.mr,
             arrivals: prepared.arrivals,
             arrivals_seen: 0,
@@ -176,6 +196,10 @@ impl Ofi {
             lib: prepared.lib,
             addrs,
             remote,
+            first_end: parts.first_end(),
+            parts,
+            virt_addr: prepared.mr_mode & FI_MR_VIRT_ADDR != 0,
+            mr_mode: prepared.mr_mode,
             atomics: prepared.atomics,
             quirks,
             posted: 0,
@@ -201,12 +225,6 @@ impl Ofi {
             true => format!("ofi {}, direct writes", self.info.provider()),
             false => format!("ofi {}", self.info.provider()),
         }
-    }
-
-    /// The address of byte `at` of `peer`'s segment (header included), and its key.
-    fn target(&self, peer: usize, at: usize) -> (fi_addr_t, u64, u64) {
-        let (base, key) = self.remote[peer];
-        (self.addrs[peer], base + at as u64, key)
     }
 
     /// Posts with `post` until the provider takes it, driving progress

@@ -111,8 +111,9 @@ impl Ofi {
         unsafe { self.post_rma(peer, op, Rma::Read, dst.cast(), len, at, flags) }
     }
 
-    /// One `fi_writemsg` or `fi_readmsg` of the local `len` bytes at
-    /// `local` and byte `at` of `peer`'s segment.
+    /// `fi_writemsg`s or `fi_readmsg`s of the local `len` bytes at
+    /// `local` and byte `at` of `peer`'s segment: one, or one for each
+    /// part of the segment the bytes lie in (`memory`).
     ///
     /// # Safety
     /// As for `post_write` (from `local`) or `post_read` (into it).
@@ -127,23 +128,35 @@ impl Ofi {
         at: usize,
         flags: u64,
     ) -> Result<(), Fault> {
-        let (addr, remote, key) = self.target(peer, at);
-        let iov = libc::iovec {
-            iov_base: local,
-            iov_len: len,
-        };
-        let rma = fi_rma_iov { addr: remote, len, key };
-        let msg = rma_msg(&iov, addr, &rma);
-        // SAFETY: the message and what it points to live through the call;
-        // the local buffer, by this function's contract.
-        self.post(peer, op, |me| unsafe {
-            let ops = &*(*me.ep.raw).rma;
-            let call = match kind {
-                Rma::Write => ops.writemsg,
-                Rma::Read => ops.readmsg,
+        let mut done = 0;
+        loop {
+            let target = self.target(peer, at + done, op)?;
+            let n = (len - done).min(target.room);
+            let iov = libc::iovec {
+                iov_base: local.wrapping_byte_add(done),
+                iov_len: n,
             };
-            call(me.ep.raw, &msg, flags)
-        })
+            let rma = fi_rma_iov {
+                addr: target.remote,
+                len: n,
+                key: target.key,
+            };
+            let msg = rma_msg(&iov, target.addr, &rma);
+            // SAFETY: the message and what it points to live through the
+            // call; the local buffer, by this function's contract.
+            self.post(peer, op, |me| unsafe {
+                let ops = &*(*me.ep.raw).rma;
+                let call = match kind {
+                    Rma::Write => ops.writemsg,
+                    Rma::Read => ops.readmsg,
+                };
+                call(me.ep.raw, &msg, flags)
+            })?;
+            done += n;
+            if done >= len {
+                return Ok(());
+            }
+        }
     }
 
     /// Reads heap `offset` of `peer` into `dst`; returns with the data.
@@ -237,7 +250,8 @@ impl Ofi {
     }
 
     fn native_amo(&mut self, peer: usize, at: usize, amo: Amo) -> Result<u64, Fault> {
-        let (addr, remote, key) = self.target(peer, at);
+        let target = self.target(peer, at, "atomic")?;
+        let (addr, remote, key) = (target.addr, target.remote, target.key);
         let (op, asked) = fi_op(amo.op, amo.fetch);
         let form = match asked {
             Form::Write if self.quirks.write_as_fetch => Form::Fetch,

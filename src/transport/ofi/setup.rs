@@ -1,20 +1,23 @@
 //! Bringing the ofi transport up: choose a provider that offers an RDM
 //! endpoint with RMA and atomics ([`prepare`]: `fi_getinfo` with hints,
 //! then fabric, domain, address vector, CQ, endpoint, and this rank's
-//! segment registered), publish the endpoint's name and the segment's key
-//! in the card, and with every card insert the job's addresses into the AV
-//! in rank order ([`Prepared::connect`]).
+//! segment registered, whole or in parts, `memory`), publish the
+//! endpoint's name and the registration's keys in the card, and with
+//! every card insert the job's addresses into the AV in rank order
+//! ([`Prepared::connect`]).
 
 use super::arrivals::{arrivals_counter, cq_wait_none, has_trywait, wait_fd_of, CQ_WAIT_VAR};
 use super::atomics::Support;
 use super::fabric::{self, no_context, open, Info, Object};
 use super::library::{self, Library};
+use super::memory::{key_of, registers_in_parts, Registrar};
 use super::sys::*;
 use super::Ofi;
 use crate::segment::{RawSegment, HEADER_BYTES};
 use crate::transport::fault::Fault;
+use crate::transport::parts::{first_part, Parts};
 use crate::transport::OfiCard;
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 
 /// `ONESIDE_OFI_PROVIDER` (set by rlaunch's `--ofi-provider`), else the
 /// `FI_PROVIDER` libfabric itself honours, else the first provider that fits.
@@ -30,6 +33,8 @@ const MR_MODES: i32 = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR
 /// Everything opened, the addresses not yet known. Drops as `Ofi` does.
 pub struct Prepared {
     pub(super) ep: Object<fid_ep>,
+    /// Part 0 (or the whole segment), and the global data's part.
+    pub(super) data_mr: Option<Object<fid_mr>>,
     pub(super) mr: Object<fid_mr>,
     /// A counter of peers' operations on this endpoint, for a provider
     /// with manual progress and no wait descriptor, if it offers one.
@@ -53,6 +58,10 @@ pub struct Prepared {
     /// the transport's waits may spin.
     pub(super) own_core: bool,
     pub(super) atomics: Support,
+    pub(super) mr_mode: i32,
+    /// The heap's reservation ends here, and the segment (heap offsets).
+    alloc_len: usize,
+    heap_len: usize,
 }
 
 // SAFETY: libfabric objects may be used from any thread under
@@ -104,6 +113,7 @@ impl Prepared {
                     ),
                 ));
             }
+            self.same_parts(peer, card)?;
             remote.push((card.addr, card.key));
             // One address at a time: some formats (shm's strings) vary in length.
             // SAFETY: one address of this provider's format (from its
@@ -127,7 +137,49 @@ impl Prepared {
                 ));
             }
         }
-        Ok(Ofi::new(self, addrs, remote))
+        let first_keys = cards.iter().flatten().map(|c| c.key).collect();
+        let data = self.card.data_key.map(|_| {
+            let keys = cards.iter().flatten().map(|c| c.data_key.unwrap_or(0)).collect();
+            (HEADER_BYTES + self.alloc_len, HEADER_BYTES + self.heap_len, keys)
+        });
+        let first_end = HEADER_BYTES + self.card.first as usize;
+        let parts = Parts::new(first_end, first_keys, data, HEADER_BYTES + self.alloc_len);
+        Ok(Ofi::new(self, addrs, remote, parts))
+    }
+
+    /// Refuses a peer whose segment is registered otherwise than this
+    /// rank's: parts are symmetric, and growth must be registered on every
+    /// rank or none.
+    fn same_parts(&self, peer: usize, card: &OfiCard) -> Result<(), Fault> {
+        let own = &self.card;
+        if card.grows != own.grows {
+            let how = |grows| if grows { "in parts" } else { "whole" };
+            return Err(Fault::with(
+                peer,
+                OP_CONNECT,
+                format!(
+                    "it registers its segment {}, this rank {}: set the same {} everywhere",
+                    how(card.grows),
+                    how(own.grows),
+                    super::memory::REGISTER_VAR
+                ),
+            ));
+        }
+        if card.first != own.first || card.data_key.is_some() != own.data_key.is_some() {
+            return Err(Fault::with(
+                peer,
+                OP_CONNECT,
+                format!(
+                    "it registered other parts of its segment (heap bytes in part 0: {} there, {} here; \
+                     global data apart: {} there, {} here): start every rank with the same program and settings",
+                    card.first,
+                    own.first,
+                    card.data_key.is_some(),
+                    own.data_key.is_some()
+                ),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -264,27 +316,29 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool, own_core: 
     ep.enable("fi_enable", lib)?;
 
     let base = segment.heap_base().wrapping_sub(HEADER_BYTES);
-    let len = segment.heap_len() + HEADER_BYTES;
-    // SAFETY: as for `fi_fabric` above.
-    let mr = unsafe {
-        open("fi_mr_reg", lib, |out| {
-            ((*(*domain.raw).mr).reg)(
-                domain.fid(),
-                base as *const c_void,
-                len,
-                FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE,
-                0,
-                0,
-                0,
-                out,
-                no_context(),
-            )
-        })
-    }?;
-    if mr_mode & FI_MR_ENDPOINT != 0 {
-        mr.bind(ep.fid(), 0, "fi_mr_bind", lib)?;
-        mr.enable("fi_mr_enable", lib)?;
-    }
+    let grows = registers_in_parts(&provider)?;
+    // In parts, what is committed (part 0) and the global data apart;
+    // else the whole segment (`memory`).
+    let first = match grows {
+        true => first_part(segment),
+        false => segment.heap_len(),
+    };
+    let registrar = Registrar {
+        lib,
+        domain: &domain,
+        ep: &ep,
+        mr_mode,
+    };
+    // SAFETY: the segment stays mapped while the World (which owns both
+    // the segment and this transport, dropping its links first) lives.
+    let mr = unsafe { registrar.register(base, HEADER_BYTES + first, 0) }?;
+    let data_mr = match (grows, segment.data_len()) {
+        (false, _) | (_, 0) => None,
+        // SAFETY: as above, for the global data at the segment's end.
+        (true, len) => {
+            Some(unsafe { registrar.register(base.wrapping_add(HEADER_BYTES + segment.alloc_len()), len, 1) }?)
+        }
+    };
     let mut name = vec![0u8; 256];
     let mut name_len = name.len();
     // SAFETY: fi_getname through the endpoint's cm ops; `name` has room for `name_len` bytes.
@@ -296,11 +350,14 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool, own_core: 
         provider: info.provider(),
         name,
         addr: if virt_addr { base as u64 } else { 0 },
-        // SAFETY: a live MR; its key is set at registration (fi_mr_key).
-        key: unsafe { (*mr.raw).key },
+        key: key_of(&mr),
+        first: first as u64,
+        data_key: data_mr.as_ref().map(key_of),
+        grows,
     };
     Ok(Prepared {
         ep,
+        data_mr,
         mr,
         cq,
         av,
@@ -316,6 +373,9 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool, own_core: 
         own_core,
         arrivals,
         atomics,
+        mr_mode,
+        alloc_len: segment.alloc_len(),
+        heap_len: segment.heap_len(),
     })
 }
 

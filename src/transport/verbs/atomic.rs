@@ -17,7 +17,7 @@
 //! A fetching atomic waits for its completion; a non-fetching FETCH_AND_ADD
 //! is only posted and completes at quiet. Loops wait at every step.
 
-use super::work::{Op, Source, Wr};
+use super::work::{Op, Remote, Source, Wr};
 use super::{Fault, Verbs};
 use crate::transport::amo::SignalOp;
 use crate::transport::amo::{Amo, AmoOp, Width};
@@ -42,7 +42,7 @@ impl Verbs {
     /// if a READ or ATOMIC is outstanding, which it could overtake. A set is
     /// a plain write: it is not atomic with NIC atomics on the same word.
     pub fn signal_word(&mut self, peer: usize, offset: usize, op: SignalOp, value: u64) -> Result<(), Fault> {
-        let remote = self.heap_addr(peer, offset);
+        let (remote, _) = self.remote(peer, offset, "signal")?;
         match op {
             SignalOp::Add => self.atomic(peer, Op::SignalAdd, remote, (value, 0), false).map(drop),
             SignalOp::Set => self.write_word(peer, Op::SignalSet, remote, value),
@@ -50,7 +50,7 @@ impl Verbs {
     }
 
     fn amo64(&mut self, peer: usize, offset: usize, amo: Amo) -> Result<u64, Fault> {
-        let remote = self.heap_addr(peer, offset);
+        let (remote, _) = self.remote(peer, offset, "atomic")?;
         match amo.op {
             AmoOp::Add => self.atomic(peer, Op::FetchAdd, remote, (amo.operand, 0), amo.fetch),
             AmoOp::Fetch => self.atomic(peer, Op::FetchAdd, remote, (0, 0), true),
@@ -60,7 +60,7 @@ impl Verbs {
     }
 
     fn amo32(&mut self, peer: usize, offset: usize, amo: Amo) -> Result<u64, Fault> {
-        let word = self.heap_addr(peer, offset & !7);
+        let (word, _) = self.remote(peer, offset & !7, "atomic")?;
         // The bit position of this half in the 64-bit word as the NIC sees
         // it, in host byte order (as rxe and hardware NICs apply atomics).
         let high = (offset & 4 != 0) == cfg!(target_endian = "little");
@@ -88,7 +88,7 @@ impl Verbs {
     /// as a FETCH_AND_ADD of 0 would. A failed step that saw a value the
     /// update would not change ends the loop too: the operation took effect
     /// at that (atomic) read, as a failed compare-and-swap does.
-    fn cas_loop(&mut self, peer: usize, remote: u64, update: impl Fn(u64) -> u64) -> Result<u64, Fault> {
+    fn cas_loop(&mut self, peer: usize, remote: Remote, update: impl Fn(u64) -> u64) -> Result<u64, Fault> {
         let mut guess = 0;
         loop {
             let seen = self.atomic(peer, Op::CompareSwap, remote, (guess, update(guess)), true)?;
@@ -102,7 +102,7 @@ impl Verbs {
     /// Posts one ATOMIC (`op` is FetchAdd, CompareSwap or SignalAdd) with
     /// operands (compare or add, swap), its result landing in staging. With
     /// `wait`, returns the word's old value; otherwise 0 at once.
-    fn atomic(&mut self, peer: usize, op: Op, remote: u64, operands: (u64, u64), wait: bool) -> Result<u64, Fault> {
+    fn atomic(&mut self, peer: usize, op: Op, remote: Remote, operands: (u64, u64), wait: bool) -> Result<u64, Fault> {
         let at = self.reserve(peer, 8)?;
         let wr = Wr {
             compare_add: operands.0,

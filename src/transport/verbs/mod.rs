@@ -10,11 +10,16 @@
 //!   default 4) is handed to one communication context at a time, so that
 //!   context's `quiet` waits for its own work requests only and its thread
 //!   never shares a lock with another context's. Lanes share the device,
-//!   the protection domain and the registered segment ([`Device`]).
+//!   the protection domain and the registered segment (`memory::Device`).
 //!
-//! * This rank's whole segment (header + heap) is registered once, for
-//!   remote reads, writes and atomics; its address and rkey travel in the
-//!   card. A per-peer staging ring (also registered) holds put sources too
+//! * This rank's segment is registered in parts, for remote reads, writes
+//!   and atomics (`transport::parts`): what is committed at start (the
+//!   header and the heap's first part; the global data apart), and each
+//!   range the heap grows by ([`Memory`]). The segment's address and part
+//!   0's rkey travel in the card, the data's rkey too, and a grown part's
+//!   rkeys in the growth's exchange. An operation finds its part's rkey
+//!   with one compare in part 0, and is split where it crosses a part's end.
+//!   A per-peer staging ring (also registered) holds put sources too
 //!   big to inline, get destinations and the 8-byte results of atomics, so
 //!   `put` returns as soon as the caller's buffer may be reused.
 //! * Atomics ([`atomic`]): FETCH_AND_ADD and CMP_AND_SWP natively on 64-bit
@@ -45,11 +50,13 @@
 mod atomic;
 mod device;
 pub mod library;
+mod memory;
 mod queue;
 mod setup;
 mod sys;
 mod work;
 
+pub use memory::Memory;
 pub use setup::{prepare, Prepared, Settings};
 
 use super::fault::Fault;
@@ -57,7 +64,7 @@ use crate::segment::HEADER_BYTES;
 use queue::{CompletionQueue, QueuePair, Ready};
 use std::collections::VecDeque;
 use sys as ffi;
-use work::{Op, Source, Wr};
+use work::{Op, Remote, Source, Wr};
 
 /// Staging ring per peer of lane 0: room for four largest WRs in flight
 /// (the largest single WRITE or READ is a quarter of the ring).
@@ -79,6 +86,7 @@ struct Landing {
 /// One connected rank (a peer, or this rank through its loopback pair).
 struct Peer {
     qp: QueuePair<Ready>,
+    /// The address of the peer's segment, and its part 0's rkey.
     remote_base: u64,
     rkey: u32,
     /// Offset of this peer's ring in the staging buffer.
@@ -105,21 +113,6 @@ struct Peer {
     landings: VecDeque<Landing>,
 }
 
-/// What every lane shares. Fields drop in order: the segment's MR, the PD,
-/// the device context.
-pub(super) struct Device {
-    _segment_mr: device::MemoryRegion,
-    _pd: device::ProtectionDomain,
-    context: device::Context,
-}
-
-// SAFETY: the device objects are owned here and freed in `Drop` once the
-// last lane is gone; libibverbs allows them to be used from any thread, and
-// after set-up nothing but the device name is read from them.
-unsafe impl Send for Device {}
-// SAFETY: as above; shared use is reading the name only.
-unsafe impl Sync for Device {}
-
 /// One lane of the connected transport. Fields drop in order: queue pairs,
 /// CQ, the staging MR, the shared device (freed with the last lane), and
 /// last the staging memory the MR covered.
@@ -127,11 +120,13 @@ pub struct Verbs {
     peers: Vec<Option<Peer>>,
     cq: CompletionQueue,
     staging_mr: device::MemoryRegion,
-    device: std::sync::Arc<Device>,
+    device: std::sync::Arc<memory::Device>,
     staging: Box<[u8]>,
     /// Each peer's staging ring, and the largest WRITE or READ.
     ring_bytes: usize,
     chunk_bytes: usize,
+    /// Segment bytes below this are in part 0, whose rkeys the peers hold.
+    first_end: usize,
     inline_max: usize,
     /// WRs one queue pair may have in flight: within its send queue, and
     /// such that all of them together fit in the CQ.
@@ -154,14 +149,27 @@ impl Verbs {
     }
 
     pub fn put(&mut self, peer: usize, offset: usize, src: &[u8]) -> Result<(), Fault> {
-        let remote = self.heap_addr(peer, offset);
+        let (mut offset, mut src) = (offset, src);
+        loop {
+            let (remote, room) = self.remote(peer, offset, "put")?;
+            let (here, rest) = src.split_at(src.len().min(room));
+            self.put_in_part(peer, remote, here)?;
+            if rest.is_empty() {
+                return Ok(());
+            }
+            (offset, src) = (offset + here.len(), rest);
+        }
+    }
+
+    /// A put whose bytes all lie in the part `remote` is in.
+    fn put_in_part(&mut self, peer: usize, remote: Remote, src: &[u8]) -> Result<(), Fault> {
         if src.len() <= self.inline_max {
             return self.post(peer, Wr::new(Op::Put, remote, Source::Inline(src)));
         }
         for (i, chunk) in src.chunks(self.chunk_bytes).enumerate() {
             let at = self.reserve(peer, chunk.len())?;
             self.staging[at..at + chunk.len()].copy_from_slice(chunk);
-            let remote = remote + (i * self.chunk_bytes) as u64;
+            let remote = remote.plus(i * self.chunk_bytes);
             let source = Source::Staged { at, len: chunk.len() };
             self.post(peer, Wr::new(Op::Put, remote, source))?;
         }
@@ -179,10 +187,24 @@ impl Verbs {
     }
 
     pub fn get(&mut self, peer: usize, offset: usize, dst: &mut [u8]) -> Result<(), Fault> {
-        let remote = self.heap_addr(peer, offset);
+        let (mut offset, mut dst) = (offset, dst);
+        loop {
+            let (remote, room) = self.remote(peer, offset, "get")?;
+            let (here, rest) = dst.split_at_mut(dst.len().min(room));
+            let done = here.len();
+            self.get_in_part(peer, remote, here)?;
+            if rest.is_empty() {
+                return Ok(());
+            }
+            (offset, dst) = (offset + done, rest);
+        }
+    }
+
+    /// A get whose bytes all lie in the part `remote` is in.
+    fn get_in_part(&mut self, peer: usize, remote: Remote, dst: &mut [u8]) -> Result<(), Fault> {
         for (i, chunk) in dst.chunks_mut(self.chunk_bytes).enumerate() {
             let at = self.reserve(peer, chunk.len())?;
-            let remote = remote + (i * self.chunk_bytes) as u64;
+            let remote = remote.plus(i * self.chunk_bytes);
             let source = Source::Staged { at, len: chunk.len() };
             self.post(peer, Wr::new(Op::Get, remote, source))?;
             let seq = self.peer(peer).posted;
@@ -201,13 +223,13 @@ impl Verbs {
     /// the next `quiet` returns, or until any call of this transport fails
     /// (a failure forgets every pending destination).
     pub unsafe fn get_nbi(&mut self, peer: usize, offset: usize, dst: *mut u8, len: usize) -> Result<(), Fault> {
-        let remote = self.heap_addr(peer, offset);
         let mut done = 0;
         while done < len {
-            let n = (len - done).min(self.chunk_bytes);
+            let (remote, room) = self.remote(peer, offset + done, "get_nbi")?;
+            let n = (len - done).min(self.chunk_bytes).min(room);
             let at = self.reserve(peer, n)?;
             let source = Source::Staged { at, len: n };
-            self.post(peer, Wr::new(Op::GetNbi, remote + done as u64, source))?;
+            self.post(peer, Wr::new(Op::GetNbi, remote, source))?;
             let p = self.peer_mut(peer);
             p.landings.push_back(Landing {
                 seq: p.posted,
@@ -223,7 +245,7 @@ impl Verbs {
     /// Writes `value` into the collective step flag at heap `offset` of
     /// `peer` (a single-writer word), after the data already posted to it.
     pub fn flag(&mut self, peer: usize, offset: usize, value: u64) -> Result<(), Fault> {
-        let remote = self.heap_addr(peer, offset);
+        let (remote, _) = self.remote(peer, offset, Op::Flag.name())?;
         self.write_word(peer, Op::Flag, remote, value)
     }
 
@@ -258,7 +280,10 @@ impl Verbs {
         for peer in 0..self.peers.len() {
             let Some(p) = &self.peers[peer] else { continue };
             if p.since_signal > 0 {
-                let remote = p.remote_base;
+                let remote = Remote {
+                    addr: p.remote_base,
+                    rkey: p.rkey,
+                };
                 self.post(peer, Wr::new(Op::Quiet, remote, Source::Nothing))?;
             }
         }
@@ -273,7 +298,7 @@ impl Verbs {
 
     /// Writes one aligned 8-byte word at `remote` of `peer` (inline if the
     /// queue pairs allow it).
-    fn write_word(&mut self, peer: usize, op: Op, remote: u64, value: u64) -> Result<(), Fault> {
+    fn write_word(&mut self, peer: usize, op: Op, remote: Remote, value: u64) -> Result<(), Fault> {
         let bytes = value.to_ne_bytes();
         if self.inline_max >= bytes.len() {
             return self.post(peer, Wr::new(op, remote, Source::Inline(&bytes)));
@@ -283,8 +308,38 @@ impl Verbs {
         self.post(peer, Wr::new(op, remote, Source::Staged { at, len: 8 }))
     }
 
-    fn heap_addr(&self, peer: usize, offset: usize) -> u64 {
-        self.peer(peer).remote_base + (HEADER_BYTES + offset) as u64
+    /// Where heap `offset` of `peer` is for the NIC, and how many bytes
+    /// from there lie in the same part: part 0 in one compare.
+    #[inline]
+    fn remote(&mut self, peer: usize, offset: usize, op: &'static str) -> Result<(Remote, usize), Fault> {
+        let at = HEADER_BYTES + offset;
+        let p = self.peer(peer);
+        if at < self.first_end {
+            let remote = Remote {
+                addr: p.remote_base + at as u64,
+                rkey: p.rkey,
+            };
+            return Ok((remote, self.first_end - at));
+        }
+        self.remote_beyond_first(peer, at, op)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn remote_beyond_first(&mut self, peer: usize, at: usize, op: &'static str) -> Result<(Remote, usize), Fault> {
+        let parts = self.device.parts.get().expect("a connected lane's parts are known");
+        match parts.lookup(at, peer) {
+            Ok((span, rkey)) => {
+                let addr = self.peer(peer).remote_base + at as u64;
+                Ok((Remote { addr, rkey }, span.end - at))
+            }
+            Err(why) => Err(self.failed(peer, op, why)),
+        }
+    }
+
+    /// The lanes' shared registration, for the heap's growth.
+    pub fn memory(&self) -> Memory {
+        Memory(std::sync::Arc::clone(&self.device))
     }
 
     fn peer(&self, peer: usize) -> &Peer {

@@ -1,5 +1,6 @@
 //! Bringing the verbs transport up: open the device, check the port and its
-//! atomics, pick the GID, register this rank's segment; for each lane a CQ,
+//! atomics, pick the GID, register what is committed of this rank's
+//! segment (`memory`); for each lane a CQ,
 //! a staging buffer and one queue pair per rank in INIT, this rank's own
 //! included ([`prepare`]); then, with the cards, move them to RTS
 //! ([`Prepared::connect`]). A card lists its queue pair numbers lane after
@@ -8,9 +9,10 @@
 //! this rank's own words take.
 
 use super::device::{Context, MemoryRegion, ProtectionDomain};
+use super::memory::Device;
 use super::queue::{CompletionQueue, Init, LocalPort, QueuePair, RemoteEnd, CQ_DEPTH, SQ_DEPTH};
 use super::sys as ffi;
-use super::{Device, Peer, Verbs, CTX_RING_BYTES, RING_BYTES};
+use super::{Peer, Verbs, CTX_RING_BYTES, RING_BYTES};
 use crate::segment::RawSegment;
 use crate::transport::fault::Fault;
 use crate::transport::VerbsCard;
@@ -120,10 +122,9 @@ pub fn prepare(size: usize, segment: RawSegment, settings: &Settings) -> Result<
 
     let pd = ProtectionDomain::new(&context)?;
     let segment_base = segment.heap_base().wrapping_sub(crate::segment::HEADER_BYTES);
-    let segment_len = segment.heap_len() + crate::segment::HEADER_BYTES;
-    // SAFETY: the segment stays mapped while the World (which owns both the
-    // segment and this transport, dropping the transport first) lives.
-    let segment_mr = unsafe { MemoryRegion::register(&pd, segment_base, segment_len) }?;
+    // Only what is committed: part 0 and the global data (`memory`).
+    let shared = Device::register(context, pd, segment)?;
+    let (context, pd) = (&shared.context, shared.pd());
     // Room for every WR of every queue pair of a lane in flight, as far as
     // the device allows; `Verbs::credits` keeps the WRs in flight within it.
     let cq_depth = (size as i64 * i64::from(SQ_DEPTH))
@@ -136,11 +137,11 @@ pub fn prepare(size: usize, segment: RawSegment, settings: &Settings) -> Result<
         let ring_bytes = if lane == 0 { RING_BYTES } else { CTX_RING_BYTES };
         let mut staging = vec![0u8; ring_bytes * size].into_boxed_slice();
         // SAFETY: `staging` is a heap buffer owned by the lane, dropped after the MR.
-        let staging_mr = unsafe { MemoryRegion::register(&pd, staging.as_mut_ptr(), staging.len()) }?;
-        let cq = CompletionQueue::new(&context, cq_depth)?;
+        let staging_mr = unsafe { MemoryRegion::register(pd, staging.as_mut_ptr(), staging.len()) }?;
+        let cq = CompletionQueue::new(context, cq_depth)?;
         let mut pending = Vec::with_capacity(size);
         for _ in 0..size {
-            pending.push(Some(QueuePair::create(&pd, &cq, &local, psn)?));
+            pending.push(Some(QueuePair::create(pd, &cq, &local, psn)?));
         }
         lanes.push(PreparedLane {
             pending,
@@ -152,11 +153,7 @@ pub fn prepare(size: usize, segment: RawSegment, settings: &Settings) -> Result<
     }
     Ok(Prepared {
         lanes,
-        device: std::sync::Arc::new(Device {
-            _segment_mr: segment_mr,
-            _pd: pd,
-            context,
-        }),
+        device: std::sync::Arc::new(shared),
         cq_depth,
         local,
         lid: port.lid,
@@ -204,6 +201,7 @@ impl Prepared {
     /// What peers need to connect to this rank: its queue pair numbers, lane
     /// after lane.
     pub fn card(&self) -> VerbsCard {
+        let (rkey, first, data_rkey) = self.device.card_parts();
         VerbsCard {
             port: self.local.port,
             lid: self.lid,
@@ -217,7 +215,9 @@ impl Prepared {
                 .flat_map(|lane| lane.pending.iter().map(|qp| qp.as_ref().map_or(0, |qp| qp.qpn())))
                 .collect(),
             addr: self.segment_addr,
-            rkey: self.device._segment_mr.rkey(),
+            rkey,
+            first,
+            data_rkey,
         }
     }
 
@@ -244,6 +244,9 @@ impl Prepared {
                 "its card has no queue pair for this rank",
             ));
         }
+        self.device
+            .learn(cards, fault_rkey)
+            .map_err(|(peer, why)| Fault::with(peer, OP_CONNECT, why))?;
         let credits = (u64::from(SQ_DEPTH) - 1).min(self.cq_depth as u64 / size as u64).max(1);
         let mut connected = Vec::with_capacity(lanes_in_every_card);
         for (index, lane) in self.lanes.into_iter().take(lanes_in_every_card).enumerate() {
@@ -318,6 +321,7 @@ fn connect_lane(
         staging: lane.staging,
         ring_bytes: lane.ring_bytes,
         chunk_bytes: lane.ring_bytes / 4,
+        first_end: device.parts.get().map_or(0, |parts| parts.first_end()),
         inline_max,
         credits,
         completions: Box::new([ffi::ibv_wc::default(); 32]),

@@ -87,10 +87,28 @@ pub enum Source<'a> {
     Nothing,
 }
 
+/// Where a WR goes in the peer's memory: the address, and the rkey of
+/// the part that holds it (`Verbs::remote`).
+#[derive(Clone, Copy)]
+pub struct Remote {
+    pub addr: u64,
+    pub rkey: u32,
+}
+
+impl Remote {
+    /// `bytes` further on, in the same part.
+    pub fn plus(self, bytes: usize) -> Remote {
+        Remote {
+            addr: self.addr + bytes as u64,
+            ..self
+        }
+    }
+}
+
 /// One work request to post.
 pub struct Wr<'a> {
     pub op: Op,
-    pub remote: u64,
+    pub remote: Remote,
     pub source: Source<'a>,
     /// ATOMIC operands: the add or compare value, and the swap value.
     pub compare_add: u64,
@@ -98,7 +116,7 @@ pub struct Wr<'a> {
 }
 
 impl<'a> Wr<'a> {
-    pub fn new(op: Op, remote: u64, source: Source<'a>) -> Wr<'a> {
+    pub fn new(op: Op, remote: Remote, source: Source<'a>) -> Wr<'a> {
         Wr {
             op,
             remote,
@@ -181,15 +199,15 @@ impl Verbs {
         };
         if wr.op.opcode() == opcode::IBV_WR_RDMA_WRITE || wr.op.opcode() == opcode::IBV_WR_RDMA_READ {
             request.wr.rdma = ffi::ibv_rdma {
-                remote_addr: wr.remote,
-                rkey: p.rkey,
+                remote_addr: wr.remote.addr,
+                rkey: wr.remote.rkey,
             };
         } else {
             request.wr.atomic = ffi::ibv_atomic {
-                remote_addr: wr.remote,
+                remote_addr: wr.remote.addr,
                 compare_add: wr.compare_add,
                 swap: wr.swap,
-                rkey: p.rkey,
+                rkey: wr.remote.rkey,
             };
         }
         // SAFETY: inline bytes are copied by the post itself; staged bytes
