@@ -17,7 +17,9 @@
 //!
 //! With `ONESIDE_TEST_REFUSE_GROWTH=RANK:N` the Nth step must fail on every
 //! rank naming RANK, and its retry succeed. `grow_parts beyond` instead
-//! puts past the registered part before any step, which must fail clearly.
+//! puts past the registered part before any step, which must fail clearly;
+//! `grow_parts mismatch` makes rank 1 register its segment whole
+//! (`ONESIDE_OFI_REGISTER=whole`), which wire-up must refuse.
 //!
 //! Prints `grow_parts: rank R/N ok: ...` per rank, or exits 1.
 
@@ -42,6 +44,12 @@ fn main() -> ExitCode {
 }
 
 fn run() -> oneside::Result<bool> {
+    let mode = std::env::args().nth(1).unwrap_or_default();
+    if mode == "mismatch" && std::env::var("ONESIDE_RANK").as_deref() == Ok("1") {
+        // Before init, and before any thread: this rank alone registers whole.
+        std::env::set_var("ONESIDE_OFI_REGISTER", "whole");
+        std::env::remove_var("ONESIDE_TEST_FIRST_PART");
+    }
     let world = oneside::init()?;
     let (rank, size) = (world.rank(), world.size());
     let right = (rank + 1) % size;
@@ -71,7 +79,7 @@ fn run() -> oneside::Result<bool> {
         return Ok(false);
     }
 
-    if std::env::args().nth(1).as_deref() == Some("beyond") {
+    if mode == "beyond" {
         let put = world.put(&big, right, BIG_WORDS - 1, &[1u64]);
         let why = put.err().map(|e| e.to_string()).unwrap_or_default();
         println!("grow_parts: rank {rank}: a put past the registered part: {why}");
