@@ -16,7 +16,7 @@ pub(crate) mod channel;
 pub(crate) mod primitives;
 pub(crate) mod wire;
 
-use crate::error::Error;
+use crate::error::{Error, Result};
 use crate::transport::cards::CardTable;
 use crate::transport::fault::{Fault, CONSEQUENCE_GRACE};
 use crate::transport::rdma::RdmaLink;
@@ -61,6 +61,10 @@ pub(crate) struct Links {
     /// Set once a peer's link broke: no farewell barrier could complete.
     broken: AtomicBool,
 }
+
+/// An allgather of a few bytes per rank, which the World offers a
+/// transport that registers a grown heap range (`Links::grown`).
+pub(crate) type Exchange<'a> = dyn FnMut(&[u8]) -> Result<Vec<Vec<u8>>> + 'a;
 
 /// How a wait for a flag in this rank's heap waits, by the path of the
 /// rank that stores it.
@@ -141,6 +145,22 @@ impl Links {
     #[inline(always)]
     pub(crate) fn nic_atomics(&self) -> bool {
         self.rdma.is_some()
+    }
+
+    /// Whether this rank's transports register memory with a NIC, so that
+    /// a grown heap range must be registered too; the same on every rank
+    /// of a job. Such a heap is committed whole at start for now
+    /// (`TransportChoice::may_register`), so it never grows.
+    pub(crate) fn registers_memory(&self) -> bool {
+        self.rdma.is_some()
+    }
+
+    /// The heap grew: offsets `[start, start + len)` are committed on every
+    /// rank. A transport that registers memory would register them and
+    /// learn each peer's keys through `exchange`, an allgather; none does
+    /// yet, since such heaps do not grow (`registers_memory`).
+    pub(crate) fn grown(&self, _start: usize, _len: usize, _exchange: &mut Exchange<'_>) -> Result<()> {
+        Ok(())
     }
 
     /// Whether a peer's link broke (no farewell barrier could complete).
