@@ -8,7 +8,7 @@ use std::io;
 use std::panic::Location;
 use std::time::Duration;
 
-use crate::words::{heap_call, members, noun, valid_targets, who};
+use crate::words::{bytes, heap_call, heap_cap_setting, members, noun, valid_targets, who};
 
 /// Result alias used throughout `oneside`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -118,7 +118,7 @@ pub enum Error {
     },
 
     /// Two ranks were started with different heap sizes.
-    #[error("{who_rank}: heap size mismatch: this {} has {ours} bytes, {who_peer} has {theirs} (set the same ONESIDE_HEAP_SIZE for every {})", noun(), noun(), who_rank = who(.rank), who_peer = who(.peer))]
+    #[error("{who_rank}: heap reservation mismatch: this {} reserves {ours} bytes, {who_peer} reserves {theirs} (set the same heap cap, ONESIDE_HEAP_SIZE, for every {}, or none)", noun(), noun(), who_rank = who(.rank), who_peer = who(.peer))]
     HeapMismatch {
         rank: usize,
         peer: usize,
@@ -240,12 +240,36 @@ pub enum Error {
     },
 
     /// The symmetric heap has no free range large enough.
-    #[error("{who_rank}: symmetric heap exhausted: asked for {requested} bytes, largest free block is {largest_free} bytes of a {heap_size}-byte heap (raise ONESIDE_HEAP_SIZE, or SHMEM_SYMMETRIC_SIZE for C programs, e.g. =256M)", who_rank = who(.rank))]
+    #[error("{who_rank}: symmetric heap full: asked for {requested} bytes ({}); {} of its {} {} are in use and the largest free block is {} ({})", bytes(.requested), bytes(.used), bytes(.heap_size), cap_kind(*.capped), bytes(.largest_free), cap_advice(*.capped), who_rank = who(.rank))]
     HeapExhausted {
         rank: usize,
         requested: usize,
         largest_free: usize,
+        /// The most the heap can hand out: its cap, or its reservation.
         heap_size: usize,
+        /// Bytes live objects hold.
+        used: usize,
+        /// Whether `heap_size` is a cap the user set (else the reservation).
+        capped: bool,
+    },
+
+    /// The heap would have to grow, and a rank's host (or cgroup, or
+    /// `/dev/shm`) has no room for it. Every rank returns this error; no
+    /// rank's heap changed.
+    #[error("{who_rank}: symmetric heap cannot grow: asking for {requested} bytes ({}) needs {} more memory on every {}, and {who_short} has {} of {limit}{}: free symmetric objects no longer used, ask for less, or run fewer {}s on that host", bytes(.requested), bytes(.growth), noun(), bytes(&(*.available as usize)), simulated_note(*.simulated), noun(), who_rank = who(.rank), who_short = who(.short_rank))]
+    HeapGrowth {
+        rank: usize,
+        requested: usize,
+        /// The memory the growth needed on each rank.
+        growth: usize,
+        /// The rank whose host refused (the first such, by rank).
+        short_rank: usize,
+        /// Bytes that rank's limit had left.
+        available: u64,
+        /// What limited it: "memory available on its host (MemAvailable)", ...
+        limit: &'static str,
+        /// Made by `ONESIDE_HEAP_FAULT` (tests), not by the host.
+        simulated: bool,
     },
 
     /// A handle that does not belong to this heap (freed, or from another world).
@@ -478,6 +502,34 @@ fn why_lost(source: &io::Error, peer: crate::words::Who) -> String {
             crate::protocol::liveness::silent_host(&format!("the host of {peer}"))
         ),
         _ => format!("did {peer} exit or crash?"),
+    }
+}
+
+fn cap_kind(capped: bool) -> &'static str {
+    match capped {
+        true => "cap",
+        false => "reservation",
+    }
+}
+
+fn cap_advice(capped: bool) -> String {
+    match capped {
+        true => format!(
+            "the cap is {}: raise it, or unset it and the heap grows as far as memory allows",
+            heap_cap_setting()
+        ),
+        false => format!(
+            "the reservation is the address space each {} keeps for its heap in a job of this size; set a larger cap with {} to reserve more",
+            noun(),
+            heap_cap_setting()
+        ),
+    }
+}
+
+fn simulated_note(simulated: bool) -> &'static str {
+    match simulated {
+        true => " (simulated by ONESIDE_HEAP_FAULT)",
+        false => "",
     }
 }
 

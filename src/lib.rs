@@ -255,6 +255,7 @@
 //! tells the launcher this rank finished. A rank that panics skips the
 //! barrier and exits; `rlaunch` then stops the whole job.
 
+mod alloc;
 mod atomic;
 mod backoff;
 mod bootstrap;
@@ -295,6 +296,7 @@ mod world;
 #[cfg(test)]
 mod fuzz;
 
+pub use alloc::HeapInfo;
 pub use atomic::{AtomicElem, AtomicInt, Atomics};
 pub use coll::ops::{And, Integer, Max, Min, Number, Or, Prod, ReduceOp, Sum, Xor};
 #[doc(hidden)]

@@ -94,6 +94,31 @@ fn valid_targets_in(size: usize, pes: bool) -> String {
     format!("0 to {} ({count} - 1)", size.saturating_sub(1))
 }
 
+/// A size for people: "512 bytes", "64 KiB", "1.5 GiB" (binary units,
+/// one decimal when it is not whole).
+pub(crate) fn bytes(n: &usize) -> String {
+    let n = *n as f64;
+    let units = [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)];
+    match units.iter().find(|&&(_, shift)| n >= (1u64 << shift) as f64) {
+        None => format!("{n} bytes"),
+        Some(&(unit, shift)) => {
+            let v = n / (1u64 << shift) as f64;
+            match v.fract() == 0.0 {
+                true => format!("{v} {unit}"),
+                false => format!("{v:.1} {unit}"),
+            }
+        }
+    }
+}
+
+/// How to raise the heap's cap, in the caller's words.
+pub(crate) fn heap_cap_setting() -> &'static str {
+    match pes() {
+        true => "SHMEM_SYMMETRIC_SIZE (or ONESIDE_HEAP_SIZE, rlaunch --heap-size)",
+        false => "ONESIDE_HEAP_SIZE (or rlaunch --heap-size)",
+    }
+}
+
 /// `n` as an ordinal: "1st", "2nd", "3rd", "11th", "40008th".
 pub(crate) fn ordinal(n: u64) -> String {
     let suffix = match (n % 10, n % 100) {
@@ -120,6 +145,12 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn byte_counts_read_in_binary_units() {
+        let said: Vec<String> = [512, 65536, 1536 << 20, 1 << 30, 3 << 40].iter().map(bytes).collect();
+        assert_eq!(said, ["512 bytes", "64 KiB", "1.5 GiB", "1 GiB", "3 TiB"]);
+    }
 
     #[test]
     fn sizes_read_as_words_in_either_vocabulary() {

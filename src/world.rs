@@ -4,10 +4,11 @@
 
 use crate::bootstrap::{self, LauncherLink};
 use crate::error::{Error, Result};
+use crate::heap::reserve::Reservation;
 use crate::heap::Allocator;
 use crate::links::wire::{Offer, Wired};
 use crate::links::{Channel, Links};
-use crate::protocol::env::heap_size_from_env;
+use crate::protocol::env::heap_cap_from_env;
 use crate::segment::Segment;
 use crate::sym::{Pod, Sym};
 use crate::team::layout::{Layout, MAX_TEAMS};
@@ -29,6 +30,15 @@ pub struct World {
     pub(crate) links: Links,
     pub(crate) own: Segment,
     pub(crate) heap: Mutex<Allocator>,
+    /// Which heap offsets have memory (`heap::extent`); locked after `heap`.
+    pub(crate) extent: Mutex<crate::heap::extent::Extent>,
+    /// Heap offset of the two words of a growing allocation's vote.
+    pub(crate) vote_at: usize,
+    /// Whether the heap's cap was set by the user.
+    pub(crate) heap_capped: bool,
+    /// Whether freed memory goes back to the host (not when a NIC
+    /// registered it); the same on every rank.
+    pub(crate) heap_releases: bool,
     /// The team area at the start of the heap (`team::layout`).
     layout: Layout,
     /// Each world rank's node: the lowest rank whose heap it shares a
@@ -98,17 +108,18 @@ pub fn init() -> Result<World> {
 #[track_caller]
 pub fn init_with(options: Options) -> Result<World> {
     crate::error::located(|| {
-        let heap_bytes = heap_size_from_env()?;
+        let cap = heap_cap_from_env()?;
         let data = match options.symmetric_globals {
             true => crate::globals::executable_data(),
             false => None,
         };
         let Some((env, pmi)) = bootstrap::launched()? else {
             bootstrap::mpi_agree::check_world(0, 1, bootstrap::mpi_agree::ALONE)?;
-            let own = Segment::anonymous(0, segment_heap_bytes(heap_bytes, 1), data)?;
+            let plan = Reservation::plan(cap, 1, areas(1), false);
+            let (own, _) = Segment::create(0, None, (plan.reserve, plan.initial), data)?;
             let host = crate::protocol::host_addr::hostname();
             let links = Links::alone(own.heap_base());
-            let mut world = World::assemble(0, 1, 0, 1, host, own, links, vec![0], None);
+            let mut world = World::assemble(0, 1, 0, 1, host, (own, plan), links, vec![0], None);
             world.data = data;
             return Ok(world);
         };
@@ -117,14 +128,16 @@ pub fn init_with(options: Options) -> Result<World> {
         crate::protocol::limits::raise_open_files();
         let choice = TransportChoice::from_env(env.rank)?;
         // A segment file is only for same-host peers that shared memory will reach.
-        let segment_heap = segment_heap_bytes(heap_bytes, env.size);
-        let (own, shm) = if env.local_size > 1 && choice.maps_same_host_peers() {
-            let (segment, card) = Segment::create_shared(env.rank, &env.job_id, segment_heap, data)?;
-            (segment, Some(card))
-        } else {
-            (Segment::anonymous(env.rank, segment_heap, data)?, None)
-        };
-        let mut offer = Offer::open(&env, choice, (own.raw(), own.heap_base()), shm, heap_bytes)?;
+        let plan = Reservation::plan(
+            cap,
+            env.size,
+            areas(env.size),
+            choice.may_register((env.local_size, env.size)),
+        );
+        let shared = env.local_size > 1 && choice.maps_same_host_peers();
+        let job = shared.then_some(env.job_id.as_str());
+        let (own, shm) = Segment::create(env.rank, job, (plan.reserve, plan.initial), data)?;
+        let mut offer = Offer::open(&env, choice, (own.raw(), own.heap_base()), shm, plan.reserve)?;
         let (table, launcher) = match pmi {
             Some(pmi) => pmi.exchange_cards(&env, offer.card(bootstrap::under_pmi::local_ip())?)?,
             None => bootstrap::exchange_cards(&env, |local_ip| offer.card(local_ip))?,
@@ -142,7 +155,7 @@ pub fn init_with(options: Options) -> Result<World> {
             env.local_rank,
             env.local_size,
             env.host,
-            own,
+            (own, plan),
             links,
             node_of,
             launcher,
@@ -174,7 +187,7 @@ impl World {
         local_rank: usize,
         local_size: usize,
         host: String,
-        own: Segment,
+        (own, plan): (Segment, Reservation),
         links: Links,
         node_of: Vec<usize>,
         launcher: Option<LauncherLink>,
@@ -195,7 +208,9 @@ impl World {
             }
             false => None,
         };
+        let vote_at = allocator.alloc(VOTE_BYTES).unwrap_or(0);
         let heap = Mutex::new(allocator);
+        let heap_releases = !links.registers_memory();
         let id = u64::from_le_bytes(crate::protocol::auth::random_bytes());
         let world_team = Team::world(&node_of, id, rank);
         let all_but_world = ((1u64 << MAX_TEAMS) - 1) & !1;
@@ -208,6 +223,10 @@ impl World {
             links,
             own,
             heap,
+            extent: Mutex::new(plan.extent()),
+            vote_at,
+            heap_capped: plan.capped,
+            heap_releases,
             layout,
             node_of,
             world_team,
@@ -285,79 +304,9 @@ impl World {
         self.links.rdma_device()
     }
 
-    /// Symmetric heap size per rank, in bytes (what `alloc` can hand out).
-    pub fn heap_size(&self) -> usize {
-        crate::sync::lock(&self.heap).size() - self.layout.area_bytes()
-    }
-
     /// The team area's geometry.
     pub(crate) fn team_layout(&self) -> Layout {
         self.layout
-    }
-
-    /// Collectively allocates `len` zeroed elements on every rank.
-    ///
-    /// Every rank must call `alloc` and `free` in the same order with the same
-    /// lengths, as with `shmem_malloc`. Ends with a barrier, so the object is
-    /// zeroed everywhere before anyone can put into it.
-    #[track_caller]
-    pub fn alloc<T: Pod>(&self, len: usize) -> Result<Sym<T>> {
-        crate::error::located_call(|| {
-            let _call = crate::watch::call("alloc");
-            let bytes = len.saturating_mul(std::mem::size_of::<T>());
-            let offset = self.alloc_offset(bytes, crate::heap::ALIGN)?;
-            Ok(Sym::new(offset, len, self.id))
-        })
-    }
-
-    /// Reserves and zeroes `bytes` at an address aligned to `align`, then
-    /// meets every rank; returns the heap offset.
-    pub(crate) fn alloc_offset(&self, bytes: usize, align: usize) -> Result<usize> {
-        let _span = crate::profile::span(crate::profile::Family::Alloc);
-        if self.debug.is_some() {
-            crate::debug::outer("alloc", bytes);
-        }
-        let heap_size = self.heap_size();
-        let base = self.own.heap_base() as usize;
-        let reserved = crate::sync::lock(&self.heap).alloc_aligned(bytes, align, base);
-        let offset = reserved.map_err(|e| Error::HeapExhausted {
-            rank: self.rank,
-            requested: e.requested,
-            largest_free: e.largest_free,
-            heap_size,
-        })?;
-        // SAFETY: the allocator handed out [offset, offset+bytes) inside our
-        // heap; no other rank writes it until the barrier below.
-        unsafe { self.own.heap_base().add(offset).write_bytes(0, bytes) };
-        self.barrier()?;
-        crate::watch::allocated(offset, bytes);
-        Ok(offset)
-    }
-
-    /// The bytes reserved for the live object at heap offset `offset`.
-    pub fn allocation_bytes(&self, offset: usize) -> Option<usize> {
-        crate::sync::lock(&self.heap).block(offset)
-    }
-
-    /// Collectively frees an object. Starts with a barrier, so no rank is
-    /// still reading or writing it.
-    #[track_caller]
-    pub fn free<T: Pod>(&self, sym: Sym<T>) -> Result<()> {
-        crate::error::located_call(|| {
-            let _call = crate::watch::call("free");
-            let _span = crate::profile::span(crate::profile::Family::Free);
-            self.check_object("free", &sym)?;
-            if self.debug.is_some() {
-                crate::debug::outer("free", self.allocation_bytes(sym.offset).unwrap_or(0));
-            }
-            self.barrier()?;
-            if crate::sync::lock(&self.heap).free(sym.offset) {
-                crate::watch::freed(sym.offset);
-                Ok(())
-            } else {
-                Err(self.unknown("free", &sym))
-            }
-        })
     }
 
     /// Ends this rank's part in the job: a final barrier, quiet, and a
@@ -455,7 +404,7 @@ impl World {
     }
 
     #[cold]
-    fn unknown<T: Pod>(&self, op: &'static str, sym: &Sym<T>) -> Error {
+    pub(crate) fn unknown<T: Pod>(&self, op: &'static str, sym: &Sym<T>) -> Error {
         Error::UnknownObject {
             rank: self.rank,
             op,
@@ -465,10 +414,17 @@ impl World {
     }
 }
 
-/// The segment's heap part: the heap and the team area, rounded up to
-/// whole pages so that global data after it stays page aligned.
-fn segment_heap_bytes(heap_bytes: usize, ranks: usize) -> usize {
-    (heap_bytes + Layout::new(ranks).area_bytes()).next_multiple_of(4096)
+/// The vote's words (`alloc`), on their own cache line.
+pub(crate) const VOTE_BYTES: usize = 64;
+
+/// The runtime's areas at the start of every heap: the team area, then
+/// the checking mode's, then the vote's words.
+fn areas(ranks: usize) -> usize {
+    let debug = match crate::debug::requested() {
+        true => crate::debug::AREA_BYTES,
+        false => 0,
+    };
+    Layout::new(ranks).area_bytes() + debug + VOTE_BYTES
 }
 
 impl Drop for World {

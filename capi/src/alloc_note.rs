@@ -1,27 +1,54 @@
-//! The note a failed `shmem_malloc`, `shmem_calloc` or `shmem_align`
-//! leaves. The specification has them return NULL, and many programs
-//! never check (ISx asks for 1 GiB and writes through the NULL): the PE
-//! then dies of SIGSEGV with nothing said about the heap.
+//! The note a failed `shmem_malloc`, `shmem_calloc`, `shmem_align` or
+//! `shmem_realloc` leaves. The specification has them return NULL, and
+//! many programs never check (ISx writes through the NULL): the PE then
+//! dies of SIGSEGV with nothing said about the heap.
 //!
-//! So the failed call keeps one line (what was asked, the heap's size,
-//! and how to raise it). Under `rlaunch --debug` (`ONESIDE_DEBUG=1`) it
-//! is printed at once. Otherwise it is printed only if the process then
-//! dies of a fault, first in oneside's crash report (the frames follow).
-//! A program that checks for NULL and goes on prints nothing.
+//! The heap grows as the program allocates, so a NULL means one of two
+//! things, each the same on every PE: the cap (`SHMEM_SYMMETRIC_SIZE`)
+//! leaves no room, or a host had no memory for the growth. The failed
+//! call keeps one line saying which, and what to do. Under
+//! `rlaunch --debug` (`ONESIDE_DEBUG=1`) it is printed at once. Under
+//! Python (shmem4py, which raises `MemoryError` with no word of the heap)
+//! PE 0 prints it at once, with the Python line that asked; the others
+//! say nothing, since their line would be the same. Otherwise it is
+//! printed only if the process then dies of a fault, first in oneside's
+//! crash report (the frames follow). A program that checks for NULL and
+//! goes on prints nothing.
 
-/// The line for a failed `api` of `requested` bytes on PE `pe`.
-pub fn text(api: &str, pe: usize, requested: usize, largest_free: usize, heap_size: usize) -> String {
+/// The line for a failed `api` on PE `pe` that the heap's cap (`capped`)
+/// or reservation of `cap` bytes leaves no room for.
+pub fn full(api: &str, pe: usize, requested: usize, largest_free: usize, (cap, capped): (usize, bool)) -> String {
+    let advice = match capped {
+        true => "Check the result, or raise the cap SHMEM_SYMMETRIC_SIZE (or unset it: the heap then grows as far as memory allows)",
+        false => "Check the result; this is the address space reserved for each PE's heap in a job of this size (set SHMEM_SYMMETRIC_SIZE above it to reserve more)",
+    };
+    let what = if capped { "cap" } else { "reservation" };
     format!(
         "oneside: {api}: PE {pe}: returned NULL: asked for {requested} bytes, the largest free block is \
-         {largest_free} bytes of a {heap_size}-byte symmetric heap; a program that uses the NULL dies of \
-         SIGSEGV. Check the result, or raise the heap with SHMEM_SYMMETRIC_SIZE (e.g. =2G)\n"
+         {largest_free} bytes of the symmetric heap's {cap}-byte {what}; a program that uses the NULL dies \
+         of SIGSEGV. {advice}\n"
     )
 }
 
-/// Keeps `line` for a crash report, or prints it now when `checking`.
-pub fn keep(line: &str, checking: bool) {
-    match checking {
-        true => eprint!("{line}"),
-        false => oneside::keep_crash_note(line),
+/// The line for a failed `api` whose growth a host refused (`e` is the
+/// `HeapGrowth` error, which says which PE and which limit).
+pub fn cannot_grow(api: &str, e: &oneside::Error) -> String {
+    format!(
+        "oneside: {api}: returned NULL: {}; a program that uses the NULL dies of SIGSEGV\n",
+        e.kind()
+    )
+}
+
+/// Keeps `line` for a crash report, or prints it now when `checking`, or
+/// from PE 0 under Python.
+pub fn keep(line: &str, pe: usize, checking: bool) {
+    if checking {
+        eprint!("{line}");
+        return;
+    }
+    match crate::python::caller() {
+        Some(at) if pe == 0 => eprintln!("{} (at {at})", line.trim_end()),
+        Some(_) => {}
+        None => oneside::keep_crash_note(line),
     }
 }

@@ -240,20 +240,45 @@ fn allocate(api: &'static str, size: usize, align: usize) -> *mut c_void {
         Ok(object) => return w.address_of(&object).cast(),
         Err(e) => e,
     };
-    match *e.kind() {
+    let line = match *e.kind() {
         // The same on every PE (the heap is symmetric): all return NULL,
         // as the specification asks, and none waits in the barrier.
         oneside::Error::HeapExhausted {
             requested,
             largest_free,
             heap_size,
+            capped,
             ..
-        } => {
-            let line = crate::alloc_note::text(api, w.rank(), requested, largest_free, heap_size);
-            crate::alloc_note::keep(&line, w.checking());
-            std::ptr::null_mut()
-        }
-        _ => ok(api, Err(e)),
+        } => crate::alloc_note::full(api, w.rank(), requested, largest_free, (heap_size, capped)),
+        // The vote made every PE fail together.
+        oneside::Error::HeapGrowth { .. } => crate::alloc_note::cannot_grow(api, &e),
+        _ => return ok(api, Err(e)),
+    };
+    crate::alloc_note::keep(&line, w.rank(), w.checking());
+    std::ptr::null_mut()
+}
+
+export! {
+    /// Bytes the symmetric heap has now (the same on every PE): oneside's
+    /// heap grows as the program allocates. An extension (`shmemx.h`).
+    pub extern "C" fn shmemx_heap_size() -> usize {
+        world("shmemx_heap_size").heap_info().size
+    }
+}
+
+export! {
+    /// The most the symmetric heap may grow to: `SHMEM_SYMMETRIC_SIZE`
+    /// when set, else the address space reserved for it.
+    pub extern "C" fn shmemx_heap_cap() -> usize {
+        world("shmemx_heap_cap").heap_info().cap
+    }
+}
+
+export! {
+    /// The cap less what live objects hold: what may still be allocated
+    /// if the host has the memory (in one piece or several).
+    pub extern "C" fn shmemx_heap_free() -> usize {
+        world("shmemx_heap_free").heap_info().free()
     }
 }
 
@@ -320,6 +345,11 @@ export! {
             fail(API, &format!("{ptr:?} is not memory from shmem_malloc"));
         };
         let new = allocate(API, size, 64);
+        if new.is_null() {
+            // The old block stays, as the specification says (and on every
+            // PE: the failure is symmetric).
+            return new;
+        }
         // SAFETY: both blocks are live in this rank's heap and disjoint.
         unsafe { std::ptr::copy_nonoverlapping(ptr.cast::<u8>(), new.cast::<u8>(), old.min(size)) };
         release(API, ptr);

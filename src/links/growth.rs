@@ -17,7 +17,7 @@
 //! World's `heap_releases`), so there is no `released`: a registration
 //! lives as long as the links, which the World drops before the segment.
 
-use super::Links;
+use super::{Exchange, Links};
 use crate::error::{Error, Result};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -48,12 +48,7 @@ impl Links {
     /// rank's out, index = rank), called exactly once. If registration
     /// failed on any rank, every rank unregisters its own and returns
     /// `Error::HeapRegistration` naming that rank.
-    pub(crate) fn grown(
-        &self,
-        start: usize,
-        len: usize,
-        exchange: &mut dyn FnMut(&[u8]) -> Result<Vec<Vec<u8>>>,
-    ) -> Result<()> {
+    pub(crate) fn grown(&self, start: usize, len: usize, exchange: &mut Exchange<'_>) -> Result<()> {
         let Some(rdma) = self.rdma.as_ref().filter(|rdma| rdma.registers_memory()) else {
             return Ok(());
         };

@@ -17,7 +17,7 @@ pub(crate) mod growth;
 pub(crate) mod primitives;
 pub(crate) mod wire;
 
-use crate::error::Error;
+use crate::error::{Error, Result};
 use crate::transport::cards::CardTable;
 use crate::transport::fault::{Fault, CONSEQUENCE_GRACE};
 use crate::transport::rdma::RdmaLink;
@@ -62,6 +62,10 @@ pub(crate) struct Links {
     /// Set once a peer's link broke: no farewell barrier could complete.
     broken: AtomicBool,
 }
+
+/// An allgather of a few bytes per rank, which the World offers a
+/// transport that registers a grown heap range (`Links::grown`).
+pub(crate) type Exchange<'a> = dyn FnMut(&[u8]) -> Result<Vec<Vec<u8>>> + 'a;
 
 /// How a wait for a flag in this rank's heap waits, by the path of the
 /// rank that stores it.

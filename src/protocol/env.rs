@@ -41,7 +41,8 @@ pub const JOB_SECRET: &str = "ONESIDE_JOB_SECRET";
 pub const JOB_ID: &str = "ONESIDE_JOB_ID";
 /// Seconds every bootstrap stage may take.
 pub const BOOTSTRAP_TIMEOUT: &str = "ONESIDE_BOOTSTRAP_TIMEOUT";
-/// Symmetric heap size per rank, e.g. `64M`, `1G`, `4096`.
+/// The symmetric heap's cap per rank, e.g. `64M`, `1G`, `4096`; without
+/// it the heap grows as far as memory allows.
 pub const HEAP_SIZE: &str = "ONESIDE_HEAP_SIZE";
 /// Transport choice: `auto`, `shm`, `tcp` or `verbs`.
 pub const TRANSPORT: &str = "ONESIDE_TRANSPORT";
@@ -62,8 +63,6 @@ pub const TEST_PANIC: &str = "ONESIDE_TEST_PANIC";
 /// Prefix of every shared-memory file a job creates in `/dev/shm`.
 pub const SHM_PREFIX: &str = "oneside-";
 
-/// Default symmetric heap size per rank.
-pub const DEFAULT_HEAP_SIZE: usize = 64 << 20;
 /// Default bootstrap stage timeout in seconds.
 pub const DEFAULT_BOOTSTRAP_TIMEOUT_SECS: u64 = 60;
 
@@ -126,12 +125,13 @@ impl LaunchEnv {
     }
 }
 
-/// Reads [`HEAP_SIZE`], defaulting to [`DEFAULT_HEAP_SIZE`].
-pub fn heap_size_from_env() -> Result<usize> {
+/// Reads the heap's cap, [`HEAP_SIZE`]; `None` when unset (no cap).
+pub fn heap_cap_from_env() -> Result<Option<usize>> {
     match std::env::var(HEAP_SIZE) {
-        Err(_) => Ok(DEFAULT_HEAP_SIZE),
+        Err(_) => Ok(None),
         Ok(v) => parse_size(&v)
             .filter(|&n| n > 0)
+            .map(Some)
             .ok_or_else(|| bad(HEAP_SIZE, &v, "expected a size such as 65536, 64K, 64M or 1G".into())),
     }
 }

@@ -60,6 +60,17 @@ impl TransportChoice {
         }
     }
 
+    /// Whether the job may register its heap with a NIC (verbs, ofi, or
+    /// auto across hosts), which then commits the heap whole at start: a
+    /// registration covers what it pins.
+    pub fn may_register(self, (local_size, size): (usize, usize)) -> bool {
+        match self {
+            TransportChoice::Verbs | TransportChoice::Ofi => true,
+            TransportChoice::Auto => local_size < size,
+            TransportChoice::Shm | TransportChoice::Tcp => false,
+        }
+    }
+
     /// The library the transport opens at run time, if any.
     pub fn library(self) -> Option<&'static str> {
         match self {

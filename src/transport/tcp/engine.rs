@@ -465,7 +465,7 @@ mod tests {
 
     #[test]
     fn a_loop_of_tests_keeps_the_connections_and_a_lone_test_leaves_them() {
-        let segment = Segment::anonymous(0, 1 << 16, None).unwrap();
+        let (segment, _) = Segment::create(0, None, (1 << 16, 1 << 16), None).unwrap();
         let waits = WaitPolicy {
             spin: false,
             keep_polling: false,

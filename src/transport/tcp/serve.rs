@@ -252,7 +252,7 @@ fn start_request(memory: RawSegment, header: &[u8; HEADER_BYTES]) -> Option<Phas
     let in_heap = |offset: u64, len: u32| {
         let at = usize::try_from(offset).ok()?;
         let left = len as usize;
-        (at.checked_add(left)? <= memory.heap_len()).then_some((at, left))
+        memory.reachable(at, left).then_some((at, left))
     };
     Some(match Request::decode(header)? {
         Request::Put { offset, len } => match in_heap(offset, len)? {
@@ -283,7 +283,7 @@ fn apply_atomic(memory: RawSegment, offset: u64, code: u32, operand: u64, compar
     let amo = atomic_from_code(code, operand, compare)?;
     let at = usize::try_from(offset).ok()?;
     let width = amo.width.bytes();
-    if at % width != 0 || at.checked_add(width)? > memory.heap_len() {
+    if at % width != 0 || !memory.reachable(at, width) {
         return None;
     }
     // SAFETY: the word lies in the heap and is aligned (checked above, the

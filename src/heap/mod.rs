@@ -3,6 +3,10 @@
 //! It is deterministic, so when every rank makes the same sequence of
 //! collective `alloc`/`free` calls, every rank gets the same offsets. That is
 //! what makes an object "symmetric": one offset names it on every rank.
+//! Which offsets have memory is `extent`'s bookkeeping, as deterministic.
+
+pub mod extent;
+pub mod reserve;
 
 /// Every object starts on its own cache line.
 pub const ALIGN: usize = 64;
@@ -10,10 +14,11 @@ pub const ALIGN: usize = 64;
 /// Free ranges of the heap, sorted by offset, never adjacent.
 #[derive(Debug)]
 pub struct Allocator {
-    size: usize,
     free: Vec<(usize, usize)>,
     /// Live blocks: offset, bytes reserved, bytes asked for.
     live: Vec<(usize, usize, usize)>,
+    /// Bytes the live blocks reserve.
+    used: usize,
 }
 
 /// Why an allocation failed.
@@ -26,14 +31,15 @@ pub struct Exhausted {
 impl Allocator {
     pub fn new(size: usize) -> Allocator {
         Allocator {
-            size,
             free: vec![(0, size)],
             live: Vec::new(),
+            used: 0,
         }
     }
 
-    pub fn size(&self) -> usize {
-        self.size
+    /// Bytes the live blocks reserve (with their rounding).
+    pub fn used(&self) -> usize {
+        self.used
     }
 
     /// Reserves `bytes` (rounded up to [`ALIGN`]); returns the offset.
@@ -71,6 +77,7 @@ impl Allocator {
         }
         let at = self.live.partition_point(|&(o, _, _)| o < start);
         self.live.insert(at, (start, need, bytes));
+        self.used += need;
         Ok(start)
     }
 
@@ -91,10 +98,16 @@ impl Allocator {
 
     /// Returns a block to the free list. `false` if `offset` is not live.
     pub fn free(&mut self, offset: usize) -> bool {
-        let Ok(i) = self.live.binary_search_by_key(&offset, |&(o, _, _)| o) else {
-            return false;
-        };
+        self.free_merged(offset).is_some()
+    }
+
+    /// Returns a block to the free list; the free range (offset, bytes)
+    /// that now holds it, merged with its free neighbours. `None` if
+    /// `offset` is not live.
+    pub fn free_merged(&mut self, offset: usize) -> Option<(usize, usize)> {
+        let i = self.live.binary_search_by_key(&offset, |&(o, _, _)| o).ok()?;
         let (_, len, _) = self.live.remove(i);
+        self.used -= len;
         let at = self.free.partition_point(|&(o, _)| o < offset);
         self.free.insert(at, (offset, len));
         // Merge with the right neighbour, then the left one.
@@ -103,8 +116,9 @@ impl Allocator {
         }
         if at > 0 && self.free[at - 1].0 + self.free[at - 1].1 == self.free[at].0 {
             self.free[at - 1].1 += self.free.remove(at).1;
+            return Some(self.free[at - 1]);
         }
-        true
+        Some(self.free[at])
     }
 }
 
@@ -162,6 +176,12 @@ mod tests {
         assert!(a.free(x));
         assert!(a.free(z));
         assert_eq!(a.free, vec![(0, 256)]);
+        assert_eq!(a.used(), 0);
+        let x = a.alloc(64).unwrap();
+        a.alloc(64).unwrap();
+        assert_eq!(a.used(), 128);
+        assert_eq!(a.free_merged(x), Some((0, 64)));
+        assert_eq!(a.free_merged(64), Some((0, 256)), "merged with both neighbours");
         assert_eq!(a.alloc(256), Ok(0));
     }
 }

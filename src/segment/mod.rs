@@ -1,17 +1,29 @@
-//! This rank's memory segment: a header page (magic, token, heap size),
-//! followed by the symmetric heap, whose first bytes are the team area
-//! (`team::layout`).
+//! This rank's memory segment: a header page (magic, token, reservation,
+//! committed extent), the symmetric heap's reservation, whose first bytes
+//! are the team area (`team::layout`), and the program's global data, if
+//! symmetric.
 //!
-//! With same-host peers the segment is a 0600 file in `/dev/shm` that peers
-//! map; it is unlinked as soon as every peer has mapped it (after the first
-//! barrier of `init`). Otherwise it is anonymous memory.
+//! The segment is one file, in `/dev/shm` when same-host peers map it
+//! (unlinked as soon as every peer has mapped it, after the first barrier
+//! of `init`), otherwise a memfd. The file is as long as the whole
+//! reservation but sparse: only committed bytes have memory (`commit`),
+//! and the heap's share grows inside collective allocations and shrinks
+//! again when large blocks are freed (`heap::extent`). Every process maps
+//! the whole file once, so nobody remaps when the heap grows: a peer's
+//! mapping already covers every offset.
 //!
 //! When the program's global data is symmetric (the C API), the segment
 //! ends with a copy of it that is also mapped over the original pages
-//! (`globals`); the heap allocator does not hand out those bytes.
+//! (`globals`), at heap offset `alloc_len()` (the reservation's end); the
+//! heap allocator does not hand out those bytes.
 //!
 //! The segment is written by other processes at any time, so nothing here
 //! hands out Rust references into it: only raw pointers and atomics.
+
+mod commit;
+pub mod room;
+
+pub use commit::Shortfall;
 
 use crate::error::{Error, Result};
 use crate::globals::{self, DataRange};
@@ -29,6 +41,9 @@ const MAGIC: u64 = u64::from_le_bytes(*b"1sideSEG");
 /// transport wires connections in rank order (`transport::ofi::wireup`);
 /// after magic, token and heap size.
 pub const WIREUP_WORD: usize = 24;
+/// Byte offset in the header of the heap's committed extent: heap offsets
+/// below it have memory (`Segment::committed`).
+const COMMITTED_WORD: usize = 32;
 /// Byte offset in the header of the first of [`CHECK_SLOTS`] words in which
 /// peers check that they write this segment directly
 /// (`transport::ofi::completion`); rank `r` uses slot `r % CHECK_SLOTS`.
@@ -47,8 +62,14 @@ pub struct ShmCard {
 pub struct Segment {
     map: MmapMut,
     base: *mut u8,
+    /// This rank's own segment's file (`None` for a peer's), for commits.
+    file: Option<File>,
+    /// Whether the file is in `/dev/shm` (which bounds commits too).
+    in_dev_shm: bool,
     /// Set while this process still has to unlink the backing file.
     owned_path: Option<String>,
+    /// Heap offsets the reservation spans: the global data starts here.
+    reserve: usize,
     /// Bytes at the end that hold the program's global data.
     data_len: usize,
 }
@@ -57,22 +78,24 @@ pub struct Segment {
 // concurrently anyway; through it this process only copies with raw
 // pointers, uses atomics, or hands out `&mut` to the local copy under the
 // `&mut Sym` borrow of `World::local_slice_mut` (see its docs). No method
-// changes `base`, `map` or `data_len` after construction; unmapping and
+// changes `base`, `map` or the lengths after construction; commits change
+// only the file's blocks and the header's atomic word; unmapping and
 // unlinking happen in `Drop`, which needs the only handle.
 unsafe impl Send for Segment {}
 // SAFETY: as above: shared access is through raw pointers and atomics only.
 unsafe impl Sync for Segment {}
 
 /// The address range of a mapped segment, without ownership: what the TCP
-/// progress thread needs to apply requests to this rank's memory.
+/// progress thread needs to apply requests to this rank's memory, and what
+/// a NIC registers.
 #[derive(Clone, Copy)]
 pub struct RawSegment {
     base: *mut u8,
     len: usize,
-    data_len: usize,
+    reserve: usize,
 }
 
-// SAFETY: a RawSegment is only a pointer and a length into a MAP_SHARED
+// SAFETY: a RawSegment is only a pointer and lengths into a MAP_SHARED
 // mapping that other processes write concurrently anyway; all accesses are
 // raw-pointer copies or atomics. Its holder (the progress engine) is stopped
 // and joined before the owning `Segment` is unmapped (see `World`).
@@ -86,108 +109,124 @@ impl RawSegment {
         unsafe { self.base.add(HEADER_BYTES) }
     }
 
-    /// Bytes addressable by offset: the heap, then any global data.
+    /// Heap offsets the mapping spans: the reservation, then any global data.
     #[inline]
     pub fn heap_len(self) -> usize {
         self.len - HEADER_BYTES
     }
 
-    /// Heap offsets the heap proper spans; the global data starts here.
+    /// Heap offsets the reservation spans; the global data starts here.
     #[inline]
     pub fn alloc_len(self) -> usize {
-        self.heap_len() - self.data_len
+        self.reserve
     }
 
     /// Bytes of global data at the end (heap offsets `alloc_len()..heap_len()`).
     #[inline]
     pub fn data_len(self) -> usize {
-        self.data_len
+        self.heap_len() - self.reserve
     }
 
-    /// The heap's committed extent: offsets below it have memory. The
-    /// whole heap, until it grows (issue 67).
+    /// The heap's committed extent: offsets below it have memory (but for
+    /// ranges freed and given back, which no live object covers).
     #[inline]
     pub fn committed(self) -> usize {
-        self.alloc_len()
+        // SAFETY: the header lies in the mapping, the word is 8-byte
+        // aligned, and it is only accessed atomically.
+        let word = unsafe { AtomicU64::from_ptr(self.base.add(COMMITTED_WORD).cast()) };
+        word.load(Ordering::Acquire) as usize
+    }
+
+    /// Whether `[at, at + len)` is memory a peer may reach: committed heap
+    /// or global data.
+    #[inline]
+    pub fn reachable(self, at: usize, len: usize) -> bool {
+        let Some(end) = at.checked_add(len) else {
+            return false;
+        };
+        end <= self.committed() || (at >= self.reserve && end <= self.heap_len())
     }
 }
 
 impl Segment {
-    /// Private to this process (singleton or no same-host peers). With
-    /// global `data` it is a memfd, so the data can be mapped twice.
-    pub fn anonymous(rank: usize, heap_bytes: usize, data: Option<DataRange>) -> Result<Segment> {
-        let Some(range) = data else {
-            let map = MmapOptions::new()
-                .len(HEADER_BYTES + heap_bytes)
-                .map_anon()
-                .map_err(|source| create_err(rank, "allocate", "<anonymous>", source))?;
-            return Ok(Segment::from_map(map, None, 0));
+    /// This rank's segment: in `/dev/shm/oneside-<job>-<rank>` (mode 0600,
+    /// must not exist) when `job_id` is given and same-host peers will map
+    /// it, else a memfd. Heap offsets `[0, reserve)` are reserved and
+    /// `[0, initial)` committed; with global `data`, it is adopted into
+    /// the tail.
+    pub fn create(
+        rank: usize,
+        job_id: Option<&str>,
+        (reserve, initial): (usize, usize),
+        data: Option<DataRange>,
+    ) -> Result<(Segment, Option<ShmCard>)> {
+        let data_len = data.map_or(0, |r| r.len);
+        let bytes = HEADER_BYTES + reserve + data_len;
+        let (file, path) = match job_id {
+            Some(job_id) => {
+                let path = format!("/dev/shm/{}{job_id}-{rank}", crate::protocol::env::SHM_PREFIX);
+                let file = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(&path)
+                    .map_err(|source| create_err(rank, "create", &path, source))?;
+                (file, Some(path))
+            }
+            None => {
+                // SAFETY: memfd_create takes a NUL-terminated name and flags.
+                let fd = cvt(unsafe { libc::memfd_create(c"oneside-heap".as_ptr(), libc::MFD_CLOEXEC) })
+                    .map_err(|source| create_err(rank, "create", "<memfd>", source))?;
+                // SAFETY: fd is a fresh descriptor that nothing else owns.
+                (unsafe { File::from_raw_fd(fd) }, None)
+            }
         };
-        // SAFETY: memfd_create takes a NUL-terminated name and flags.
-        let fd = cvt(unsafe { libc::memfd_create(c"oneside-heap".as_ptr(), libc::MFD_CLOEXEC) })
-            .map_err(|source| create_err(rank, "create", "<memfd>", source))?;
-        // SAFETY: fd is a fresh descriptor that nothing else owns.
-        let file = unsafe { File::from_raw_fd(fd) };
-        let bytes = HEADER_BYTES + heap_bytes + range.len;
+        let shown = path.clone().unwrap_or_else(|| "<memfd>".into());
+        // From here on, an error must not leave the file behind.
+        let remove = |e: Error| {
+            if let Some(path) = &path {
+                let _ = std::fs::remove_file(path);
+            }
+            e
+        };
         let map = file
             .set_len(bytes as u64)
             .and_then(|()| map_file(&file, bytes))
-            .map_err(|source| create_err(rank, "size and map", "<memfd>", source))?;
-        let segment = Segment::from_map(map, None, range.len);
-        segment.adopt(rank, &file, range)?;
-        Ok(segment)
-    }
-
-    /// Creates `/dev/shm/oneside-<job>-<rank>` (mode 0600, must not exist)
-    /// and maps it; with global `data`, adopts it into the file's tail.
-    pub fn create_shared(
-        rank: usize,
-        job_id: &str,
-        heap_bytes: usize,
-        data: Option<DataRange>,
-    ) -> Result<(Segment, ShmCard)> {
-        let path = format!("/dev/shm/{}{job_id}-{rank}", crate::protocol::env::SHM_PREFIX);
-        let data_len = data.map_or(0, |r| r.len);
-        let bytes = (HEADER_BYTES + heap_bytes + data_len) as u64;
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|source| create_err(rank, "create", &path, source))?;
-        // From here on, an error must not leave the file behind.
-        let mapped = file
-            .set_len(bytes)
-            .and_then(|()| map_file(&file, bytes as usize))
-            .map_err(|source| {
-                let _ = std::fs::remove_file(&path);
-                create_err(rank, "size and map", &path, source)
-            });
-        let segment = Segment::from_map(mapped?, Some(path.clone()), data_len);
+            .map_err(|source| remove(create_err(rank, "size and map", &shown, source)))?;
+        let mut segment = Segment::from_map(map, path.clone(), (reserve, data_len));
+        segment.in_dev_shm = path.is_some();
+        segment.file = Some(file);
+        segment.commit_at_start(rank, initial).map_err(remove)?;
         if let Some(range) = data {
-            segment.adopt(rank, &file, range)?;
+            let fd = segment.file.as_ref().map_or(-1, |f| f.as_raw_fd());
+            segment.adopt(rank, fd, range).map_err(remove)?;
         }
         let token = u64::from_le_bytes(crate::protocol::auth::random_bytes());
         // SAFETY: the header lies inside the mapping we just created, is
         // 8-byte aligned (page-aligned base) and nobody else maps it yet.
         unsafe {
             segment.base.cast::<u64>().add(1).write(token);
-            segment.base.cast::<u64>().add(2).write(heap_bytes as u64);
+            segment.base.cast::<u64>().add(2).write(reserve as u64);
             segment.magic().store(MAGIC, Ordering::Release);
         }
-        Ok((segment, ShmCard { path, token, bytes }))
+        let card = path.map(|path| ShmCard {
+            path,
+            token,
+            bytes: bytes as u64,
+        });
+        Ok((segment, card))
     }
 
     /// Copies the program's global data into this segment's tail and maps
     /// the tail over it (`globals`).
-    fn adopt(&self, rank: usize, file: &File, range: DataRange) -> Result<()> {
+    fn adopt(&self, rank: usize, fd: i32, range: DataRange) -> Result<()> {
         let offset = self.map.len() - range.len;
         // SAFETY: the tail is the last `range.len` bytes of our writable
-        // mapping of `file`, page aligned because the header, the heap and
+        // mapping of `fd`, page aligned because the header, the heap and
         // the range are page multiples; init runs before this rank starts
         // any thread of its own.
-        unsafe { globals::adopt(rank, range, file.as_raw_fd(), offset, self.base.add(offset)) }
+        unsafe { globals::adopt(rank, range, fd, offset, self.base.add(offset)) }
     }
 
     /// Maps a same-host peer's segment described by `card`, checking it is the right one.
@@ -202,32 +241,40 @@ impl Segment {
             return Err(format!("size is {len} bytes, the card says {}", card.bytes));
         }
         let map = map_file(&file, len as usize).map_err(|e| format!("mmap: {e}"))?;
-        let segment = Segment::from_map(map, None, 0);
+        let mut segment = Segment::from_map(map, None, (0, 0));
         // SAFETY: the mapping is at least HEADER_BYTES long (checked size), page aligned.
-        let token = unsafe { segment.base.cast::<u64>().add(1).read_volatile() };
+        let (token, reserve) = unsafe {
+            let words = segment.base.cast::<u64>();
+            (words.add(1).read_volatile(), words.add(2).read_volatile() as usize)
+        };
         if segment.magic().load(Ordering::Acquire) != MAGIC || token != card.token {
             return Err("it is not the segment this peer announced (token mismatch)".into());
         }
+        segment.reserve = reserve.min(len as usize - HEADER_BYTES);
+        segment.data_len = len as usize - HEADER_BYTES - segment.reserve;
         Ok(segment)
     }
 
-    fn from_map(mut map: MmapMut, owned_path: Option<String>, data_len: usize) -> Segment {
+    fn from_map(mut map: MmapMut, owned_path: Option<String>, (reserve, data_len): (usize, usize)) -> Segment {
         let base = map.as_mut_ptr();
         Segment {
             map,
             base,
+            file: None,
+            in_dev_shm: false,
             owned_path,
+            reserve,
             data_len,
         }
     }
 
-    /// The mapping's address range, for the progress engine.
+    /// The mapping's address range, for the progress engine and NICs.
     #[inline]
     pub fn raw(&self) -> RawSegment {
         RawSegment {
             base: self.base,
             len: self.map.len(),
-            data_len: self.data_len,
+            reserve: self.reserve,
         }
     }
 
@@ -237,16 +284,16 @@ impl Segment {
         self.raw().heap_base()
     }
 
-    /// Bytes addressable by offset in this mapping: heap, then global data.
-    #[inline]
-    pub fn heap_len(&self) -> usize {
-        self.raw().heap_len()
-    }
-
-    /// Bytes the heap allocator may hand out: all but the global data.
+    /// Heap offsets the allocator may hand out: the reservation.
     #[inline]
     pub fn alloc_len(&self) -> usize {
-        self.heap_len() - self.data_len
+        self.reserve
+    }
+
+    /// The heap's committed extent (see [`RawSegment::committed`]).
+    #[inline]
+    pub fn committed(&self) -> usize {
+        self.raw().committed()
     }
 
     fn magic(&self) -> &AtomicU64 {
