@@ -90,6 +90,14 @@ impl World {
         }
     }
 
+    /// Whether this rank's NIC registers the heap as it grows (verbs; ofi
+    /// with a provider that pins memory, or `ONESIDE_OFI_REGISTER=parts`):
+    /// the same on every rank. For tests of that registration.
+    #[doc(hidden)]
+    pub fn heap_registered(&self) -> bool {
+        self.links.registers_memory()
+    }
+
     /// The most `alloc` can hand out, in bytes: [`HeapInfo::cap`].
     pub fn heap_size(&self) -> usize {
         self.heap_info().cap
@@ -150,12 +158,17 @@ impl World {
                 return Err(e);
             }
         };
-        if code == 0 {
-            crate::sync::lock(&self.extent).grow(growth);
-            if self.links.registers_memory() && growth.extent > old_extent {
+        // A NIC registers the range on every rank, or the growth fails on
+        // every rank (`Links::grown`); the extent records it only then.
+        let registered = match code == 0 && self.links.registers_memory() && growth.extent > old_extent {
+            true => {
                 let (start, len) = (old_extent, growth.extent - old_extent);
-                self.links.grown(start, len, &mut |mine| self.exchange_bytes(mine))?;
+                self.links.grown(start, len, &mut |mine| self.exchange_bytes(mine))
             }
+            false => Ok(()),
+        };
+        if code == 0 && registered.is_ok() {
+            crate::sync::lock(&self.extent).grow(growth);
             return Ok(());
         }
         // Someone failed: every rank undoes what it did.
@@ -164,6 +177,10 @@ impl World {
                 self.own.release(start, len);
             }
             self.own.publish(old_extent);
+        }
+        if let Err(e) = registered {
+            crate::sync::lock(&self.heap).free(offset);
+            return Err(e);
         }
         crate::sync::lock(&self.heap).free(offset);
         let limit = Limit::from_code(code >> 62).unwrap_or(Limit::Memory);
@@ -217,37 +234,41 @@ impl World {
         }
     }
 
-    /// An allgather of a few bytes per rank, for a NIC's keys.
+    /// An allgather of up to 255 bytes per rank, for a NIC's keys, in
+    /// the area `init` set aside for it (`World::keys_at`): an allocation
+    /// here could land in the very range being registered, which no peer
+    /// can reach yet, or grow the heap again.
     fn exchange_bytes(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
-        const ROOM: usize = 256;
-        if mine.len() > ROOM - 1 {
+        let room = crate::world::KEY_ROOM;
+        let Some(at) = self.keys_at.filter(|_| mine.len() < room) else {
             return Err(Error::RdmaSetup {
                 rank: self.rank,
-                detail: format!("a heap growth's keys take {} bytes, more than {}", mine.len(), ROOM - 1),
+                detail: format!(
+                    "a heap growth's keys take {} bytes, and the exchange has room for {} (or none)",
+                    mine.len(),
+                    room - 1
+                ),
             });
+        };
+        let (src, dst) = (
+            Sym::<u8>::new(at, room, self.id),
+            Sym::<u8>::new(at + room, room * self.size, self.id),
+        );
+        // SAFETY: the exchange's own area, which only this call uses, one
+        // growth at a time (allocations are collective); peers write only
+        // `dst`, inside the fcollect.
+        unsafe {
+            let base = self.own.heap_base().add(at);
+            base.write(mine.len() as u8);
+            std::ptr::copy_nonoverlapping(mine.as_ptr(), base.add(1), mine.len());
         }
-        let mut padded = vec![0u8; ROOM];
-        padded[0] = mine.len() as u8;
-        padded[1..=mine.len()].copy_from_slice(mine);
-        let src = self.alloc_private_scratch(&padded)?;
-        let dst = self.alloc::<u8>(ROOM * self.size)?;
-        let done = self.fcollect(&self.world_team, &dst, &src, ROOM);
-        // SAFETY: nobody writes `dst` on this rank after the fcollect.
-        let all = unsafe { self.local_slice(&dst) }.map(|s| s.to_vec());
-        let _ = self.free(src);
-        let _ = self.free(dst);
-        done?;
-        let all = all?;
-        Ok(all.chunks(ROOM).map(|c| c[1..=usize::from(c[0])].to_vec()).collect())
-    }
-
-    /// A symmetric object holding `bytes` on this rank.
-    fn alloc_private_scratch(&self, bytes: &[u8]) -> Result<Sym<u8>> {
-        let sym = self.alloc::<u8>(bytes.len())?;
-        // SAFETY: the object was just allocated on this rank and nobody
-        // writes it until the collective that reads it.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.address_of(&sym), bytes.len()) };
-        Ok(sym)
+        self.fcollect(&self.world_team, &dst, &src, room)?;
+        // SAFETY: as above; the fcollect has written every rank's bytes.
+        let all = unsafe { std::slice::from_raw_parts(self.own.heap_base().add(at + room), room * self.size) };
+        let all = all.chunks(room).map(|c| c[1..=usize::from(c[0])].to_vec()).collect();
+        // The area is reused by the next growth: every rank has read its copy first.
+        self.barrier()?;
+        Ok(all)
     }
 
     #[cold]

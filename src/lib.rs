@@ -274,7 +274,6 @@ mod nbi;
 pub mod profile;
 pub mod protocol;
 mod raw;
-mod registered;
 mod reporter;
 mod rma;
 mod segment;

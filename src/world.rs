@@ -34,6 +34,10 @@ pub struct World {
     pub(crate) extent: Mutex<crate::heap::extent::Extent>,
     /// Heap offset of the two words of a growing allocation's vote.
     pub(crate) vote_at: usize,
+    /// Where a heap growth's keys are exchanged (`alloc`): one
+    /// [`KEY_ROOM`] to send from and one per rank, when the NIC registers
+    /// the heap; in the areas committed (and registered) at start.
+    pub(crate) keys_at: Option<usize>,
     /// Whether the heap's cap was set by the user.
     pub(crate) heap_capped: bool,
     /// Whether freed memory goes back to the host (not when a NIC
@@ -115,7 +119,7 @@ pub fn init_with(options: Options) -> Result<World> {
         };
         let Some((env, pmi)) = bootstrap::launched()? else {
             bootstrap::mpi_agree::check_world(0, 1, bootstrap::mpi_agree::ALONE)?;
-            let plan = Reservation::plan(cap, 1, areas(1), false);
+            let plan = Reservation::plan(cap, 1, areas(1, false), false);
             let (own, _) = Segment::create(0, None, (plan.reserve, plan.initial), data)?;
             let host = crate::protocol::host_addr::hostname();
             let links = Links::alone(own.heap_base());
@@ -131,8 +135,8 @@ pub fn init_with(options: Options) -> Result<World> {
         let plan = Reservation::plan(
             cap,
             env.size,
-            areas(env.size),
-            choice.may_register((env.local_size, env.size)),
+            areas(env.size, choice.may_register((env.local_size, env.size))),
+            false,
         );
         let shared = env.local_size > 1 && choice.maps_same_host_peers();
         let job = shared.then_some(env.job_id.as_str());
@@ -208,6 +212,10 @@ impl World {
             }
             false => None,
         };
+        let keys_at = match links.registers_memory() {
+            true => allocator.alloc(KEY_ROOM * (size + 1)).ok(),
+            false => None,
+        };
         let vote_at = allocator.alloc(VOTE_BYTES).unwrap_or(0);
         let heap = Mutex::new(allocator);
         let heap_releases = !links.registers_memory();
@@ -225,6 +233,7 @@ impl World {
             heap,
             extent: Mutex::new(plan.extent()),
             vote_at,
+            keys_at,
             heap_capped: plan.capped,
             heap_releases,
             layout,
@@ -417,14 +426,23 @@ impl World {
 /// The vote's words (`alloc`), on their own cache line.
 pub(crate) const VOTE_BYTES: usize = 64;
 
+/// Each rank's room in a heap growth's exchange of keys (`Links::grown`).
+pub(crate) const KEY_ROOM: usize = 256;
+
 /// The runtime's areas at the start of every heap: the team area, then
-/// the checking mode's, then the vote's words.
-fn areas(ranks: usize) -> usize {
+/// the checking mode's, the exchange of a growth's keys (when a NIC may
+/// register the heap: `registers`), then the vote's words. All of them
+/// are committed at start, so a NIC registers them at start.
+fn areas(ranks: usize, registers: bool) -> usize {
     let debug = match crate::debug::requested() {
         true => crate::debug::AREA_BYTES,
         false => 0,
     };
-    Layout::new(ranks).area_bytes() + debug + VOTE_BYTES
+    let keys = match registers {
+        true => KEY_ROOM * (ranks + 1),
+        false => 0,
+    };
+    Layout::new(ranks).area_bytes() + debug + keys + VOTE_BYTES
 }
 
 impl Drop for World {

@@ -61,8 +61,8 @@ impl TransportChoice {
     }
 
     /// Whether the job may register its heap with a NIC (verbs, ofi, or
-    /// auto across hosts), which then commits the heap whole at start: a
-    /// registration covers what it pins.
+    /// auto across hosts), which then registers each range the heap grows
+    /// by: `init` sets aside the area where a growth's keys are exchanged.
     pub fn may_register(self, (local_size, size): (usize, usize)) -> bool {
         match self {
             TransportChoice::Verbs | TransportChoice::Ofi => true,

@@ -32,22 +32,10 @@ use std::sync::{Mutex, OnceLock};
 /// least a sixteenth at a time, so a 1 TiB reservation takes some 220.
 pub const MAX_GROWN: usize = 1024;
 
-/// Test-only: part 0 registers at most this many heap bytes (a size such
-/// as `1M`), so that `Links::grown` can be driven for the rest before the
-/// heap grows by itself.
-pub const TEST_FIRST_PART: &str = "ONESIDE_TEST_FIRST_PART";
-
-/// The heap bytes part 0 registers after the header: what is committed,
-/// or less under [`TEST_FIRST_PART`] (whole pages).
+/// The heap bytes part 0 registers after the header: what is committed
+/// at start (the runtime's areas, `World::init`).
 pub fn first_part(segment: RawSegment) -> usize {
-    let committed = segment.committed();
-    let wanted = std::env::var(TEST_FIRST_PART)
-        .ok()
-        .and_then(|v| crate::protocol::env::parse_size(&v));
-    match wanted {
-        Some(bytes) => bytes.next_multiple_of(4096).min(committed),
-        None => committed,
-    }
+    segment.committed()
 }
 
 /// A part of the segment: its number (0: the first, 1: the global data,

@@ -31,9 +31,6 @@ const SOFTWARE: [&str; 4] = ["tcp", "shm", "udp", "sockets"];
 
 /// Whether `provider` gets its segment in parts (it pins what it registers).
 pub fn registers_in_parts(provider: &str) -> Result<bool, Fault> {
-    if std::env::var_os(crate::transport::parts::TEST_FIRST_PART).is_some() {
-        return Ok(true);
-    }
     match std::env::var(REGISTER_VAR).as_deref().map(str::trim) {
         Err(_) | Ok("") => Ok(!SOFTWARE.contains(&provider.split(';').next().unwrap_or(""))),
         Ok("parts") => Ok(true),
