@@ -24,8 +24,9 @@ pub struct World {
     local_rank: usize,
     local_size: usize,
     host: String,
-    // Fields drop in order: the links (whose engine writes into `own`) stop
-    // before this rank's segment is unmapped.
+    // Fields drop in order: the links (whose engine writes into `own`, and
+    // whose NIC transport registered parts of it: every MR is deregistered
+    // with them) stop before this rank's segment is unmapped.
     /// The paths to every rank and the transports behind them (`links`).
     pub(crate) links: Links,
     pub(crate) own: Segment,

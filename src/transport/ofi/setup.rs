@@ -332,11 +332,12 @@ pub fn prepare(size: usize, segment: RawSegment, hardware_only: bool, own_core: 
     // SAFETY: the segment stays mapped while the World (which owns both
     // the segment and this transport, dropping its links first) lives.
     let mr = unsafe { registrar.register(base, HEADER_BYTES + first, 0) }?;
+    let data = base.wrapping_add(HEADER_BYTES + segment.alloc_len());
     let data_mr = match (grows, segment.data_len()) {
         (false, _) | (_, 0) => None,
-        // SAFETY: as above, for the global data at the segment's end.
         (true, len) => {
-            Some(unsafe { registrar.register(base.wrapping_add(HEADER_BYTES + segment.alloc_len()), len, 1) }?)
+            // SAFETY: as above, for the global data at the segment's end.
+            Some(unsafe { registrar.register(data, len, 1) }?)
         }
     };
     let mut name = vec![0u8; 256];
