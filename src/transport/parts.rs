@@ -10,7 +10,10 @@
 //! symmetric, the same heap offsets on every rank, so one list of parts
 //! serves every peer, with each peer's key for each part.
 //!
-//! A lookup takes no lock. Part 0 is one compare, the common case; the
+//! A lookup takes no lock. Part 0 (the runtime's areas: the collectives'
+//! flags and scratch) is one compare; then the part a reader last found
+//! for that peer, with the peer's key, kept by the reader ([`Hint`]): one
+//! compare more, for every operation on an object after the first. The
 //! rest is out of line: the data part by its bounds, and a grown part by
 //! binary search of a fixed-capacity array ([`MAX_GROWN`] parts). A grown
 //! part's span is written, then published by the count (Release) before
@@ -139,17 +142,14 @@ impl<K: Copy> Parts<K> {
 
     /// The part holding byte `at` and `peer`'s key for it, or why there is
     /// none, in heap offsets.
-    #[cold]
+    #[inline(never)]
     pub fn lookup(&self, at: usize, peer: usize) -> Result<(Span, K), String> {
-        let offset = at.wrapping_sub(HEADER_BYTES);
-        let span = self
-            .find(at)
-            .ok_or_else(|| format!("heap offset {offset:#x} lies in no part of the heap registered with the NIC"))?;
-        match self.key(span.index, peer) {
-            Some(key) => Ok((span, key)),
-            None => Err(format!(
-                "heap offset {offset:#x} lies in a range the heap grew by that is not registered on every rank (yet)"
-            )),
+        match self.find(at) {
+            Some(span) => match self.key(span.index, peer) {
+                Some(key) => Ok((span, key)),
+                None => Err(unregistered(at, true)),
+            },
+            None => Err(unregistered(at, false)),
         }
     }
 
@@ -198,6 +198,53 @@ impl<K: Copy> Parts<K> {
         if let Some(part) = crate::sync::lock(&self.writer).get_mut(index - 2) {
             part.2 = false;
         }
+    }
+}
+
+/// Why byte `at` has no key: in no part, or in one not registered everywhere.
+#[cold]
+fn unregistered(at: usize, in_a_part: bool) -> String {
+    let offset = at.wrapping_sub(HEADER_BYTES);
+    match in_a_part {
+        false => format!("heap offset {offset:#x} lies in no part of the heap registered with the NIC"),
+        true => format!(
+            "heap offset {offset:#x} lies in a range the heap grew by that is not registered on every rank (yet)"
+        ),
+    }
+}
+
+/// The part beyond part 0 a reader last found for one peer, and that
+/// peer's key for it: looked in first, with one compare. A part never
+/// changes once its keys are set, so a hint stays true.
+#[derive(Clone, Copy, Default)]
+pub struct Hint<K> {
+    start: usize,
+    len: usize,
+    key: K,
+}
+
+impl<K: Copy> Hint<K> {
+    /// The key, and the part's bytes, if byte `at` lies in the hinted part.
+    #[inline]
+    pub fn get(&self, at: usize) -> Option<(K, Span)> {
+        let into = at.wrapping_sub(self.start);
+        (into < self.len).then_some((
+            self.key,
+            Span {
+                index: usize::MAX,
+                start: self.start,
+                end: self.start + self.len,
+            },
+        ))
+    }
+
+    /// Remembers that `span` holds the next bytes, with `key`.
+    pub fn set(&mut self, span: Span, key: K) {
+        *self = Hint {
+            start: span.start,
+            len: span.end - span.start,
+            key,
+        };
     }
 }
 
@@ -264,6 +311,26 @@ mod tests {
         }
         assert_eq!(parts.find(0x9000), None);
         assert_eq!(parts.find(0x4000).map(|s| (s.start, s.end)), Some((0x3000, 0x8000)));
+    }
+
+    #[test]
+    fn a_hint_answers_for_its_part_only() {
+        let parts = table();
+        let a = parts.open(0x2000, 0x3000).unwrap();
+        parts.complete(a, vec![30, 31]);
+        let mut hint = Hint::default();
+        assert!(
+            hint.get(0).is_none() && hint.get(0x2000).is_none(),
+            "an empty hint answers for nothing"
+        );
+        let (span, key) = parts.lookup(0x2800, 1).unwrap();
+        hint.set(span, key);
+        assert_eq!(
+            hint.get(0x2000).map(|(k, s)| (k, s.start, s.end)),
+            Some((31, 0x2000, 0x3000))
+        );
+        assert_eq!(hint.get(0x2fff).map(|(k, _)| k), Some(31));
+        assert!(hint.get(0x1fff).is_none() && hint.get(0x3000).is_none());
     }
 
     #[test]

@@ -90,33 +90,33 @@ pub(super) fn key_of(mr: &Object<fid_mr>) -> u64 {
 impl Ofi {
     /// The address of byte `at` of `peer`'s segment (header included) for
     /// the provider, its key, and the bytes from there in the same part:
-    /// part 0 in one compare.
+    /// part 0 in one compare, then the part last found for this peer in
+    /// one more (`transport::parts`).
     #[inline]
-    pub(super) fn target(&self, peer: usize, at: usize, op: &'static str) -> Result<Target, Fault> {
-        if at < self.first_end {
-            let (base, key) = self.remote[peer];
-            return Ok(Target {
-                addr: self.addrs[peer],
-                remote: base + at as u64,
-                key,
-                room: self.first_end - at,
-            });
-        }
-        self.target_beyond_first(peer, at, op)
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn target_beyond_first(&self, peer: usize, at: usize, op: &'static str) -> Result<Target, Fault> {
-        let (span, key) = self.parts.lookup(at, peer).map_err(|why| Fault::with(peer, op, why))?;
-        let (base, _) = self.remote[peer];
-        let from = if self.virt_addr { 0 } else { span.start };
+    pub(super) fn target(&mut self, peer: usize, at: usize, op: &'static str) -> Result<Target, Fault> {
+        let (base, key) = self.remote[peer];
+        let (key, start, end) = match at < self.first_end {
+            true => (key, 0, self.first_end),
+            false => match self.hints[peer].get(at) {
+                Some((key, span)) => (key, span.start, span.end),
+                None => return self.target_beyond_first(peer, at, op),
+            },
+        };
+        let from = if self.virt_addr { 0 } else { start };
         Ok(Target {
             addr: self.addrs[peer],
             remote: base + (at - from) as u64,
             key,
-            room: span.end - at,
+            room: end - at,
         })
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn target_beyond_first(&mut self, peer: usize, at: usize, op: &'static str) -> Result<Target, Fault> {
+        let (span, key) = self.parts.lookup(at, peer).map_err(|why| Fault::with(peer, op, why))?;
+        self.hints[peer].set(span, key);
+        self.target(peer, at, op)
     }
 
     /// Registers heap offsets `[start, start + len)`, committed; returns

@@ -102,8 +102,10 @@ pub struct Ofi {
     remote: Vec<(u64, u64)>,
     /// Segment bytes below this are in part 0 (`memory`).
     first_end: usize,
-    /// Every rank's key of every part of the segment.
+    /// Every rank's key of every part of the segment, and the part beyond
+    /// part 0 last found for each rank.
     parts: crate::transport::parts::Parts<u64>,
+    hints: Vec<crate::transport::parts::Hint<u64>>,
     /// Remote addresses are virtual (else offsets in their part).
     virt_addr: bool,
     mr_mode: i32,
@@ -181,6 +183,7 @@ impl Ofi {
         let tx_size = unsafe { (*first.tx_attr).size };
         let depth = setup::CQ_DEPTH.min(tx_size.max(1)) as u64;
         let quirks = atomics::Quirks::of(&prepared.info.provider());
+        let addrs_len = addrs.len();
         Ofi {
             ep: prepared.ep,
             grown_mrs: Vec::new(),
@@ -198,6 +201,7 @@ impl Ofi {
             remote,
             first_end: parts.first_end(),
             parts,
+            hints: vec![Default::default(); addrs_len],
             virt_addr: prepared.mr_mode & FI_MR_VIRT_ADDR != 0,
             mr_mode: prepared.mr_mode,
             atomics: prepared.atomics,

@@ -60,6 +60,7 @@ pub use memory::Memory;
 pub use setup::{prepare, Prepared, Settings};
 
 use super::fault::Fault;
+use super::parts::Hint;
 use crate::segment::HEADER_BYTES;
 use queue::{CompletionQueue, QueuePair, Ready};
 use std::collections::VecDeque;
@@ -89,6 +90,8 @@ struct Peer {
     /// The address of the peer's segment, and its part 0's rkey.
     remote_base: u64,
     rkey: u32,
+    /// The part beyond part 0 last found for this peer, with its rkey.
+    hint: Hint<u32>,
     /// Offset of this peer's ring in the staging buffer.
     ring_base: usize,
     /// Ring bytes handed out / retired, as ever-growing counters.
@@ -309,19 +312,24 @@ impl Verbs {
     }
 
     /// Where heap `offset` of `peer` is for the NIC, and how many bytes
-    /// from there lie in the same part: part 0 in one compare.
+    /// from there lie in the same part: part 0 in one compare, then the
+    /// part last found for this peer in one more (`transport::parts`).
     #[inline]
     fn remote(&mut self, peer: usize, offset: usize, op: &'static str) -> Result<(Remote, usize), Fault> {
         let at = HEADER_BYTES + offset;
         let p = self.peer(peer);
-        if at < self.first_end {
-            let remote = Remote {
-                addr: p.remote_base + at as u64,
-                rkey: p.rkey,
-            };
-            return Ok((remote, self.first_end - at));
-        }
-        self.remote_beyond_first(peer, at, op)
+        let (rkey, end) = match at < self.first_end {
+            true => (p.rkey, self.first_end),
+            false => match p.hint.get(at) {
+                Some((rkey, span)) => (rkey, span.end),
+                None => return self.remote_beyond_first(peer, at, op),
+            },
+        };
+        let remote = Remote {
+            addr: p.remote_base + at as u64,
+            rkey,
+        };
+        Ok((remote, end - at))
     }
 
     #[cold]
@@ -330,7 +338,9 @@ impl Verbs {
         let parts = self.device.parts.get().expect("a connected lane's parts are known");
         match parts.lookup(at, peer) {
             Ok((span, rkey)) => {
-                let addr = self.peer(peer).remote_base + at as u64;
+                let p = self.peer_mut(peer);
+                p.hint.set(span, rkey);
+                let addr = p.remote_base + at as u64;
                 Ok((Remote { addr, rkey }, span.end - at))
             }
             Err(why) => Err(self.failed(peer, op, why)),

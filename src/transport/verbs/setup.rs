@@ -293,6 +293,7 @@ fn connect_lane(
             qp,
             remote_base: card.addr,
             rkey: fault_rkey(peer, card.rkey),
+            hint: Default::default(),
             ring_base: peer * lane.ring_bytes,
             ring_head: 0,
             ring_tail: 0,
