@@ -34,8 +34,8 @@ pub struct World {
     pub(crate) extent: Mutex<crate::heap::extent::Extent>,
     /// Heap offset of the two words of a growing allocation's vote.
     pub(crate) vote_at: usize,
-    /// Whether the heap's cap was set by the user.
-    pub(crate) heap_capped: bool,
+    /// The heap's cap, when the user set one.
+    pub(crate) heap_cap: Option<usize>,
     /// Whether freed memory goes back to the host (not when a NIC
     /// registered it); the same on every rank.
     pub(crate) heap_releases: bool,
@@ -197,7 +197,9 @@ impl World {
         crate::watch::start(rank, launcher.as_ref().and_then(LauncherLink::reporter), own_core);
         crate::crash::install(rank);
         let layout = Layout::new(size);
-        let mut allocator = Allocator::new(own.alloc_len());
+        // A cap holds to the byte; the reservation is rounded to pages.
+        let limit = plan.cap.map_or(own.alloc_len(), |cap| (cap + areas(size)).min(own.alloc_len()));
+        let mut allocator = Allocator::new(limit);
         let area = allocator.alloc(layout.area_bytes());
         debug_assert_eq!(area, Ok(0), "the team area comes first");
         let debug = match crate::debug::requested() {
@@ -225,7 +227,7 @@ impl World {
             heap,
             extent: Mutex::new(plan.extent()),
             vote_at,
-            heap_capped: plan.capped,
+            heap_cap: plan.cap,
             heap_releases,
             layout,
             node_of,
