@@ -84,8 +84,8 @@ impl World {
         let size = crate::sync::lock(&self.extent).extent();
         HeapInfo {
             size: size.saturating_sub(areas),
-            cap: self.own.alloc_len().saturating_sub(areas),
-            capped: self.heap_capped,
+            cap: self.heap_cap.unwrap_or(self.own.alloc_len().saturating_sub(areas)),
+            capped: self.heap_cap.is_some(),
             used: used.saturating_sub(areas),
         }
     }
@@ -280,7 +280,7 @@ impl World {
             largest_free: e.largest_free,
             heap_size: info.cap,
             used: info.used,
-            capped: self.heap_capped,
+            capped: info.capped,
         }
     }
 

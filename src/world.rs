@@ -39,8 +39,8 @@ pub struct World {
     /// [`KEY_ROOM`] to send from and one per rank, when the NIC registers
     /// the heap; in the areas committed (and registered) at start.
     pub(crate) keys_at: Option<usize>,
-    /// Whether the heap's cap was set by the user.
-    pub(crate) heap_capped: bool,
+    /// The heap's cap, when the user set one.
+    pub(crate) heap_cap: Option<usize>,
     /// Whether freed memory goes back to the host (not when a NIC
     /// registered it); the same on every rank.
     pub(crate) heap_releases: bool,
@@ -202,7 +202,10 @@ impl World {
         crate::watch::start(rank, launcher.as_ref().and_then(LauncherLink::reporter), own_core);
         crate::crash::install(rank);
         let layout = Layout::new(size);
-        let mut allocator = Allocator::new(own.alloc_len());
+        // A cap holds to the byte; the reservation is rounded to pages.
+        let areas = areas(size, links.registers_memory());
+        let limit = plan.cap.map_or(own.alloc_len(), |cap| (cap + areas).min(own.alloc_len()));
+        let mut allocator = Allocator::new(limit);
         let area = allocator.alloc(layout.area_bytes());
         debug_assert_eq!(area, Ok(0), "the team area comes first");
         let debug = match crate::debug::requested() {
@@ -235,7 +238,7 @@ impl World {
             extent: Mutex::new(plan.extent()),
             vote_at,
             keys_at,
-            heap_capped: plan.capped,
+            heap_cap: plan.cap,
             heap_releases,
             layout,
             node_of,

@@ -15,6 +15,10 @@
 //! crash report (the frames follow). A program that checks for NULL and
 //! goes on prints nothing.
 
+/// What C programs that do not check are told; Python's binding raises
+/// `MemoryError` instead, so its line leaves it out.
+const SIGSEGV: &str = "; a program that uses the NULL dies of SIGSEGV";
+
 /// The line for a failed `api` on PE `pe` that the heap's cap (`capped`)
 /// or reservation of `cap` bytes leaves no room for.
 pub fn full(api: &str, pe: usize, requested: usize, largest_free: usize, (cap, capped): (usize, bool)) -> String {
@@ -25,8 +29,7 @@ pub fn full(api: &str, pe: usize, requested: usize, largest_free: usize, (cap, c
     let what = if capped { "cap" } else { "reservation" };
     format!(
         "oneside: {api}: PE {pe}: returned NULL: asked for {requested} bytes, the largest free block is \
-         {largest_free} bytes of the symmetric heap's {cap}-byte {what}; a program that uses the NULL dies \
-         of SIGSEGV. {advice}\n"
+         {largest_free} bytes of the symmetric heap's {cap}-byte {what}{SIGSEGV}. {advice}\n"
     )
 }
 
@@ -47,7 +50,7 @@ pub fn keep(line: &str, pe: usize, checking: bool) {
         return;
     }
     match crate::python::caller() {
-        Some(at) if pe == 0 => eprintln!("{} (at {at})", line.trim_end()),
+        Some(at) if pe == 0 => eprintln!("{} (at {at})", line.trim_end().replace(SIGSEGV, "")),
         Some(_) => {}
         None => oneside::keep_crash_note(line),
     }

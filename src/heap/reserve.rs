@@ -12,8 +12,9 @@ pub struct Reservation {
     pub reserve: usize,
     /// Heap offsets committed at start (the team and checking areas).
     pub initial: usize,
-    /// Whether `reserve` is a cap the user set.
-    pub capped: bool,
+    /// The cap the user set, if any (`reserve` is it with the runtime's
+    /// areas on top).
+    pub cap: Option<usize>,
 }
 
 /// The address space all of a host's ranks may map: 64 TiB, half of
@@ -50,7 +51,7 @@ impl Reservation {
         Reservation {
             reserve,
             initial,
-            capped: cap.is_some(),
+            cap,
         }
     }
 }
@@ -90,7 +91,7 @@ mod tests {
         let many = Reservation::plan(None, 2048, 10_000, false);
         assert!(many.reserve <= MAPPED_PER_PROCESS / 2048, "{many:?}");
         let capped = Reservation::plan(Some(1 << 30), 4, 10_000, false);
-        assert_eq!((capped.reserve, capped.capped), ((1 << 30) + 12_288, true));
+        assert_eq!((capped.reserve, capped.cap), ((1 << 30) + 12_288, Some(1 << 30)));
         let fixed = Reservation::plan(None, 4, 4096, true);
         assert_eq!((fixed.reserve, fixed.initial), ((64 << 20) + 4096, (64 << 20) + 4096));
     }

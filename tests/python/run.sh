@@ -7,7 +7,8 @@
 # the course programs in examples/python/ the same way, and checks that a
 # mistake in a Python program (tests/python/bad_put.py) names its line, and
 # that a PE failing while the others compute ends the job at once
-# (tests/python/fail_early.py). Every run is
+# (tests/python/fail_early.py), and that a failed allocation says why once
+# (tests/python/big_alloc.py). Every run is
 # bounded in time. Prints one line per run and a closing count; exits
 # non-zero when any run failed.
 #
@@ -123,6 +124,26 @@ for case in "exit 3" "raise 1" "ok 0"; do
     failed=$((failed + 1)); echo "| fail_early.py $1 | 4 | shm | FAIL: status $status (want $2) in $took ms (bound $bound) |"; sed 's/^/    /' "$log"
   fi
 done
+# A failed allocation says why once, from PE 0, at the Python line that
+# asked (shmem4py's MemoryError says only "returned NULL"); caught, the
+# program goes on.
+log=$out/big_alloc.log
+expected="oneside: shmem_calloc: PE 0: returned NULL: asked for 67108864 bytes"
+status=0
+(cd "$root" && SHMEM_SYMMETRIC_SIZE=16M timeout -k 5 120 "$bin/oshrun" -np 2 "$venv/python" tests/python/big_alloc.py) >"$log" 2>&1 || status=$?
+if [ "$status" != 0 ] && [ "$(grep -cF "$expected" "$log")" = 1 ] && ! grep -q "PE 1: returned NULL" "$log" \
+  && grep -q "raise the cap SHMEM_SYMMETRIC_SIZE.*(at $root/tests/python/big_alloc.py:11 in <module>)" "$log" && ! grep -q "SIGSEGV" "$log"; then
+  passed=$((passed + 1)); echo "| big_alloc.py | 2 | shm | PASS | one line from PE 0 names the cap and big_alloc.py:11 |"
+else
+  failed=$((failed + 1)); echo "| big_alloc.py | 2 | shm | FAIL: status $status |"; sed 's/^/    /' "$log"
+fi
+log=$out/big_alloc-catch.log
+if (cd "$root" && SHMEM_SYMMETRIC_SIZE=16M timeout -k 5 120 "$bin/oshrun" -np 2 "$venv/python" tests/python/big_alloc.py catch) >"$log" 2>&1 \
+  && [ "$(grep -c "caught MemoryError and allocated again" "$log")" = 2 ]; then
+  passed=$((passed + 1)); echo "| big_alloc.py catch | 2 | shm | PASS | both PEs go on |"
+else
+  failed=$((failed + 1)); echo "| big_alloc.py catch | 2 | shm | FAIL |"; sed 's/^/    /' "$log"
+fi
 # Hang and deadlock reports name the Python lines too: the wait and the
 # allocation of the word it waits for.
 log=$out/deadlock.log
