@@ -204,7 +204,9 @@ impl World {
         let layout = Layout::new(size);
         // A cap holds to the byte; the reservation is rounded to pages.
         let areas = areas(size, links.registers_memory());
-        let limit = plan.cap.map_or(own.alloc_len(), |cap| (cap + areas).min(own.alloc_len()));
+        let limit = plan
+            .cap
+            .map_or(own.alloc_len(), |cap| (cap + areas).min(own.alloc_len()));
         let mut allocator = Allocator::new(limit);
         let area = allocator.alloc(layout.area_bytes());
         debug_assert_eq!(area, Ok(0), "the team area comes first");

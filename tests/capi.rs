@@ -779,13 +779,6 @@ fn a_crash_says_where_and_why() {
     }
 }
 
-/// Whether a job over `transport` registers its heap with a NIC as it
-/// grows (verbs; ofi in parts, as the tests run it with
-/// `ONESIDE_OFI_REGISTER=parts`), so that freed memory is kept.
-fn registers_heap(transport: &str) -> bool {
-    transport == "verbs" || (transport == "ofi" && std::env::var("ONESIDE_OFI_REGISTER").as_deref() == Ok("parts"))
-}
-
 /// The heap grows with no size set: 256 MiB per PE in pieces from 8 bytes
 /// to 64 MiB at 1, 2 and 4 PEs, written and checked at both ends of every
 /// piece, typed traffic into the first and last parts, all freed (the
@@ -798,7 +791,7 @@ fn the_heap_grows_with_no_size_set_and_a_cap_holds() {
     for transport in transports_for_c() {
         for n in [1, 2, 4] {
             // A NIC that registers the heap keeps its memory when freed.
-            let kept: &[&str] = match registers_heap(transport) {
+            let kept: &[&str] = match nic_keeps_heap(transport) {
                 true => &["kept"],
                 false => &[],
             };

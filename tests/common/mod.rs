@@ -95,6 +95,22 @@ pub fn transports() -> Vec<(&'static str, &'static str)> {
     }
 }
 
+/// Whether a job over `transport` registers its heap with a NIC as the
+/// heap grows, which then keeps its memory when freed: verbs, and ofi in
+/// parts (`ONESIDE_OFI_REGISTER=parts`, or a provider that pins memory,
+/// which none of this host's software providers does).
+pub fn nic_keeps_heap(transport: &str) -> bool {
+    let software = ["tcp", "shm", "udp", "sockets"];
+    let provider = std::env::var("ONESIDE_OFI_PROVIDER").unwrap_or_default();
+    let pins = !provider.is_empty() && !software.contains(&provider.split(';').next().unwrap_or(""));
+    let asked = std::env::var("ONESIDE_OFI_REGISTER").ok();
+    match transport {
+        "verbs" => true,
+        "ofi" => asked.as_deref() == Some("parts") || (pins && asked.as_deref() != Some("whole")),
+        _ => false,
+    }
+}
+
 /// Rank counts to test: `ONESIDE_TEST_SIZES=2,4`, else 1, 2, 4 and 8.
 pub fn sizes() -> Vec<usize> {
     match std::env::var("ONESIDE_TEST_SIZES") {
