@@ -9,7 +9,8 @@
 //! the same physical pages appear at their usual addresses and at
 //! `heap + allocator bytes` in the segment, so every transport reaches them
 //! by offset exactly like heap objects (shm peers map the whole file, the
-//! TCP engine and the verbs memory region cover the whole segment).
+//! TCP engine reaches the global data past the reservation, and a NIC
+//! registers it as a part of its own, `transport::parts`).
 //!
 //! Every rank runs the same executable, so the range has the same length
 //! everywhere and `offset = heap_bytes + (address - start)` names the same

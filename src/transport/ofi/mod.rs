@@ -11,7 +11,10 @@
 //!   write when it leaves, and quiet must mean delivered. Get is
 //!   `fi_read` into the destination, waited for; a non-blocking get is an
 //!   `fi_read` completed at quiet. Transfers larger than the provider's
-//!   message size are split.
+//!   message size are split, and so are those that cross the end of a
+//!   part of the segment registered by itself ([`memory`]: a provider
+//!   that pins memory gets the segment in parts, which follow the heap's
+//!   growth; a software one gets it whole).
 //! * Completions: every operation reports one CQ entry (success) or one
 //!   error entry, counted as they are read; a completed write is visible
 //!   at the target ([`completion`]: `FI_DELIVERY_COMPLETE`, or shm's
