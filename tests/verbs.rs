@@ -157,3 +157,24 @@ fn a_dead_peer_is_named_within_ten_seconds() {
         assert!(!out.stdout.contains("still answers"), "{out:?}");
     }
 }
+
+/// The heap grows over verbs, each range registered with the NIC as it
+/// comes (`src/transport/parts.rs`), while two threads of every rank keep
+/// putting, getting and fetch-adding in the first grown part; a range one
+/// rank cannot register fails the allocation on every rank, naming that
+/// rank, and the same allocation then succeeds.
+#[test]
+fn the_heap_grows_and_each_range_is_registered_as_it_comes() {
+    let out = verbs_run(&["--bind-to", "none"], "grow_parts", &["4"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(out.stdout.matches(" ok: 4 objects, heap KiB ").count(), 2, "{out:?}");
+    let refuse = ["--bind-to", "none", "-x", "ONESIDE_TEST_REFUSE_GROWTH=1:2"];
+    let out = verbs_run(&refuse, "grow_parts", &["4"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let refused = out
+        .lines()
+        .iter()
+        .filter(|l| l.contains(" ok: 4 objects") && l.contains("rank 1 could not register heap offsets 0x"))
+        .count();
+    assert_eq!(refused, 2, "every rank saw the same refusal: {out:?}");
+}

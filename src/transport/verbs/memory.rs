@@ -154,7 +154,7 @@ impl Memory {
         for (peer, key) in keys.iter().enumerate() {
             let bytes = <[u8; 4]>::try_from(key.as_slice())
                 .map_err(|_| (peer, format!("it sent a {}-byte key, not an rkey's 4 bytes", key.len())))?;
-            rkeys.push(u32::from_le_bytes(bytes));
+            rkeys.push(super::setup::fault_rkey(peer, u32::from_le_bytes(bytes)));
         }
         parts.complete(index, rkeys);
         Ok(())

@@ -330,9 +330,10 @@ fn connect_lane(
 }
 
 /// Fault injection for the test suite: `ONESIDE_VERBS_FAULT=bad-rkey:N`
-/// corrupts the remote key used for peer N, so the NIC itself refuses the
-/// access (a remote access error), as a stale or wrong key would.
-fn fault_rkey(peer: usize, rkey: u32) -> u32 {
+/// corrupts the remote keys used for peer N (of every part), so the NIC
+/// itself refuses the access (a remote access error), as a stale or wrong
+/// key would.
+pub(super) fn fault_rkey(peer: usize, rkey: u32) -> u32 {
     match std::env::var("ONESIDE_VERBS_FAULT") {
         Ok(fault) if fault == format!("bad-rkey:{peer}") => rkey ^ 0x00ff_ff00,
         _ => rkey,
