@@ -21,6 +21,7 @@ use super::sys::*;
 use super::Ofi;
 use crate::segment::HEADER_BYTES;
 use crate::transport::fault::Fault;
+use crate::transport::OfiCard;
 use std::ffi::c_void;
 
 /// `parts` or `whole` (see the module docs); unset, by provider.
@@ -37,6 +38,31 @@ pub fn registers_in_parts(provider: &str) -> Result<bool, Fault> {
         Ok("whole") => Ok(false),
         Ok(other) => Err(format!("{REGISTER_VAR}={other:?} is neither parts nor whole").into()),
     }
+}
+
+/// Refuses a peer's `card` whose segment is registered otherwise than
+/// this rank's (`own`): parts are symmetric, and growth is registered on
+/// every rank or none.
+pub fn same_parts(own: &OfiCard, card: &OfiCard) -> Result<(), String> {
+    if card.grows != own.grows {
+        let how = |grows| if grows { "in parts" } else { "whole" };
+        return Err(format!(
+            "it registers its segment {}, this rank {}: set the same {REGISTER_VAR} everywhere",
+            how(card.grows),
+            how(own.grows),
+        ));
+    }
+    if card.first != own.first || card.data_key.is_some() != own.data_key.is_some() {
+        return Err(format!(
+            "it registered other parts of its segment (heap bytes in part 0: {} there, {} here; \
+             global data apart: {} there, {} here): start every rank with the same program and settings",
+            card.first,
+            own.first,
+            card.data_key.is_some(),
+            own.data_key.is_some()
+        ));
+    }
+    Ok(())
 }
 
 /// What a registration needs of the domain.
@@ -173,4 +199,54 @@ pub(super) struct Target {
     pub remote: u64,
     pub key: u64,
     pub room: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn card(first: u64, data: bool, grows: bool) -> OfiCard {
+        OfiCard {
+            provider: "tcp;ofi_rxm".into(),
+            name: vec![1],
+            addr: 0,
+            key: 7,
+            first,
+            data_key: data.then_some(8),
+            grows,
+        }
+    }
+
+    #[test]
+    fn a_peer_registered_otherwise_is_refused_naming_what_differs() {
+        let own = card(1 << 21, true, true);
+        assert_eq!(same_parts(&own, &card(1 << 21, true, true)), Ok(()));
+        let why = same_parts(&own, &card(1 << 21, true, false)).unwrap_err();
+        assert!(
+            why.contains("registers its segment whole, this rank in parts: set the same ONESIDE_OFI_REGISTER"),
+            "{why}"
+        );
+        let why = same_parts(&own, &card(1 << 22, true, true)).unwrap_err();
+        assert!(
+            why.contains("heap bytes in part 0: 4194304 there, 2097152 here"),
+            "{why}"
+        );
+        assert!(
+            same_parts(&own, &card(1 << 21, false, true)).is_err(),
+            "the data apart on one side only"
+        );
+    }
+
+    #[test]
+    fn software_providers_register_whole_and_others_in_parts() {
+        if std::env::var_os(REGISTER_VAR).is_some() {
+            return; // the environment chooses
+        }
+        for provider in ["tcp;ofi_rxm", "shm", "udp;ofi_rxd", "sockets", "tcp"] {
+            assert_eq!(registers_in_parts(provider).ok(), Some(false), "{provider}");
+        }
+        for provider in ["verbs;ofi_rxm", "efa", "cxi", "psm3", "opx"] {
+            assert_eq!(registers_in_parts(provider).ok(), Some(true), "{provider}");
+        }
+    }
 }

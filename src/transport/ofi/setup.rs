@@ -10,7 +10,7 @@ use super::arrivals::{arrivals_counter, cq_wait_none, has_trywait, wait_fd_of, C
 use super::atomics::Support;
 use super::fabric::{self, no_context, open, Info, Object};
 use super::library::{self, Library};
-use super::memory::{key_of, registers_in_parts, Registrar};
+use super::memory::{key_of, registers_in_parts, same_parts, Registrar};
 use super::sys::*;
 use super::Ofi;
 use crate::segment::{RawSegment, HEADER_BYTES};
@@ -113,7 +113,7 @@ impl Prepared {
                     ),
                 ));
             }
-            self.same_parts(peer, card)?;
+            same_parts(&self.card, card).map_err(|why| Fault::with(peer, OP_CONNECT, why))?;
             remote.push((card.addr, card.key));
             // One address at a time: some formats (shm's strings) vary in length.
             // SAFETY: one address of this provider's format (from its
@@ -145,41 +145,6 @@ impl Prepared {
         let first_end = HEADER_BYTES + self.card.first as usize;
         let parts = Parts::new(first_end, first_keys, data, HEADER_BYTES + self.alloc_len);
         Ok(Ofi::new(self, addrs, remote, parts))
-    }
-
-    /// Refuses a peer whose segment is registered otherwise than this
-    /// rank's: parts are symmetric, and growth must be registered on every
-    /// rank or none.
-    fn same_parts(&self, peer: usize, card: &OfiCard) -> Result<(), Fault> {
-        let own = &self.card;
-        if card.grows != own.grows {
-            let how = |grows| if grows { "in parts" } else { "whole" };
-            return Err(Fault::with(
-                peer,
-                OP_CONNECT,
-                format!(
-                    "it registers its segment {}, this rank {}: set the same {} everywhere",
-                    how(card.grows),
-                    how(own.grows),
-                    super::memory::REGISTER_VAR
-                ),
-            ));
-        }
-        if card.first != own.first || card.data_key.is_some() != own.data_key.is_some() {
-            return Err(Fault::with(
-                peer,
-                OP_CONNECT,
-                format!(
-                    "it registered other parts of its segment (heap bytes in part 0: {} there, {} here; \
-                     global data apart: {} there, {} here): start every rank with the same program and settings",
-                    card.first,
-                    own.first,
-                    card.data_key.is_some(),
-                    own.data_key.is_some()
-                ),
-            ));
-        }
-        Ok(())
     }
 }
 
