@@ -198,7 +198,9 @@ impl World {
         crate::crash::install(rank);
         let layout = Layout::new(size);
         // A cap holds to the byte; the reservation is rounded to pages.
-        let limit = plan.cap.map_or(own.alloc_len(), |cap| (cap + areas(size)).min(own.alloc_len()));
+        let limit = plan
+            .cap
+            .map_or(own.alloc_len(), |cap| (cap + areas(size)).min(own.alloc_len()));
         let mut allocator = Allocator::new(limit);
         let area = allocator.alloc(layout.area_bytes());
         debug_assert_eq!(area, Ok(0), "the team area comes first");

@@ -48,11 +48,7 @@ impl Reservation {
             true => reserve,
             false => page(areas).min(reserve),
         };
-        Reservation {
-            reserve,
-            initial,
-            cap,
-        }
+        Reservation { reserve, initial, cap }
     }
 }
 
