@@ -61,12 +61,12 @@ impl TransportChoice {
     }
 
     /// Whether the job may register its heap with a NIC (verbs, ofi, or
-    /// auto across hosts), which then commits the heap whole at start: a
-    /// registration covers what it pins.
+    /// auto across hosts that have an RDMA device), which then commits the
+    /// heap whole at start: a registration covers what it pins.
     pub fn may_register(self, (local_size, size): (usize, usize)) -> bool {
         match self {
             TransportChoice::Verbs | TransportChoice::Ofi => true,
-            TransportChoice::Auto => local_size < size,
+            TransportChoice::Auto => local_size < size && has_rdma_device(),
             TransportChoice::Shm | TransportChoice::Tcp => false,
         }
     }
@@ -174,4 +174,11 @@ mod tests {
         assert!(built_in().starts_with("shm, tcp, verbs (libibverbs.so.1, opened at run time), ofi (libfabric.so.1"));
         assert_eq!(library_name("libfabric.so.1"), "libfabric");
     }
+}
+
+/// Whether this host has an RDMA device (or a libfabric NIC that uses the
+/// same class), which `auto` would take between hosts.
+fn has_rdma_device() -> bool {
+    std::fs::read_dir("/sys/class/infiniband").is_ok_and(|mut d| d.next().is_some())
+        || std::path::Path::new("/dev/cxi0").exists()
 }
