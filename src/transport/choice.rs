@@ -160,6 +160,13 @@ fn library_name(soname: &str) -> &str {
     soname.split('.').next().unwrap_or(soname)
 }
 
+/// Whether this host has an RDMA device (or a libfabric NIC that uses the
+/// same class), which `auto` would take between hosts.
+fn has_rdma_device() -> bool {
+    std::fs::read_dir("/sys/class/infiniband").is_ok_and(|mut d| d.next().is_some())
+        || std::path::Path::new("/dev/cxi0").exists()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,11 +181,4 @@ mod tests {
         assert!(built_in().starts_with("shm, tcp, verbs (libibverbs.so.1, opened at run time), ofi (libfabric.so.1"));
         assert_eq!(library_name("libfabric.so.1"), "libfabric");
     }
-}
-
-/// Whether this host has an RDMA device (or a libfabric NIC that uses the
-/// same class), which `auto` would take between hosts.
-fn has_rdma_device() -> bool {
-    std::fs::read_dir("/sys/class/infiniband").is_ok_and(|mut d| d.next().is_some())
-        || std::path::Path::new("/dev/cxi0").exists()
 }
