@@ -98,11 +98,26 @@ impl Extent {
 
     /// The free range `[start, start + len)` (after merging): the whole
     /// pages to give back, if they come to [`RELEASE_MIN`] and are not
-    /// given back already; recorded as given back (a hole, or a lower
-    /// extent when they reach it).
+    /// given back already; recorded as given back. A range that reaches
+    /// the extent lowers it, but keeps one growth step's worth past the
+    /// range's start, so that a loop that allocates and frees at the top
+    /// of the heap does not grow it each time.
     pub fn release(&mut self, start: usize, len: usize) -> Option<(usize, usize)> {
         let lo = start.next_multiple_of(PAGE);
-        let hi = ((start + len) / PAGE * PAGE).min(self.extent);
+        if start + len >= self.extent {
+            let keep = (lo + (lo / STEP_FRACTION).max(GRANULE)).next_multiple_of(GRANULE);
+            if self.extent < keep + RELEASE_MIN {
+                return None;
+            }
+            let given = (keep, self.extent - keep);
+            self.holes.retain(|&(h, _)| h < keep);
+            if let Some(last) = self.holes.last_mut() {
+                last.1 = last.1.min(keep - last.0);
+            }
+            self.extent = keep;
+            return Some(given);
+        }
+        let hi = (start + len) / PAGE * PAGE;
         if hi <= lo || hi - lo < RELEASE_MIN {
             return None;
         }
@@ -116,13 +131,8 @@ impl Extent {
             return None;
         }
         self.holes.retain(|&(h, n)| h + n <= lo || h >= hi);
-        match hi == self.extent {
-            true => self.extent = lo,
-            false => {
-                let at = self.holes.partition_point(|&(h, _)| h < lo);
-                self.holes.insert(at, (lo, hi - lo));
-            }
-        }
+        let at = self.holes.partition_point(|&(h, _)| h < lo);
+        self.holes.insert(at, (lo, hi - lo));
         Some((lo, hi - lo))
     }
 
@@ -204,11 +214,30 @@ mod tests {
     }
 
     #[test]
-    fn a_free_range_at_the_top_lowers_the_extent() {
+    fn a_free_range_at_the_top_lowers_the_extent_but_keeps_a_step() {
         let mut e = Extent::new(64 * MIB, 1 << 40);
-        assert_eq!(e.release(8 * MIB, (1 << 40) - 8 * MIB), Some((8 * MIB, 56 * MIB)));
-        assert_eq!(e.extent(), 8 * MIB);
-        let g = e.needs(8 * MIB, 64);
-        assert_eq!(g.ranges, vec![(8 * MIB, 2 * MIB)]);
+        assert_eq!(e.release(8 * MIB, (1 << 40) - 8 * MIB), Some((10 * MIB, 54 * MIB)));
+        assert_eq!(e.extent(), 10 * MIB);
+        assert!(
+            e.needs(8 * MIB, MIB).is_empty(),
+            "a block the size of a step fits without growing"
+        );
+        assert_eq!(
+            e.release(8 * MIB, (1 << 40) - 8 * MIB),
+            None,
+            "nothing more to give back"
+        );
+        let g = e.needs(8 * MIB, 4 * MIB);
+        assert_eq!(g.ranges, vec![(10 * MIB, 2 * MIB)]);
+    }
+
+    #[test]
+    fn allocating_and_freeing_at_the_top_does_not_grow_each_time() {
+        let mut e = Extent::new(4 * MIB, 1 << 40);
+        for _ in 0..3 {
+            let g = e.needs(3 * MIB, MIB);
+            assert!(g.is_empty(), "{g:?}");
+            assert_eq!(e.release(3 * MIB, (1 << 40) - 3 * MIB), None);
+        }
     }
 }

@@ -63,6 +63,8 @@ impl TransportChoice {
     /// Whether the job may register its heap with a NIC (verbs, ofi, or
     /// auto across hosts), which then registers each range the heap grows
     /// by: `init` sets aside the area where a growth's keys are exchanged.
+    /// Decided from the job's shape alone, not from this host's devices:
+    /// the areas, and so every heap offset, must be alike on every rank.
     pub fn may_register(self, (local_size, size): (usize, usize)) -> bool {
         match self {
             TransportChoice::Verbs | TransportChoice::Ofi => true,
