@@ -152,6 +152,9 @@ impl Verbs {
     }
 
     pub fn put(&mut self, peer: usize, offset: usize, src: &[u8]) -> Result<(), Fault> {
+        if src.is_empty() {
+            return Ok(()); // it moves nothing, and may lie past the last part
+        }
         let (mut offset, mut src) = (offset, src);
         loop {
             let (remote, room) = self.remote(peer, offset, "put")?;
@@ -190,6 +193,9 @@ impl Verbs {
     }
 
     pub fn get(&mut self, peer: usize, offset: usize, dst: &mut [u8]) -> Result<(), Fault> {
+        if dst.is_empty() {
+            return Ok(()); // as for put
+        }
         let (mut offset, mut dst) = (offset, dst);
         loop {
             let (remote, room) = self.remote(peer, offset, "get")?;
