@@ -154,7 +154,7 @@ impl Memory {
         for (peer, key) in keys.iter().enumerate() {
             let bytes = <[u8; 4]>::try_from(key.as_slice())
                 .map_err(|_| (peer, format!("it sent a {}-byte key, not an rkey's 4 bytes", key.len())))?;
-            rkeys.push(super::setup::fault_rkey(peer, u32::from_le_bytes(bytes)));
+            rkeys.push(fault_rkey(peer, u32::from_le_bytes(bytes)));
         }
         parts.complete(index, rkeys);
         Ok(())
@@ -166,5 +166,16 @@ impl Memory {
             parts.abandon(index);
         }
         crate::sync::lock(&self.0.grown).retain(|(i, _)| *i != index);
+    }
+}
+
+/// Fault injection for the test suite: `ONESIDE_VERBS_FAULT=bad-rkey:N`
+/// corrupts the remote keys used for peer N (of every part), so the NIC
+/// itself refuses the access (a remote access error), as a stale or wrong
+/// key would.
+pub(super) fn fault_rkey(peer: usize, rkey: u32) -> u32 {
+    match std::env::var("ONESIDE_VERBS_FAULT") {
+        Ok(fault) if fault == format!("bad-rkey:{peer}") => rkey ^ 0x00ff_ff00,
+        _ => rkey,
     }
 }

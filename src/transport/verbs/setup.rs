@@ -9,7 +9,7 @@
 //! this rank's own words take.
 
 use super::device::{Context, MemoryRegion, ProtectionDomain};
-use super::memory::Device;
+use super::memory::{fault_rkey, Device};
 use super::queue::{CompletionQueue, Init, LocalPort, QueuePair, RemoteEnd, CQ_DEPTH, SQ_DEPTH};
 use super::sys as ffi;
 use super::{Peer, Verbs, CTX_RING_BYTES, RING_BYTES};
@@ -327,15 +327,4 @@ fn connect_lane(
         credits,
         completions: Box::new([ffi::ibv_wc::default(); 32]),
     })
-}
-
-/// Fault injection for the test suite: `ONESIDE_VERBS_FAULT=bad-rkey:N`
-/// corrupts the remote keys used for peer N (of every part), so the NIC
-/// itself refuses the access (a remote access error), as a stale or wrong
-/// key would.
-pub(super) fn fault_rkey(peer: usize, rkey: u32) -> u32 {
-    match std::env::var("ONESIDE_VERBS_FAULT") {
-        Ok(fault) if fault == format!("bad-rkey:{peer}") => rkey ^ 0x00ff_ff00,
-        _ => rkey,
-    }
 }
