@@ -2,7 +2,8 @@
 # The ofi suite on one host, through Debian's libfabric (1.17): the
 # integration tests (examples, course, collectives, the model test, threads)
 # over tcp;ofi_rxm at 2 and 4 ranks (the model test and collectives at 3;
-# examples and the model test again without a CQ wait descriptor),
+# examples and the model test again without a CQ wait descriptor, and
+# with the segment registered in parts, as over shm),
 # the ofi-specific tests of tests/ofi.rs, the same suites and the
 # collectives over shm at 2, 3 and 4 ranks and again at 2 and 3 with
 # cross-memory attach off (shm's writes then keep the delivery flag,
@@ -46,6 +47,16 @@ echo "== over tcp;ofi_rxm without a CQ wait descriptor (ONESIDE_OFI_CQ_WAIT=none
 # The ranks' own waits then serve their peers (src/transport/ofi/arrivals.rs).
 ONESIDE_OFI_CQ_WAIT=none ONESIDE_TEST_TRANSPORTS=ofi ONESIDE_OFI_PROVIDER='tcp;ofi_rxm' ONESIDE_TEST_SIZES=2 \
   cargo test -p rlaunch --test examples --test model -- --test-threads=1
+
+echo "== registered in parts (ONESIDE_OFI_REGISTER=parts, as a provider that pins memory does), tcp;ofi_rxm and shm, 2 ranks: examples, the model test, the C heap test"
+# Every object then lies in a part of its own, registered as the heap grows
+# (src/transport/parts.rs), and the C programs' globals in the data's part.
+for provider in 'tcp;ofi_rxm' shm; do
+  ONESIDE_OFI_REGISTER=parts ONESIDE_TEST_TRANSPORTS=ofi ONESIDE_OFI_PROVIDER=$provider ONESIDE_TEST_SIZES=2 \
+    cargo test -p rlaunch --test examples --test model -- --test-threads=1
+  ONESIDE_OFI_REGISTER=parts ONESIDE_TEST_TRANSPORTS=ofi ONESIDE_OFI_PROVIDER=$provider \
+    cargo test -p rlaunch --test capi the_heap_grows -- --test-threads=1
+done
 
 echo "== over shm, 2, 3 and 4 ranks: examples, model, threads, course, collectives"
 # At 3 ranks the collectives' uneven shares include empty puts, which shm
