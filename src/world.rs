@@ -120,7 +120,7 @@ pub fn init_with(options: Options) -> Result<World> {
         };
         let Some((env, pmi)) = bootstrap::launched()? else {
             bootstrap::mpi_agree::check_world(0, 1, bootstrap::mpi_agree::ALONE)?;
-            let plan = Reservation::plan(cap, 1, areas(1, false), false);
+            let plan = Reservation::plan(cap, 1, areas(1, false));
             let (own, _) = Segment::create(0, None, (plan.reserve, plan.initial), data)?;
             let host = crate::protocol::host_addr::hostname();
             let links = Links::alone(own.heap_base());
@@ -137,7 +137,6 @@ pub fn init_with(options: Options) -> Result<World> {
             cap,
             env.size,
             areas(env.size, choice.may_register((env.local_size, env.size))),
-            false,
         );
         let shared = env.local_size > 1 && choice.maps_same_host_peers();
         let job = shared.then_some(env.job_id.as_str());

@@ -28,15 +28,12 @@ impl Reservation {
     /// The reservation of a job of `ranks` ranks: the `cap` (with the
     /// runtime's `areas` on top) when one is set, else
     /// [`MAPPED_PER_PROCESS`] shared among the ranks, at most
-    /// [`LARGEST_RESERVE`], within `RLIMIT_AS`. With `fixed` (a transport
-    /// that registers the heap whole) all of it is committed at start,
-    /// and without a cap it is 64 MiB.
-    pub fn plan(cap: Option<usize>, ranks: usize, areas: usize, fixed: bool) -> Reservation {
+    /// [`LARGEST_RESERVE`], within `RLIMIT_AS`. `init` commits the areas.
+    pub fn plan(cap: Option<usize>, ranks: usize, areas: usize) -> Reservation {
         let page = |n: usize| n.next_multiple_of(4096);
-        let reserve = match (cap, fixed) {
-            (Some(cap), _) => page(cap.saturating_add(areas)),
-            (None, true) => page((64 << 20) + areas),
-            (None, false) => {
+        let reserve = match cap {
+            Some(cap) => page(cap.saturating_add(areas)),
+            None => {
                 let share = (MAPPED_PER_PROCESS / ranks.max(1)).min(LARGEST_RESERVE);
                 let share = share.min(address_limit() / (2 * ranks.max(1)));
                 // A power of two, so that every rank of the job, whatever
@@ -44,10 +41,7 @@ impl Reservation {
                 (1usize << share.max(1 << 20).ilog2()).max(page(areas))
             }
         };
-        let initial = match fixed {
-            true => reserve,
-            false => page(areas).min(reserve),
-        };
+        let initial = page(areas).min(reserve);
         Reservation { reserve, initial, cap }
     }
 }
@@ -78,17 +72,15 @@ mod tests {
 
     #[test]
     fn reservations_are_powers_of_two_shared_by_the_job_unless_capped() {
-        let one = Reservation::plan(None, 1, 10_000, false);
+        let one = Reservation::plan(None, 1, 10_000);
         assert!(
             one.reserve.is_power_of_two() && one.reserve <= LARGEST_RESERVE,
             "{one:?}"
         );
         assert_eq!(one.initial, 12_288, "only the areas are committed");
-        let many = Reservation::plan(None, 2048, 10_000, false);
+        let many = Reservation::plan(None, 2048, 10_000);
         assert!(many.reserve <= MAPPED_PER_PROCESS / 2048, "{many:?}");
-        let capped = Reservation::plan(Some(1 << 30), 4, 10_000, false);
+        let capped = Reservation::plan(Some(1 << 30), 4, 10_000);
         assert_eq!((capped.reserve, capped.cap), ((1 << 30) + 12_288, Some(1 << 30)));
-        let fixed = Reservation::plan(None, 4, 4096, true);
-        assert_eq!((fixed.reserve, fixed.initial), ((64 << 20) + 4096, (64 << 20) + 4096));
     }
 }
