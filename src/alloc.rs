@@ -110,7 +110,17 @@ impl World {
         if self.debug.is_some() {
             crate::debug::outer("alloc", bytes);
         }
-        let base = self.own.heap_base() as usize;
+        let limit = crate::segment::mapping::HEAP_ALIGN;
+        if align > limit {
+            return Err(Error::BadAlignment {
+                rank: self.rank,
+                align,
+                max: limit,
+            });
+        }
+        // Every rank's segment starts at a multiple of HEAP_ALIGN, so the
+        // base modulo it is the same everywhere, and so is every offset.
+        let base = self.own.heap_base() as usize % limit;
         let placed = {
             let mut heap = crate::sync::lock(&self.heap);
             heap.alloc_aligned(bytes, align, base).map(|offset| {

@@ -272,6 +272,10 @@ pub enum Error {
         simulated: bool,
     },
 
+    /// An aligned allocation asked for more than the heap's alignment.
+    #[error("{who_rank}: an allocation aligned to {align} bytes: the symmetric heap aligns objects to at most {max} bytes", who_rank = who(.rank))]
+    BadAlignment { rank: usize, align: usize, max: usize },
+
     /// A handle that does not belong to this heap (freed, or from another world).
     #[error("{who_rank}: {op} was given a symmetric object (offset {offset}, {bytes} bytes) that is not allocated on this heap", who_rank = who(.rank))]
     UnknownObject {

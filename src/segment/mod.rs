@@ -21,6 +21,7 @@
 //! hands out Rust references into it: only raw pointers and atomics.
 
 mod commit;
+pub mod mapping;
 pub mod room;
 
 pub use commit::Shortfall;
@@ -28,7 +29,7 @@ pub use commit::Shortfall;
 use crate::error::{Error, Result};
 use crate::globals::{self, DataRange};
 use crate::syscall::cvt;
-use memmap2::{MmapMut, MmapOptions};
+use mapping::{Mapping, HEAP_ALIGN};
 use std::fs::{File, OpenOptions};
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::fs::OpenOptionsExt;
@@ -60,7 +61,7 @@ pub struct ShmCard {
 
 /// A mapped segment: this rank's own, or a peer's.
 pub struct Segment {
-    map: MmapMut,
+    map: Mapping,
     base: *mut u8,
     /// This rank's own segment's file (`None` for a peer's), for commits.
     file: Option<File>,
@@ -192,7 +193,7 @@ impl Segment {
         };
         let map = file
             .set_len(bytes as u64)
-            .and_then(|()| map_file(&file, bytes))
+            .and_then(|()| mapping::map(&file, bytes, HEAP_ALIGN))
             .map_err(|source| remove(create_err(rank, "size and map", &shown, source)))?;
         let mut segment = Segment::from_map(map, path.clone(), (reserve, data_len));
         segment.in_dev_shm = path.is_some();
@@ -221,7 +222,7 @@ impl Segment {
     /// Copies the program's global data into this segment's tail and maps
     /// the tail over it (`globals`).
     fn adopt(&self, rank: usize, fd: i32, range: DataRange) -> Result<()> {
-        let offset = self.map.len() - range.len;
+        let offset = self.map.len - range.len;
         // SAFETY: the tail is the last `range.len` bytes of our writable
         // mapping of `fd`, page aligned because the header, the heap and
         // the range are page multiples; init runs before this rank starts
@@ -240,7 +241,7 @@ impl Segment {
         if len != card.bytes {
             return Err(format!("size is {len} bytes, the card says {}", card.bytes));
         }
-        let map = map_file(&file, len as usize).map_err(|e| format!("mmap: {e}"))?;
+        let map = mapping::map(&file, len as usize, 4096).map_err(|e| format!("mmap: {e}"))?;
         let mut segment = Segment::from_map(map, None, (0, 0));
         // SAFETY: the mapping is at least HEADER_BYTES long (checked size), page aligned.
         let (token, reserve) = unsafe {
@@ -255,8 +256,8 @@ impl Segment {
         Ok(segment)
     }
 
-    fn from_map(mut map: MmapMut, owned_path: Option<String>, (reserve, data_len): (usize, usize)) -> Segment {
-        let base = map.as_mut_ptr();
+    fn from_map(map: Mapping, owned_path: Option<String>, (reserve, data_len): (usize, usize)) -> Segment {
+        let base = map.ptr;
         Segment {
             map,
             base,
@@ -273,7 +274,7 @@ impl Segment {
     pub fn raw(&self) -> RawSegment {
         RawSegment {
             base: self.base,
-            len: self.map.len(),
+            len: self.map.len,
             reserve: self.reserve,
         }
     }
@@ -313,13 +314,6 @@ impl Drop for Segment {
     fn drop(&mut self) {
         self.unlink();
     }
-}
-
-fn map_file(file: &File, len: usize) -> std::io::Result<MmapMut> {
-    // SAFETY: the file lives in /dev/shm and is shared with peer processes
-    // on purpose; we never create Rust references into the mapping, only raw
-    // pointers and atomics (see the crate's memory model).
-    unsafe { MmapOptions::new().len(len).map_mut(file) }
 }
 
 fn create_err(rank: usize, what: &'static str, path: &str, source: std::io::Error) -> Error {
