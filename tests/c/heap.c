@@ -27,6 +27,21 @@ int main(void) {
         CHECK(zeros[i] == 0, "shmem_calloc element %d is %d", i, zeros[i]);
     CHECK(shmem_malloc(0) == NULL, "shmem_malloc(0) is not NULL");
 
+    /* Large alignments are aligned on every PE and symmetric: each PE
+     * tells its right neighbour where its object is, as an offset from a
+     * symmetric object allocated before (every PE's heap base differs). */
+    for (size_t align = 1 << 16; align <= (1 << 23); align <<= 1) {
+        long *big = shmem_align(align, 64);
+        CHECK(big != NULL && (uintptr_t)big % align == 0, "shmem_align(%zu) gave %p", align, (void *)big);
+        long offset = (long)((char *)big - (char *)a), theirs;
+        shmem_long_p(big, offset, right);
+        shmem_barrier_all();
+        theirs = *big;
+        CHECK(theirs == offset, "shmem_align(%zu): offset %ld here, %ld on PE %d", align, offset, theirs, left);
+        shmem_barrier_all();
+        shmem_free(big);
+    }
+
     /* putmem into the right neighbour, getmem from it. */
     long src[N], got[N];
     for (int i = 0; i < N; i++)
