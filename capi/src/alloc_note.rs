@@ -36,21 +36,18 @@ pub fn full(api: &str, pe: usize, requested: usize, largest_free: usize, (cap, c
 /// The line for a failed `api` whose growth a host refused (`e` is the
 /// `HeapGrowth` error, which says which PE and which limit).
 pub fn cannot_grow(api: &str, e: &oneside::Error) -> String {
-    format!(
-        "oneside: {api}: returned NULL: {}; a program that uses the NULL dies of SIGSEGV\n",
-        e.kind()
-    )
+    format!("oneside: {api}: returned NULL: {}{SIGSEGV}\n", e.kind())
 }
 
 /// Keeps `line` for a crash report, or prints it now when `checking`, or
 /// from PE 0 under Python.
 pub fn keep(line: &str, pe: usize, checking: bool) {
     if checking {
-        eprint!("{line}");
+        crate::state::say(line);
         return;
     }
     match crate::python::caller() {
-        Some(at) if pe == 0 => eprintln!("{} (at {at})", line.trim_end().replace(SIGSEGV, "")),
+        Some(at) if pe == 0 => crate::state::say(&format!("{} (at {at})", line.trim_end().replace(SIGSEGV, ""))),
         Some(_) => {}
         None => oneside::keep_crash_note(line),
     }

@@ -123,7 +123,7 @@ unsafe fn create(api: &'static str, team: ShmemTeam, ctx: *mut ShmemCtx) -> c_in
             inner: Some(inner),
         })),
         Err(e) => {
-            eprintln!("oneside: {api}: {e} (the context was not created)");
+            crate::state::say(&format!("oneside: {api}: {e} (the context was not created)"));
             std::ptr::null_mut()
         }
     };

@@ -165,8 +165,19 @@ pub fn fail(api: &'static str, what: &dyn std::fmt::Display) -> ! {
         Some(python) => format!(" at {python} (Python)"),
         None => oneside::site::phrase(&oneside::site::c_call_site()),
     };
-    eprintln!("oneside: {api}{at}: {pe}{what}");
+    say(&format!("oneside: {api}{at}: {pe}{what}"));
     exit_job(1)
+}
+
+/// Writes `line` and a newline to stderr in one write: PEs under another
+/// launcher share one stderr, and `eprintln!` writes a formatted line in
+/// pieces, which interleaved two PEs' lines ("oneside: oneside: ...").
+pub fn say(line: &str) {
+    use std::io::Write;
+    let mut text = String::with_capacity(line.len() + 1);
+    text.push_str(line.trim_end_matches('\n'));
+    text.push('\n');
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
 /// This PE's number, when `shmem_init` has run.
