@@ -77,7 +77,8 @@ fn traffic(steps: usize, largest: usize) -> oneside::Result<bool> {
                 }
                 std::thread::yield_now();
             }
-            Ok(())
+            // Its adds complete before the main thread's barrier and frees.
+            world.quiet()
         });
         let mut mine = Vec::new();
         for i in 0..steps {
