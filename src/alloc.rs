@@ -59,6 +59,15 @@ fn vote_code(rank: usize, outcome: &std::result::Result<(), Shortfall>) -> u64 {
     }
 }
 
+/// The refusal a nonzero vote code names: (limit, bytes left, simulated,
+/// rank), the inverse of [`vote_code`].
+fn refusal(code: u64) -> (Limit, u64, bool, usize) {
+    let limit = Limit::from_code(code >> 62).unwrap_or(Limit::Memory);
+    let available = ((code >> 24) & ((1 << 37) - 1)) << 20;
+    let rank = ((1 << 24) - 1 - (code & ((1 << 24) - 1))) as usize;
+    (limit, available, (code >> 61) & 1 == 1, rank)
+}
+
 impl World {
     /// Collectively allocates `len` zeroed elements on every rank.
     ///
@@ -193,15 +202,15 @@ impl World {
             return Err(e);
         }
         crate::sync::lock(&self.heap).free(offset);
-        let limit = Limit::from_code(code >> 62).unwrap_or(Limit::Memory);
+        let (limit, available, simulated, short_rank) = refusal(code);
         Err(Error::HeapGrowth {
             rank: self.rank,
             requested: bytes,
             growth: growth.bytes(),
-            short_rank: ((1 << 24) - 1 - (code & ((1 << 24) - 1))) as usize,
-            available: ((code >> 24) & ((1 << 37) - 1)) << 20,
+            short_rank,
+            available,
             limit: limit.words(),
-            simulated: (code >> 61) & 1 == 1,
+            simulated,
         })
     }
 
@@ -345,5 +354,6 @@ mod tests {
         assert_eq!(code, b, "rank 2 is named");
         assert_eq!(Limit::from_code(code >> 62), Some(Limit::ShmFs));
         assert_eq!(((code >> 24) & ((1 << 37) - 1)) << 20, 3 << 30);
+        assert_eq!(refusal(code), (Limit::ShmFs, 3 << 30, false, 2), "decoded as encoded");
     }
 }
