@@ -95,9 +95,10 @@ fn traffic(steps: usize, largest: usize) -> oneside::Result<bool> {
             sizes.push(world.heap_info().size);
             ok &= ends(&world, &mine, i as u64)?;
         }
-        // Make the adder meet every object at least once more.
+        // Make the adder meet every object at least once more (unless it
+        // stopped on an error, which its join below returns).
         let seen = adds.load(Ordering::Relaxed);
-        while adds.load(Ordering::Relaxed) < seen + mine.len() as u64 {
+        while adds.load(Ordering::Relaxed) < seen + mine.len() as u64 && !adder.is_finished() {
             std::thread::yield_now();
         }
         stop.store(true, Ordering::Relaxed);

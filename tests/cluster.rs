@@ -101,6 +101,17 @@ fn examples_on_two_hosts_by_two_ranks_mix_shm_and_tcp() {
     );
     let out = c.run(&hosts, &["-n", "4", &example("model_check"), "21", "20"]);
     assert_eq!(out.stdout.matches(" ok: 20 phases").count(), 4, "{out:?}");
+    // The heap grows on both hosts while atomics cross between them. grow
+    // runs a thread of its own that never sleeps (its adder), so it is
+    // started unpinned, as the guide says for such ranks: pinned, each
+    // namespace host puts its rank i on this machine's core i, so ranks of
+    // two hosts share a core from two ssh sessions (two scheduler
+    // autogroups), and Linux 6.18 gave one of them no CPU at all for over
+    // 10 s (0.0 ms a second, read from /proc/PID/task/*/sched), until its
+    // peer's TCP user timeout took the connection. Unpinned, or with
+    // autogroups off, it passed every time.
+    let out = c.run(&hosts, &["-n", "4", "--bind-to", "none", &example("grow")]);
+    assert_eq!(out.stdout.matches(" ok: heap KiB by step ").count(), 4, "{out:?}");
     c.assert_hosts_clean(&[1, 2]);
 }
 

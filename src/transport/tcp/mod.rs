@@ -81,7 +81,8 @@ pub struct TcpPeer {
     owed: Owed,
     /// Set once the connection failed: owed replies will never arrive, and
     /// nothing more is read or written.
-    broken: bool,
+    /// The error that broke the connection, said again at every later call.
+    broken: Option<String>,
 }
 
 // SAFETY: the raw pointers are the destinations of non-blocking gets,
@@ -106,7 +107,7 @@ impl TcpPeer {
             unquieted: false,
             next_token: 0,
             owed: Owed::new(),
-            broken: false,
+            broken: None,
         })
     }
 
@@ -344,12 +345,12 @@ impl TcpPeer {
 
     /// Sends any batched requests now.
     pub fn flush(&mut self) -> Result<()> {
-        if self.broken {
-            return Err(Fault::io(
-                self.peer,
-                "the TCP link",
-                io::Error::new(io::ErrorKind::BrokenPipe, "the connection broke earlier"),
-            ));
+        if let Some(first) = &self.broken {
+            let e = io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                format!("the connection broke earlier: {first}"),
+            );
+            return Err(Fault::io(self.peer, "the TCP link", e));
         }
         if !self.batch.is_empty() {
             let sent = send_all(
@@ -397,11 +398,14 @@ impl TcpPeer {
     /// Passes a result through; on an error, marks the link broken and
     /// forgets every owed destination, so nothing is ever written into them.
     fn check<T>(&mut self, result: io::Result<T>) -> Result<T> {
-        if result.is_err() {
-            self.broken = true;
+        result.map_err(|e| {
+            let e = closed_plainly(e);
+            if self.broken.is_none() {
+                self.broken = Some(e.to_string());
+            }
             self.owed.clear();
-        }
-        result.map_err(|e| Fault::io(self.peer, "the TCP link", closed_plainly(e)))
+            Fault::io(self.peer, "the TCP link", e)
+        })
     }
 }
 
