@@ -80,9 +80,10 @@ pub struct TcpPeer {
     /// order, within the link's window (`owed`).
     owed: Owed,
     /// Set once the connection failed: owed replies will never arrive, and
-    /// nothing more is read or written.
-    /// The error that broke the connection, said again at every later call.
-    broken: Option<String>,
+    /// nothing more is read or written. It keeps the error that broke it
+    /// (its kind, which says why the peer was lost, and its text), said
+    /// again at every later call.
+    broken: Option<(io::ErrorKind, String)>,
 }
 
 // SAFETY: the raw pointers are the destinations of non-blocking gets,
@@ -345,11 +346,8 @@ impl TcpPeer {
 
     /// Sends any batched requests now.
     pub fn flush(&mut self) -> Result<()> {
-        if let Some(first) = &self.broken {
-            let e = io::Error::new(
-                io::ErrorKind::BrokenPipe,
-                format!("the connection broke earlier: {first}"),
-            );
+        if let Some((kind, first)) = &self.broken {
+            let e = io::Error::new(*kind, format!("the connection broke earlier: {first}"));
             return Err(Fault::io(self.peer, "the TCP link", e));
         }
         if !self.batch.is_empty() {
@@ -401,7 +399,7 @@ impl TcpPeer {
         result.map_err(|e| {
             let e = closed_plainly(e);
             if self.broken.is_none() {
-                self.broken = Some(e.to_string());
+                self.broken = Some((e.kind(), e.to_string()));
             }
             self.owed.clear();
             Fault::io(self.peer, "the TCP link", e)
