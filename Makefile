@@ -3,15 +3,17 @@
 #   make                               release build of the whole workspace
 #   make install PREFIX=/opt/oneside   install (DESTDIR= is honoured)
 #   make uninstall PREFIX=/opt/oneside remove exactly what install put there
+#   make wheel                         the pip wheel and sdist, target/wheels/
 #   make book                          the user guide, docs/book/
-# What goes where, and why an installation can move: dist/install.sh.
+# What goes where, and why an installation can move: dist/install.sh; in
+# the wheel: setup.py, built by dist/wheel.sh.
 
 PREFIX ?= /usr/local
 DESTDIR ?=
 CARGO ?= cargo
 MDBOOK ?= mdbook
 
-.PHONY: all build install uninstall book clean
+.PHONY: all build install uninstall wheel book clean
 
 all: build
 
@@ -23,6 +25,9 @@ install: build
 
 uninstall:
 	sh dist/uninstall.sh "$(DESTDIR)$(PREFIX)"
+
+wheel:
+	sh dist/wheel.sh
 
 book:
 	$(MDBOOK) build docs

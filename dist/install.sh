@@ -57,17 +57,7 @@ for header in capi/include/*.h capi/include/mpp/*.h; do
   put 644 "$header" "include/${header#capi/include/}"
 done
 
-text lib/pkgconfig/oneside-shmem.pc <<PC
-prefix=\${pcfiledir}/../..
-libdir=\${prefix}/lib
-includedir=\${prefix}/include
-
-Name: oneside-shmem
-Description: OpenSHMEM 1.6 on oneside
-Version: $version
-Cflags: -I\${includedir}
-Libs: -L\${libdir} -Wl,-rpath,\${libdir} -loneside_shmem
-PC
+sed "s/@VERSION@/$version/g" dist/oneside-shmem.pc.in | text lib/pkgconfig/oneside-shmem.pc
 
 for page in rlaunch oshrun oshcc; do
   "$bin/rlaunch" --print-man "$page" | text "share/man/man1/$page.1"
