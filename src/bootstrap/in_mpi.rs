@@ -10,7 +10,7 @@
 //! MPI, the integer `0x44000000` in MPICH and its derivatives (Intel MPI,
 //! MVAPICH, Cray MPICH); both travel in one argument register.
 
-use std::ffi::{c_int, c_void, CStr};
+use std::ffi::{c_int, c_void, CStr, CString};
 
 /// MPICH's `MPI_COMM_WORLD`.
 const MPICH_COMM_WORLD: usize = 0x4400_0000;
@@ -18,10 +18,75 @@ const MPICH_COMM_WORLD: usize = 0x4400_0000;
 type Query = unsafe extern "C" fn(*mut c_int) -> c_int;
 type CommQuery = unsafe extern "C" fn(usize, *mut c_int) -> c_int;
 
-/// A symbol of the whole process (the program and what it linked).
+/// A symbol of the process's MPI: in the global scope (a program that links
+/// MPI), else in an MPI library loaded with `RTLD_LOCAL`. Python loads
+/// extension modules so: mpi4py's `libmpi` is in no global scope, yet it is
+/// this process's MPI, and it shares `PMI_FD` with us.
 pub(super) fn symbol(name: &CStr) -> *mut c_void {
     // SAFETY: dlsym on the default scope with a C string.
-    unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) }
+    let global = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+    match global.is_null() {
+        true => local_symbol(name),
+        false => global,
+    }
+}
+
+/// Whether a loaded object's path names an MPI library: Open MPI's, MPICH's
+/// and its derivatives' `libmpi.so.*`, `libmpich.so.*`, the MPI ABI's
+/// `libmpi_abi.so.*` and Cray's `libmpi_cray.so.*` (not the Fortran or C++
+/// layers beside them, `libmpi_mpifh`, `libmpicxx`).
+fn is_mpi_library(path: &[u8]) -> bool {
+    let base = path.rsplit(|&b| b == b'/').next().unwrap_or(path);
+    ["libmpi.so", "libmpich.so", "libmpi_abi.so", "libmpi_cray.so"]
+        .iter()
+        .any(|stem| base.starts_with(stem.as_bytes()))
+}
+
+/// `name` in the first MPI library the process has loaded, wherever its
+/// scope; null when there is none or it lacks `name`.
+fn local_symbol(name: &CStr) -> *mut c_void {
+    /// `dl_iterate_phdr`'s callback: keeps the first MPI library's path.
+    ///
+    /// # Safety
+    /// Only for `dl_iterate_phdr`: `info` must point to a valid
+    /// `dl_phdr_info` for the call, and `data` to the `Option<CString>`
+    /// passed to it, not otherwise borrowed.
+    unsafe extern "C" fn first_mpi(info: *mut libc::dl_phdr_info, _size: libc::size_t, data: *mut c_void) -> c_int {
+        // SAFETY: dl_iterate_phdr passes a valid info for the call, and
+        // `data` is the Option<CString> passed in below.
+        let (info, found) = unsafe { (&*info, &mut *data.cast::<Option<CString>>()) };
+        if info.dlpi_name.is_null() {
+            return 0;
+        }
+        // SAFETY: the loader's names are NUL-terminated strings.
+        let path = unsafe { CStr::from_ptr(info.dlpi_name) };
+        match is_mpi_library(path.to_bytes()) {
+            true => {
+                *found = Some(path.to_owned());
+                1
+            }
+            false => 0,
+        }
+    }
+    let mut found: Option<CString> = None;
+    // SAFETY: the callback only reads what it is given and writes through
+    // `data`, which outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(first_mpi), (&mut found as *mut Option<CString>).cast()) };
+    let Some(path) = found else {
+        return std::ptr::null_mut();
+    };
+    // SAFETY: RTLD_NOLOAD only returns a handle of a loaded object (loading
+    // nothing, running no constructor); the dlclose returns the reference it
+    // took. The symbol stays valid: whoever loaded the library still holds it.
+    unsafe {
+        let handle = libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD);
+        if handle.is_null() {
+            return std::ptr::null_mut();
+        }
+        let symbol = libc::dlsym(handle, name.as_ptr());
+        libc::dlclose(handle);
+        symbol
+    }
 }
 
 /// Calls `MPI_Initialized` or `MPI_Finalized`; `None` without MPI.
@@ -84,4 +149,31 @@ pub(crate) fn world() -> Option<(usize, usize)> {
 /// Open MPI's `MPI_COMM_WORLD`, or null in any other MPI.
 fn open_mpi_world() -> *mut c_void {
     symbol(c"ompi_mpi_comm_world")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_mpi_library;
+
+    #[test]
+    fn mpi_libraries_are_known_by_their_names_and_their_layers_are_not() {
+        for path in [
+            "/venv/lib/libmpi.so.12",
+            "/usr/lib/x86_64-linux-gnu/libmpich.so.12",
+            "libmpi.so.40",
+            "/opt/mpich/lib/libmpi_abi.so.1",
+            "/opt/cray/pe/lib64/libmpi_cray.so.12",
+        ] {
+            assert!(is_mpi_library(path.as_bytes()), "{path}");
+        }
+        for path in [
+            "/usr/lib/libmpi_mpifh.so.40",
+            "/usr/lib/libmpicxx.so.12",
+            "/lib/libm.so.6",
+            "",
+            "/x/libmpi.a",
+        ] {
+            assert!(!is_mpi_library(path.as_bytes()), "{path}");
+        }
+    }
 }

@@ -163,7 +163,10 @@ impl Pmi {
     /// On a connection MPI shares, after MPI_Finalize closed it, there is
     /// nothing left to fence on: MPI_Finalize itself was the last barrier.
     pub(crate) fn farewell(mut self) -> Result<()> {
-        if let Road::Wire(w) = &self.road {
+        if let Road::Wire(w) = &mut self.road {
+            if !w.shared() && in_mpi::linked() {
+                w.mpi_arrived();
+            }
             if w.shared() && in_mpi::finalized() {
                 return Ok(());
             }

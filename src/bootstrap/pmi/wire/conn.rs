@@ -97,6 +97,22 @@ impl Conn {
         }
     }
 
+    /// Hands the inherited socket to the process's MPI, which came after
+    /// us and talks on it too: from now on we talk on a duplicate, and the
+    /// original is never closed by us. A `PMI_PORT` connection is ours alone.
+    pub(super) fn share(&mut self) -> io::Result<()> {
+        let PmiSocket::Fd(own) = &self.link else {
+            return Ok(());
+        };
+        let copy = own.try_clone()?;
+        let PmiSocket::Fd(original) = std::mem::replace(&mut self.link, PmiSocket::Fd(copy)) else {
+            unreachable!("the link was an inherited socket just above")
+        };
+        // MPI's now: left open.
+        let _ = std::os::fd::IntoRawFd::into_raw_fd(original);
+        Ok(())
+    }
+
     /// The socket, for tests.
     #[cfg(test)]
     pub(super) fn raw_fd(&self) -> RawFd {

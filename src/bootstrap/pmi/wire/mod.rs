@@ -213,6 +213,16 @@ impl Wire {
         self.mpi != MpiHere::Absent
     }
 
+    /// MPI came into the process after init (Python programs that import
+    /// shmem4py before mpi4py): its PMI client took the same `PMI_FD`, so
+    /// the connection is shared from now on, as if MPI had been there at
+    /// init. Without this, our finalize would close MPI's socket under it.
+    pub(crate) fn mpi_arrived(&mut self) {
+        if self.mpi == MpiHere::Absent && self.conn.share().is_ok() {
+            self.mpi = MpiHere::Later;
+        }
+    }
+
     /// What this is, for messages: `the PMI-2 server on PMI_FD=6`.
     pub(crate) fn server(&self) -> String {
         let v = match self.version {
