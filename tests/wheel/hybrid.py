@@ -1,11 +1,17 @@
-# A hybrid mpi4py + shmem4py program, as an MPI user writes one: MPI first,
-# then OpenSHMEM; PE number = MPI rank. Each PE puts its rank into its right
-# neighbour, then MPI and OpenSHMEM each sum the ranks, and must agree.
-# Prints one line per rank and exits non-zero on any wrong answer.
+# A hybrid mpi4py + shmem4py program, as MPI users write one: PE number =
+# MPI rank. Each PE puts its rank into its right neighbour, then MPI and
+# OpenSHMEM each sum the ranks, and must agree. Prints one line per rank and
+# exits non-zero on any wrong answer.
+#   python hybrid.py [mpi-first | shmem-first]   which module is imported
+#                                                (so initialized) first
 import sys
 
-from mpi4py import MPI
-from shmem4py import shmem
+if sys.argv[1:] == ["shmem-first"]:
+    from shmem4py import shmem
+    from mpi4py import MPI
+else:
+    from mpi4py import MPI
+    from shmem4py import shmem
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
