@@ -24,18 +24,21 @@
 //! (`collective_bytes`), so the matrix of the program's puts, gets and
 //! atomics stays exact.
 //!
-//! At finalize each rank writes `DIR/rank-<rank>.prof` ([`RankProfile`]);
-//! rlaunch merges them.
+//! At finalize each rank writes `DIR/rank-<rank>.prof` ([`RankProfile`]),
+//! and `rank-<rank>.trace` ([`RankTrace`]) when tracing: versioned JSON
+//! documents (`versioned`); rlaunch merges them.
 
 mod file;
 pub(crate) mod level;
 mod on_term;
 mod record;
 mod trace;
+mod versioned;
 
 pub use file::{FamilyStats, RankProfile, HISTOGRAM_BUCKETS};
-pub use trace::RankTrace;
+pub use trace::{RankTrace, ThreadTrace, TraceEvent};
 
+use serde::{Deserialize, Serialize};
 use std::cell::Cell;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,7 +47,9 @@ use std::time::Instant;
 
 /// The operation families counted, in the order of [`Family::NAMES`]. The
 /// families whose calls name a target rank come first (`record::AIMED`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A trace file spells each by its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Family {
     Put,
     Get,
@@ -100,6 +105,19 @@ impl Family {
     ];
     /// How many families there are.
     pub const COUNT: usize = Family::NAMES.len();
+    /// Every family, in [`Family::NAMES`]' order (`ALL[f as usize] == f`).
+    pub const ALL: [Family; Family::COUNT] = {
+        use Family::*;
+        [
+            Put, Get, PutNbi, GetNbi, Atomic, Signal, Wait, Lock, Quiet, Fence, Barrier, Sync, Broadcast, Reduce,
+            Collect, Fcollect, Alltoall, Scan, Alloc, Free, InitFinalize,
+        ]
+    };
+
+    /// This family's name, as the files spell it.
+    pub fn name(self) -> &'static str {
+        Family::NAMES[self as usize]
+    }
 
     /// The family of a collective, by the name it runs under.
     pub fn of_collective(op: &str) -> Family {
@@ -376,4 +394,17 @@ pub(crate) fn timed_leaf<R>(family: Family, call: impl FnOnce() -> R) -> R {
         trace(block, family, started, duration);
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Family;
+
+    #[test]
+    fn all_lists_every_family_at_its_own_index() {
+        for (i, family) in Family::ALL.iter().enumerate() {
+            assert_eq!(*family as usize, i);
+            assert_eq!(family.name(), Family::NAMES[i]);
+        }
+    }
 }

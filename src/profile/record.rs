@@ -2,8 +2,8 @@
 //! into the [`RankProfile`] its file holds.
 
 use super::file::{FamilyStats, RankProfile, HISTOGRAM_BUCKETS};
+use super::trace::{RankTrace, TraceEvent};
 use super::Family;
-use std::fmt::Write as _;
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -211,7 +211,7 @@ impl Counters {
             outputs,
             rank,
             size,
-            host: host.split_whitespace().collect::<Vec<_>>().join("_"),
+            host: host.to_string(),
             started: Instant::now(),
             epoch_unix_ns: since_epoch.map_or(0, |d| d.as_nanos() as u64),
             trace_capacity: super::trace::capacity(),
@@ -309,35 +309,40 @@ impl Counters {
         }
     }
 
-    /// The trace's lines for the blocking calls threads are in now, begun
-    /// but not ended (`thread` numbers as in the file), timed up to now.
-    fn open_events(&self, out: &mut String) {
-        let now = self.since_start(Instant::now());
-        for (thread, block) in crate::sync::lock(&self.blocks).iter().enumerate() {
-            if let (Some(_), Some((family, since))) = (&block.ring, block.in_call()) {
-                let name = Family::NAMES.get(family).copied().unwrap_or("wait");
-                let _ = writeln!(out, "e {name} {thread} {since} {}", now.saturating_sub(since));
-            }
-        }
-    }
-
     /// Writes `rank-<rank>.prof` into the profile's directory and
-    /// `rank-<rank>.trace` into the trace's, as asked.
+    /// `rank-<rank>.trace` into the trace's, as asked, each streamed into
+    /// its file (`versioned`).
     pub fn write(&self) -> std::io::Result<()> {
         if let Some(dir) = &self.outputs.profile {
             std::fs::create_dir_all(dir)?;
-            std::fs::write(dir.join(format!("rank-{}.prof", self.rank)), self.snapshot().to_text())?;
+            self.snapshot().write(&dir.join(RankProfile::file_name(self.rank)))?;
         }
         if let Some(dir) = &self.outputs.trace {
-            let mut text = super::trace::header(self.rank, self.epoch_unix_ns, &self.host);
-            for (thread, block) in crate::sync::lock(&self.blocks).iter().enumerate() {
-                if let Some(ring) = &block.ring {
-                    ring.lines(thread, &mut text);
-                }
-            }
-            self.open_events(&mut text);
+            let blocks = crate::sync::lock(&self.blocks).clone();
+            let now = self.since_start(Instant::now());
+            let threads = blocks.iter().enumerate();
+            let trace = RankTrace {
+                rank: self.rank,
+                epoch_unix_ns: self.epoch_unix_ns,
+                host: self.host.clone(),
+                threads: threads
+                    .filter_map(|(n, block)| {
+                        let mut thread = block.ring.as_ref()?.snapshot(n);
+                        // The blocking call the thread is in now, begun but
+                        // not ended, timed up to now.
+                        if let Some((family, since)) = block.in_call() {
+                            thread.events.push(TraceEvent {
+                                family: Family::ALL.get(family).copied().unwrap_or(Family::Wait),
+                                begin_ns: since,
+                                duration_ns: now.saturating_sub(since),
+                            });
+                        }
+                        Some(thread)
+                    })
+                    .collect(),
+            };
             std::fs::create_dir_all(dir)?;
-            std::fs::write(dir.join(format!("rank-{}.trace", self.rank)), text)?;
+            trace.write(&dir.join(RankTrace::file_name(self.rank)))?;
         }
         Ok(())
     }
@@ -348,7 +353,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_profile_reads_back_as_written() {
+    fn a_snapshot_sums_every_threads_block() {
         let outputs = Outputs {
             profile: None,
             trace: None,
@@ -365,10 +370,8 @@ mod tests {
         one.count_call(Family::Barrier);
         one.time(Family::Barrier, 9000);
         two.collective_bytes(0, 4096);
-        let written = counters.snapshot();
-        let read = RankProfile::parse(&written.to_text()).expect("parses");
-        assert_eq!(read, written);
-        assert_eq!(read.host, "node_a");
+        let read = counters.snapshot();
+        assert_eq!(read.host, "node a");
         assert_eq!((read.target_bytes[2], read.target_ops[2]), (88, 2));
         assert_eq!(read.collective_bytes, vec![4096, 0, 0]);
         let put = &read.families[Family::Put as usize];
@@ -378,6 +381,32 @@ mod tests {
         assert_eq!(put.histogram[bucket(70)], 1, "every timed call is in the histogram");
         let barrier = &read.families[Family::Barrier as usize];
         assert_eq!(barrier.histogram[bucket(9000)], 1);
+    }
+
+    #[test]
+    fn a_ranks_files_read_back_as_written() {
+        let dir = std::env::temp_dir().join(format!("oneside-record-{}", std::process::id()));
+        let outputs = Outputs {
+            profile: Some(dir.join("p")),
+            trace: Some(dir.join("t")),
+        };
+        let counters = Counters::new(outputs, 2, 4, "node7");
+        let block = counters.new_block();
+        block.aim(Family::Get, 1, 64);
+        block.ring.as_ref().expect("tracing").push(Family::Get, 100, 20);
+        counters.write().expect("written");
+        let profile = RankProfile::read(&dir.join("p/rank-2.prof"));
+        let trace = RankTrace::read(&dir.join("t/rank-2.trace"));
+        let _ = std::fs::remove_dir_all(&dir);
+        let profile = profile.expect("the profile reads");
+        assert_eq!((profile.rank, profile.size, profile.target_bytes[1]), (2, 4, 64));
+        let trace = trace.expect("the trace reads");
+        assert_eq!((trace.rank, trace.host.as_str(), trace.events()), (2, "node7", 1));
+        let event = trace.threads[0].events[0];
+        assert_eq!(
+            (event.family, event.begin_ns, event.duration_ns),
+            (Family::Get, 100, 20)
+        );
     }
 
     #[test]

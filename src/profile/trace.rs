@@ -4,20 +4,26 @@
 //!
 //! Memory is bounded: each thread keeps its last [`capacity`] events and
 //! counts the ones it dropped to make room. At finalize each rank writes
-//! `DIR/rank-<rank>.trace`; rlaunch merges the ranks into one Chrome
-//! trace-event (Perfetto) file.
+//! `DIR/rank-<rank>.trace`, a [`RankTrace`] as one versioned JSON document
+//! (the envelope and why JSON: `versioned`), streamed into the file; each
+//! thread's events are copied out of its ring first (24 bytes an event,
+//! less than the text the version 1 writer built), so the ring's lock is
+//! held for a copy, not for the writing. rlaunch merges the ranks into one
+//! Chrome trace-event (Perfetto) file.
 //!
 //! ```text
-//! oneside-trace 1
-//! rank 3 epoch_unix_ns 1764086400000000000 host node7
-//! thread 1 dropped 0
-//! e barrier 1 1200 35000
+//! {"format":"oneside-trace","version":2,"rank":3,"epoch_unix_ns":1764086400000000000,
+//!  "host":"node7","threads":[{"thread":1,"dropped":0,"events":[
+//!  {"family":"barrier","begin_ns":1200,"duration_ns":35000},...]},...]}
 //! ```
-//! An event line is `e <family> <thread> <begin ns after epoch> <duration ns>`.
+//! (one line in the file.) `begin_ns` counts from `epoch_unix_ns`, the
+//! rank's start.
 
+use super::versioned::{self, TRACE};
 use super::Family;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
-use std::fmt::Write as _;
+use std::path::Path;
 use std::sync::Mutex;
 
 /// Events kept per thread: `ONESIDE_TRACE_EVENTS`, else 65536 (about
@@ -30,17 +36,19 @@ pub fn capacity() -> usize {
         .unwrap_or(1 << 16)
 }
 
-#[derive(Clone, Copy)]
-struct Event {
-    family: Family,
-    begin_ns: u64,
-    duration_ns: u64,
+/// One call on a thread's timeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceEvent {
+    pub family: Family,
+    /// Nanoseconds after the rank's start ([`RankTrace::epoch_unix_ns`]).
+    pub begin_ns: u64,
+    pub duration_ns: u64,
 }
 
 /// One thread's last events.
 pub(crate) struct Ring {
     capacity: usize,
-    inner: Mutex<(VecDeque<Event>, u64)>,
+    inner: Mutex<(VecDeque<TraceEvent>, u64)>,
 }
 
 impl Ring {
@@ -58,73 +66,75 @@ impl Ring {
             inner.0.pop_front();
             inner.1 += 1;
         }
-        inner.0.push_back(Event {
+        inner.0.push_back(TraceEvent {
             family,
             begin_ns,
             duration_ns,
         });
     }
 
-    /// This thread's lines of the trace file (`thread` is its number).
-    pub fn lines(&self, thread: usize, out: &mut String) {
+    /// A copy of this thread's events so far (`thread` is its number).
+    pub fn snapshot(&self, thread: usize) -> ThreadTrace {
         let inner = crate::sync::lock(&self.inner);
-        let _ = writeln!(out, "thread {thread} dropped {}", inner.1);
-        for e in &inner.0 {
-            let name = Family::NAMES[e.family as usize];
-            let _ = writeln!(out, "e {name} {thread} {} {}", e.begin_ns, e.duration_ns);
+        ThreadTrace {
+            thread,
+            dropped: inner.1,
+            events: inner.0.iter().copied().collect(),
         }
     }
 }
 
-/// The head of a rank's trace file.
-pub fn header(rank: usize, epoch_unix_ns: u64, host: &str) -> String {
-    format!("oneside-trace 1\nrank {rank} epoch_unix_ns {epoch_unix_ns} host {host}\n")
+/// One thread's part of a rank's trace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadTrace {
+    pub thread: usize,
+    /// Older events dropped to stay within its capacity.
+    pub dropped: u64,
+    /// Its last events, oldest first.
+    pub events: Vec<TraceEvent>,
 }
 
-/// One rank's trace as read back by rlaunch.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One rank's trace, as written at finalize and read back by rlaunch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RankTrace {
     pub rank: usize,
+    /// The rank's start, by its host's clock.
     pub epoch_unix_ns: u64,
     pub host: String,
-    /// Events each thread dropped to stay within its capacity.
-    pub dropped: u64,
-    /// (family, thread, begin ns after the epoch, duration ns)
-    pub events: Vec<(String, usize, u64, u64)>,
+    pub threads: Vec<ThreadTrace>,
 }
 
 impl RankTrace {
-    /// Reads a file written at finalize (the module docs).
-    pub fn parse(text: &str) -> Result<RankTrace, String> {
-        let mut lines = text.lines();
-        if lines.next() != Some("oneside-trace 1") {
-            return Err("not a trace file (the first line is not \"oneside-trace 1\")".into());
-        }
-        let head: Vec<&str> = lines.next().unwrap_or_default().split(' ').collect();
-        let number = |s: &str| s.parse::<u64>().map_err(|_| format!("\"{s}\" is not a number"));
-        let ["rank", rank, "epoch_unix_ns", epoch, "host", host] = head[..] else {
-            return Err("the second line is not \"rank R epoch_unix_ns T host H\"".into());
-        };
-        let mut trace = RankTrace {
-            rank: number(rank)? as usize,
-            epoch_unix_ns: number(epoch)?,
-            host: host.to_string(),
-            dropped: 0,
-            events: Vec::new(),
-        };
-        for line in lines {
-            match line.split(' ').collect::<Vec<_>>()[..] {
-                ["thread", _, "dropped", n] => trace.dropped += number(n)?,
-                ["e", name, thread, begin, duration] => trace.events.push((
-                    name.to_string(),
-                    number(thread)? as usize,
-                    number(begin)?,
-                    number(duration)?,
-                )),
-                _ => return Err(format!("unreadable line \"{line}\"")),
-            }
-        }
-        Ok(trace)
+    /// The name of rank `rank`'s file in the trace's directory.
+    pub fn file_name(rank: usize) -> String {
+        versioned::file_name(&TRACE, rank)
+    }
+
+    /// Writes the file at `path`, streamed (the module docs).
+    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+        versioned::write(path, &TRACE, self)
+    }
+
+    /// Reads a file [`write`](RankTrace::write) wrote; an error is a
+    /// sentence that names the file and says what to do.
+    pub fn read(path: &Path) -> Result<RankTrace, String> {
+        versioned::read(path, &TRACE)
+    }
+
+    /// [`read`](RankTrace::read) of a file's bytes; `file` names it in
+    /// the errors.
+    pub fn parse(bytes: &[u8], file: &str) -> Result<RankTrace, String> {
+        versioned::decode(bytes, file, &TRACE)
+    }
+
+    /// Events the threads dropped to stay within their capacity.
+    pub fn dropped(&self) -> u64 {
+        self.threads.iter().map(|t| t.dropped).sum()
+    }
+
+    /// Events kept, over the threads.
+    pub fn events(&self) -> usize {
+        self.threads.iter().map(|t| t.events.len()).sum()
     }
 }
 
@@ -132,20 +142,81 @@ impl RankTrace {
 mod tests {
     use super::*;
 
+    fn event(family: Family, begin_ns: u64) -> TraceEvent {
+        TraceEvent {
+            family,
+            begin_ns,
+            duration_ns: 5,
+        }
+    }
+
     #[test]
-    fn a_full_ring_drops_its_oldest_and_says_how_many() {
+    fn a_full_ring_drops_its_oldest_and_the_trace_reads_back() {
         let ring = Ring::new(2);
         ring.push(Family::Barrier, 10, 5);
         ring.push(Family::Wait, 20, 5);
-        ring.push(Family::Quiet, 30, 5);
-        let mut text = header(4, 1000, "h");
-        ring.lines(2, &mut text);
-        let trace = RankTrace::parse(&text).expect("parses");
-        assert_eq!((trace.rank, trace.epoch_unix_ns, trace.dropped), (4, 1000, 1));
+        ring.push(Family::InitFinalize, 30, 5);
+        let trace = RankTrace {
+            rank: 4,
+            epoch_unix_ns: 1000,
+            host: "h".into(),
+            threads: vec![ring.snapshot(2), Ring::new(8).snapshot(3)],
+        };
         assert_eq!(
-            trace.events,
-            vec![("wait".into(), 2, 20, 5), ("quiet".into(), 2, 30, 5)]
+            trace.threads[0].events,
+            [event(Family::Wait, 20), event(Family::InitFinalize, 30)]
         );
-        assert!(RankTrace::parse("oneside-trace 1\nrank x").is_err());
+        assert_eq!((trace.dropped(), trace.events()), (1, 2));
+        let path = std::env::temp_dir().join(format!(
+            "oneside-trace-{}-{}",
+            std::process::id(),
+            RankTrace::file_name(4)
+        ));
+        trace.write(&path).expect("written");
+        let read = RankTrace::read(&path);
+        let text = std::fs::read_to_string(&path).expect("read back");
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(read, Ok(trace));
+        assert!(
+            text.starts_with("{\"format\":\"oneside-trace\",\"version\":2,\"rank\":4,"),
+            "{text}"
+        );
+        assert!(
+            text.contains("{\"family\":\"init_finalize\",\"begin_ns\":30,\"duration_ns\":5}"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_trace_of_another_version_or_none_is_refused() {
+        let refused = |text: &str| RankTrace::parse(text.as_bytes(), "rank-0.trace").expect_err("refused");
+        let version_1 = "rank-0.trace is a oneside trace of version 1; this rlaunch reads version 2: \
+                         run the job again with this build's rlaunch and library";
+        let old_text = "oneside-trace 1\nrank 0 epoch_unix_ns 5 host h\nthread 0 dropped 0\ne wait 0 1 2\n";
+        assert_eq!(refused(old_text), version_1);
+        assert_eq!(
+            refused("{\"format\":\"oneside-trace\",\"version\":1,\"events\":[]}"),
+            version_1
+        );
+        assert!(refused("e wait 0 1 2").starts_with("rank-0.trace is not a oneside trace ("));
+        let unknown = "{\"format\":\"oneside-trace\",\"version\":2,\"rank\":0,\"epoch_unix_ns\":5,\"host\":\"h\",\
+                       \"threads\":[{\"thread\":0,\"dropped\":0,\"events\":[\
+                       {\"family\":\"teleport\",\"begin_ns\":1,\"duration_ns\":2}]}]}";
+        let why = refused(unknown);
+        assert!(
+            why.starts_with("rank-0.trace, a oneside trace of version 2, is damaged (unknown variant `teleport`"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn a_family_is_spelt_by_its_name_in_the_files() {
+        for i in 0..Family::COUNT {
+            let name = Family::NAMES[i];
+            let family: Family = serde_json::from_str(&format!("\"{name}\"")).expect(name);
+            assert_eq!(family as usize, i, "{name}");
+            assert_eq!(serde_json::to_string(&family).expect(name), format!("\"{name}\""));
+            assert_eq!(family.name(), name);
+        }
     }
 }

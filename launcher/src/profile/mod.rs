@@ -1,7 +1,9 @@
 //! `rlaunch --profile[=DIR]`: each rank writes `DIR/rank-<r>.prof` at
-//! finalize (`oneside::profile`); after the job, this merges them into
-//! `DIR/profile.json`, `DIR/summary.txt` (also printed) and
-//! `DIR/report.html`.
+//! finalize (`oneside::profile::RankProfile`, a versioned JSON document);
+//! after the job, this reads them back with serde (a file of another
+//! version, or no profile, is listed as missing with the reason) and
+//! merges them into `DIR/profile.json`, `DIR/summary.txt` (also printed)
+//! and `DIR/report.html`.
 
 mod charts;
 mod html;
@@ -41,11 +43,18 @@ impl Merged {
             missing: Vec::new(),
         };
         for rank in 0..size {
-            let path = dir.join(format!("rank-{rank}.prof"));
-            let read = std::fs::read_to_string(&path).map_err(|e| e.to_string());
-            match read.and_then(|text| RankProfile::parse(&text)) {
+            let path = dir.join(RankProfile::file_name(rank));
+            match RankProfile::read(&path) {
                 Ok(profile) if profile.rank == rank && profile.size == size => merged.ranks.push(profile),
-                Ok(_) => merged.missing.push((rank, "written by another job".into())),
+                Ok(p) => merged.missing.push((
+                    rank,
+                    format!(
+                        "{} is rank {} of {} ranks, written by another job",
+                        path.display(),
+                        p.rank,
+                        p.size
+                    ),
+                )),
                 Err(why) => merged.missing.push((rank, why)),
             }
         }
@@ -266,5 +275,33 @@ mod tests {
         assert_eq!(rank["ops"]["put"]["calls"], 3);
         assert_eq!(rank["ops"]["put"]["histogram_log2_ns"], serde_json::json!([0, 3]));
         assert!(rank["ops"].get("get").is_none(), "families never called are left out");
+    }
+
+    #[test]
+    fn a_profile_of_another_version_is_missing_with_the_reason() {
+        let dir = std::env::temp_dir().join(format!("rlaunch-merge-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a directory");
+        let old = "oneside-profile 1\nrank 1 size 2 elapsed_ns 5 host h\n";
+        std::fs::write(dir.join("rank-1.prof"), old).expect("written");
+        let merged = Merged::read(&dir, 2);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(merged.ranks.is_empty());
+        let (rank, why) = &merged.missing[1];
+        assert_eq!(*rank, 1);
+        assert!(
+            why.ends_with(
+                "rank-1.prof is a oneside profile of version 1; this rlaunch reads version 2: \
+                 run the job again with this build's rlaunch and library"
+            ),
+            "{why}"
+        );
+        assert!(
+            merged.missing[0].1.ends_with(
+                "rank-0.prof was not written: its rank ended before finalize, \
+                 or wrote it where this host cannot see it"
+            ),
+            "{:?}",
+            merged.missing
+        );
     }
 }

@@ -1,5 +1,7 @@
-//! `rlaunch --trace[=DIR]`: merges every rank's `rank-<r>.trace` into
-//! `DIR/trace.json`, a Chrome trace-event file (open it in Perfetto,
+//! `rlaunch --trace[=DIR]`: reads every rank's `rank-<r>.trace` (a
+//! versioned JSON document, `oneside::profile::RankTrace`; one of another
+//! version, or no trace, is counted missing and its reason printed) and
+//! merges them into `DIR/trace.json`, a Chrome trace-event file (open it in Perfetto,
 //! ui.perfetto.dev, or chrome://tracing): one process per rank, one
 //! thread per rank thread, a complete event ("X") per call. Times are
 //! microseconds after the earliest rank's start, by each host's clock.
@@ -14,19 +16,25 @@ use std::path::{Path, PathBuf};
 pub fn write(dir: &Path, size: usize) -> std::io::Result<(PathBuf, String)> {
     let mut traces = Vec::new();
     let mut missing = Vec::new();
+    let mut refused = Vec::new();
     for rank in 0..size {
-        let path = dir.join(format!("rank-{rank}.trace"));
-        let read = std::fs::read_to_string(&path).map_err(|e| e.to_string());
-        match read.and_then(|text| RankTrace::parse(&text)) {
-            Ok(trace) if trace.rank == rank => traces.push(trace),
-            _ => missing.push(rank),
+        let path = dir.join(RankTrace::file_name(rank));
+        match RankTrace::read(&path) {
+            Ok(trace) if trace.rank == rank => {
+                traces.push(trace);
+                continue;
+            }
+            Ok(trace) => refused.push(format!("{} is rank {}'s trace", path.display(), trace.rank)),
+            Err(why) if path.exists() => refused.push(why),
+            Err(_) => {}
         }
+        missing.push(rank);
     }
     let json = to_json(&traces, size, &missing);
     let path = dir.join("trace.json");
     std::fs::write(&path, json)?;
-    let events: usize = traces.iter().map(|t| t.events.len()).sum();
-    let dropped: u64 = traces.iter().map(|t| t.dropped).sum();
+    let events: usize = traces.iter().map(RankTrace::events).sum();
+    let dropped: u64 = traces.iter().map(RankTrace::dropped).sum();
     let mut line = format!("oneside trace: {} ({events} events", path.display());
     if dropped > 0 {
         let _ = write!(
@@ -37,6 +45,9 @@ pub fn write(dir: &Path, size: usize) -> std::io::Result<(PathBuf, String)> {
     line.push(')');
     if !missing.is_empty() {
         let _ = write!(line, "; no trace from ranks {missing:?}");
+    }
+    for why in refused {
+        let _ = write!(line, "\n  {why}");
     }
     Ok((path, line + "\n"))
 }
@@ -61,17 +72,19 @@ fn to_json(traces: &[RankTrace], size: usize, missing: &[usize]) -> String {
             pid: t.rank,
             args: MetaArgs::SortIndex { sort_index: t.rank },
         });
-        for (name, thread, begin, duration) in &t.events {
-            let at = (t.epoch_unix_ns - origin).saturating_add(*begin);
-            events.push(Event::Call {
-                name,
-                cat: "oneside",
-                ph: "X",
-                pid: t.rank,
-                tid: *thread,
-                ts: at as f64 / 1e3,
-                dur: *duration as f64 / 1e3,
-            });
+        for thread in &t.threads {
+            for e in &thread.events {
+                let at = (t.epoch_unix_ns - origin).saturating_add(e.begin_ns);
+                events.push(Event::Call {
+                    name: e.family.name(),
+                    cat: "oneside",
+                    ph: "X",
+                    pid: t.rank,
+                    tid: thread.thread,
+                    ts: at as f64 / 1e3,
+                    dur: e.duration_ns as f64 / 1e3,
+                });
+            }
         }
     }
     let file = TraceFile {
@@ -91,7 +104,7 @@ fn to_json(traces: &[RankTrace], size: usize, missing: &[usize]) -> String {
 struct TraceFile<'a> {
     display_time_unit: &'static str,
     other_data: OtherData<'a>,
-    trace_events: Vec<Event<'a>>,
+    trace_events: Vec<Event>,
 }
 
 #[derive(Serialize)]
@@ -106,13 +119,13 @@ struct Dropped<'a>(&'a [RankTrace]);
 
 impl Serialize for Dropped<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_map(self.0.iter().map(|t| (t.rank.to_string(), t.dropped)))
+        s.collect_map(self.0.iter().map(|t| (t.rank.to_string(), t.dropped())))
     }
 }
 
 #[derive(Serialize)]
 #[serde(untagged)]
-enum Event<'a> {
+enum Event {
     Meta {
         name: &'static str,
         ph: &'static str,
@@ -120,7 +133,7 @@ enum Event<'a> {
         args: MetaArgs,
     },
     Call {
-        name: &'a str,
+        name: &'static str,
         cat: &'static str,
         ph: &'static str,
         pid: usize,
@@ -141,6 +154,7 @@ enum MetaArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use oneside::profile::{Family, ThreadTrace, TraceEvent};
 
     #[test]
     fn ranks_share_one_time_origin() {
@@ -148,13 +162,51 @@ mod tests {
             rank,
             epoch_unix_ns: epoch,
             host: "h".into(),
-            dropped: rank as u64,
-            events: vec![("barrier".into(), 0, 1000, 500)],
+            threads: vec![ThreadTrace {
+                thread: 0,
+                dropped: rank as u64,
+                events: vec![TraceEvent {
+                    family: Family::Barrier,
+                    begin_ns: 1000,
+                    duration_ns: 500,
+                }],
+            }],
         };
         let json = to_json(&[rank(0, 5_000), rank(1, 2_000)], 3, &[2]);
+        assert!(json.contains("\"name\":\"barrier\",\"cat\":\"oneside\""), "{json}");
         assert!(json.contains("\"pid\":0,\"tid\":0,\"ts\":4.0,\"dur\":0.5"), "{json}");
         assert!(json.contains("\"pid\":1,\"tid\":0,\"ts\":1.0,\"dur\":0.5"), "{json}");
         assert!(json.contains("\"missing_ranks\":[2]"), "{json}");
         assert!(json.contains("\"dropped_events\":{\"0\":0,\"1\":1}"), "{json}");
+    }
+
+    #[test]
+    fn a_refused_trace_is_missing_and_says_why() {
+        let dir = std::env::temp_dir().join(format!("rlaunch-timeline-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a directory");
+        let trace = RankTrace {
+            rank: 0,
+            epoch_unix_ns: 1,
+            host: "h".into(),
+            threads: Vec::new(),
+        };
+        trace.write(&dir.join("rank-0.trace")).expect("written");
+        std::fs::write(
+            dir.join("rank-1.trace"),
+            "oneside-trace 1\nrank 1 epoch_unix_ns 5 host h\n",
+        )
+        .expect("written");
+        let written = write(&dir, 3);
+        let _ = std::fs::remove_dir_all(&dir);
+        let (_, line) = written.expect("trace.json written");
+        assert!(line.contains("(0 events); no trace from ranks [1, 2]\n"), "{line}");
+        let why = "rank-1.trace is a oneside trace of version 1; this rlaunch reads version 2: \
+                   run the job again with this build's rlaunch and library\n";
+        assert!(line.ends_with(why), "{line}");
+        assert_eq!(
+            line.matches('\n').count(),
+            2,
+            "rank 2 wrote nothing, and that needs no line: {line}"
+        );
     }
 }
