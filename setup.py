@@ -93,7 +93,9 @@ class build_oneside(build_rust):
             out.write(pc)
         files["lib/pkgconfig"] = [pc_path]
         scripts = self.get_finalized_command("install_scripts").build_dir
-        rlaunch = os.path.join(scripts, "rlaunch")
+        # ONESIDE_MAN_FROM: an rlaunch that runs here, when this one is
+        # cross-built (dist/wheel.sh with WHEEL_ARCH).
+        rlaunch = os.environ.get("ONESIDE_MAN_FROM") or os.path.join(scripts, "rlaunch")
         man = os.path.join(stage, "share/man/man1")
         os.makedirs(man, exist_ok=True)
         for page in MAN_PAGES:

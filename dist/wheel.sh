@@ -12,12 +12,15 @@
 # the files need only glibc and libgcc_s). Run from the repository root.
 #   WHEEL_GLIBC=2.17 make wheel     # manylinux2014, if the code allows it
 #   WHEEL_OPT_LEVEL=0 make wheel    # unoptimized, for checking the layout
+#   WHEEL_ARCH=aarch64 make wheel   # cross-built (rustup target add
+#                                   # aarch64-unknown-linux-gnu first); its
+#                                   # man pages come from this host's build
 set -eu
 root=$(pwd)
 out=$root/target/wheels
 tools=$root/target/wheel-tools
 glibc=${WHEEL_GLIBC:-2.28}
-arch=$(uname -m)
+arch=${WHEEL_ARCH:-$(uname -m)}
 python=${PYTHON:-python3}
 [ -f setup.py ] && [ -f Cargo.toml ] || { echo "wheel.sh: run from the repository root" >&2; exit 1; }
 
@@ -47,10 +50,32 @@ export CARGO_BUILD_TARGET=$triple CARGO_TARGET_DIR=$root/target/wheel
 export CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_STRIP=debuginfo
 [ -n "${WHEEL_OPT_LEVEL:-}" ] && export CARGO_PROFILE_RELEASE_OPT_LEVEL=$WHEEL_OPT_LEVEL
 
-rm -rf "$out" "$root/target/wheel-build"
+# A cross-built rlaunch cannot run here to print the man pages: a build
+# for this host's own architecture does (the pages are the same).
+host=$(uname -m)
+if [ "$arch" != "$host" ]; then
+  export CARGO_BUILD_TARGET=$host-unknown-linux-gnu
+  cargo build --release --quiet -p rlaunch
+  export ONESIDE_MAN_FROM=$CARGO_TARGET_DIR/$host-unknown-linux-gnu/release/rlaunch
+  export CARGO_BUILD_TARGET=$triple
+  # The platform setuptools tags the wheel with (Python's own switch for
+  # cross builds).
+  export _PYTHON_HOST_PLATFORM=linux-$arch
+fi
+
+rm -rf "$out/linux" "$root/target/wheel-build"
 mkdir -p "$out/linux"
+rm -f "$out"/oneside-*-"$arch".whl
 "$tools/bin/python" -m build --no-isolation --wheel --outdir "$out/linux" "$root"
-PATH="$tools/bin:$PATH" "$tools/bin/auditwheel" repair --plat "manylinux_${glibc%.*}_${glibc#*.}_$arch" -w "$out" "$out"/linux/*.whl
+# auditwheel names only this host's architecture's policies; for another,
+# `auto` takes the most compatible one the files allow, which must be the
+# one asked for.
+policy=manylinux_${glibc%.*}_${glibc#*.}_$arch
+plat=$policy
+[ "$arch" = "$host" ] || plat=auto
+PATH="$tools/bin:$PATH" "$tools/bin/auditwheel" repair --plat "$plat" -w "$out" "$out"/linux/*.whl
+ls "$out"/oneside-*-"$policy".whl >/dev/null || { echo "wheel.sh: auditwheel did not tag the wheel $policy" >&2; exit 1; }
 rm -rf "$out/linux"
 "$tools/bin/python" -m build --no-isolation --sdist --outdir "$out" "$root"
+rm -rf "$root/target/wheel-build"
 ls -l "$out"
