@@ -22,16 +22,7 @@ OUT=$root/target/compare_pip_road
 python=${PYTHON:-/usr/bin/python3}
 wheel=$(ls target/wheels/oneside-*-manylinux_2_28_x86_64.whl | head -n 1)
 rm -rf "$OUT" && mkdir -p "$OUT"
-cat > "$OUT/sum.py" <<'PY'
-from shmem4py import shmem
-total = shmem.zeros(1, dtype="i")
-shmem.barrier_all()
-shmem.atomic_add(total, shmem.my_pe() + 1, 0)
-shmem.barrier_all()
-if shmem.my_pe() == 0:
-    print(f"sum {total[0]} on {shmem.n_pes()} PEs")
-shmem.free(total)
-PY
+cp "$root/tests/wheel/sum.py" "$OUT/sum.py"
 ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 quiet=(--quiet --disable-pip-version-check)

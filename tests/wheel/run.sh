@@ -76,16 +76,7 @@ wheel_done=$(date +%s%N)
 # OSHCC); no cache, so it is built here, against this oshcc.
 plain pip install "${pip_quiet[@]}" --no-cache-dir "$numpy" "$shmem4py" >"$work/shmem4py.log" 2>&1 \
   || { tail -30 "$work/shmem4py.log"; fail "pip install shmem4py"; }
-cat > "$work/run/sum.py" <<'PY'
-from shmem4py import shmem
-total = shmem.zeros(1, dtype="i")
-shmem.barrier_all()
-shmem.atomic_add(total, shmem.my_pe() + 1, 0)
-shmem.barrier_all()
-if shmem.my_pe() == 0:
-    print(f"sum {total[0]} on {shmem.n_pes()} PEs")
-shmem.free(total)
-PY
+cp "$root/tests/wheel/sum.py" "$work/run/sum.py"
 (cd "$work/run" && plain timeout -k 5 120 rlaunch -n 4 python sum.py) | tee "$work/sum.out"
 grep -qx 'sum 10 on 4 PEs' "$work/sum.out" || fail "the 4-PE shmem4py program"
 done_ns=$(date +%s%N)
