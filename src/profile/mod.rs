@@ -109,8 +109,27 @@ impl Family {
     pub const ALL: [Family; Family::COUNT] = {
         use Family::*;
         [
-            Put, Get, PutNbi, GetNbi, Atomic, Signal, Wait, Lock, Quiet, Fence, Barrier, Sync, Broadcast, Reduce,
-            Collect, Fcollect, Alltoall, Scan, Alloc, Free, InitFinalize,
+            Put,
+            Get,
+            PutNbi,
+            GetNbi,
+            Atomic,
+            Signal,
+            Wait,
+            Lock,
+            Quiet,
+            Fence,
+            Barrier,
+            Sync,
+            Broadcast,
+            Reduce,
+            Collect,
+            Fcollect,
+            Alltoall,
+            Scan,
+            Alloc,
+            Free,
+            InitFinalize,
         ]
     };
 
