@@ -45,94 +45,59 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-/// The operation families counted, in the order of [`Family::NAMES`]. The
-/// families whose calls name a target rank come first (`record::AIMED`).
-/// A trace file spells each by its name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Family {
-    Put,
-    Get,
-    PutNbi,
-    GetNbi,
-    Atomic,
-    Signal,
-    Wait,
-    Lock,
-    Quiet,
-    Fence,
-    Barrier,
-    Sync,
-    Broadcast,
-    Reduce,
-    Collect,
-    Fcollect,
-    Alltoall,
-    Scan,
-    Alloc,
+/// Declares [`Family`] from one list: each variant with the name the files
+/// spell it by, so the enum, [`Family::NAMES`] and [`Family::ALL`] cannot
+/// disagree.
+macro_rules! families {
+    ($($(#[$doc:meta])* $variant:ident = $name:literal,)*) => {
+        /// The operation families counted, in the order of [`Family::NAMES`]. The
+        /// families whose calls name a target rank come first (`record::AIMED`).
+        /// A trace file spells each by its name.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+        pub enum Family {
+            $($(#[$doc])* #[serde(rename = $name)] $variant,)*
+        }
+
+        impl Family {
+            /// Every family's name, as the profile files spell it.
+            pub const NAMES: [&'static str; Family::COUNT] = [$($name,)*];
+            /// Every family, in [`Family::NAMES`]' order (`ALL[f as usize] == f`).
+            pub const ALL: [Family; Family::COUNT] = [$(Family::$variant,)*];
+            /// How many families there are.
+            pub const COUNT: usize = [$($name,)*].len();
+        }
+    };
+}
+
+families! {
+    Put = "put",
+    Get = "get",
+    PutNbi = "put_nbi",
+    GetNbi = "get_nbi",
+    Atomic = "atomic",
+    Signal = "signal",
+    Wait = "wait",
+    Lock = "lock",
+    Quiet = "quiet",
+    Fence = "fence",
+    Barrier = "barrier",
+    Sync = "sync",
+    Broadcast = "broadcast",
+    Reduce = "reduce",
+    Collect = "collect",
+    Fcollect = "fcollect",
+    Alltoall = "alltoall",
+    Scan = "scan",
+    Alloc = "alloc",
     /// `free` (collective, as `alloc` is), apart from allocations.
-    Free,
+    Free = "free",
     /// The runtime's own collectives at init and finalize (the barrier
     /// that ends wire-up, the C API's `SHMEM_TEAM_SHARED`), kept apart
     /// from the program's: a program that never calls a reduce shows none.
-    InitFinalize,
+    InitFinalize = "init_finalize",
 }
 
 impl Family {
-    /// Every family's name, as the profile files spell it.
-    pub const NAMES: [&'static str; 21] = [
-        "put",
-        "get",
-        "put_nbi",
-        "get_nbi",
-        "atomic",
-        "signal",
-        "wait",
-        "lock",
-        "quiet",
-        "fence",
-        "barrier",
-        "sync",
-        "broadcast",
-        "reduce",
-        "collect",
-        "fcollect",
-        "alltoall",
-        "scan",
-        "alloc",
-        "free",
-        "init_finalize",
-    ];
-    /// How many families there are.
-    pub const COUNT: usize = Family::NAMES.len();
-    /// Every family, in [`Family::NAMES`]' order (`ALL[f as usize] == f`).
-    pub const ALL: [Family; Family::COUNT] = {
-        use Family::*;
-        [
-            Put,
-            Get,
-            PutNbi,
-            GetNbi,
-            Atomic,
-            Signal,
-            Wait,
-            Lock,
-            Quiet,
-            Fence,
-            Barrier,
-            Sync,
-            Broadcast,
-            Reduce,
-            Collect,
-            Fcollect,
-            Alltoall,
-            Scan,
-            Alloc,
-            Free,
-            InitFinalize,
-        ]
-    };
-
     /// This family's name, as the files spell it.
     pub fn name(self) -> &'static str {
         Family::NAMES[self as usize]
