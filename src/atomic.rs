@@ -149,6 +149,10 @@ impl World {
         fetch: bool,
     ) -> Result<T> {
         let offset = self.checked_offset(name, sym, target, index, 1)?;
+        if crate::race::on() {
+            let at = crate::site::call_site();
+            crate::race::atomic(at, target, offset, std::mem::size_of::<T>(), fetch);
+        }
         let amo = Amo {
             op,
             width: T::WIDTH,

@@ -123,7 +123,13 @@ impl Ctx<'_> {
     /// Completes this context's operations, then closes it.
     #[track_caller]
     pub fn destroy(self) -> Result<()> {
-        crate::error::located(|| self.world.links.quiet_on(self.channel()))
+        crate::error::located(|| {
+            self.world.links.quiet_on(self.channel())?;
+            if crate::race::on() {
+                crate::race::release(true);
+            }
+            Ok(())
+        })
     }
 }
 

@@ -310,6 +310,12 @@ pub enum Error {
         detail: String,
     },
 
+    /// The race checker (`--check-races=abort`) found two accesses of
+    /// different PEs to the same bytes that nothing orders; `report` says
+    /// both, the object and what was missing.
+    #[error("{report}\n(found by --check-races=abort, which ends the job at the first race)")]
+    DataRace { rank: usize, report: String },
+
     /// A collective was called with arguments it cannot use.
     #[error("{who_rank}: {op}: {detail}", who_rank = who(.rank))]
     BadCollective {

@@ -120,6 +120,7 @@ fn sample_messages() -> Vec<Msg> {
             rank: 1,
             at: "prog.rs:3:5".into(),
             reached: vec![(0, 12 << 24 | 1)],
+            races: 0,
         },
         Msg::Stalled(crate::protocol::stall::Stall {
             rank: 2,

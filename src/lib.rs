@@ -273,6 +273,8 @@ mod lock;
 mod nbi;
 pub mod profile;
 pub mod protocol;
+#[doc(hidden)]
+pub mod race;
 mod raw;
 mod reporter;
 mod rma;

@@ -129,6 +129,9 @@ impl World {
                 self.lock_amo(lock, prev as usize - 1, NEXT, AmoOp::Or, me, false)?;
                 self.wait_own_next(lock, |next| next & GRANTED != 0)?;
             }
+            if crate::race::on() {
+                crate::race::acquire(None);
+            }
             Ok(())
         })
     }
@@ -141,7 +144,11 @@ impl World {
             let _span = crate::profile::span(crate::profile::Family::Lock);
             let me = self.rank as u64 + 1;
             self.lock_amo(lock, self.rank, NEXT, AmoOp::Swap, 0, true)?;
-            Ok(self.lock_cas(lock, TAIL, 0, me)? == 0)
+            let taken = self.lock_cas(lock, TAIL, 0, me)? == 0;
+            if taken && crate::race::on() {
+                crate::race::acquire(None);
+            }
+            Ok(taken)
         })
     }
 

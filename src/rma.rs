@@ -8,6 +8,7 @@ use crate::ctx::Endpoint;
 use crate::error::{Error, Result};
 use crate::links::Channel;
 use crate::profile::{self, Family};
+use crate::race::{self, check::Kind, ops};
 use crate::sym::{Pod, Sym};
 use crate::world::World;
 
@@ -34,6 +35,9 @@ pub trait Rma: Endpoint {
             let offset = w
                 .checked_offset("put", sym, target, index, src.len())
                 .map_err(|e| e.located_at(at))?;
+            if crate::race::on() {
+                race::put(at, target, offset, std::mem::size_of_val(src), ops::PUT);
+            }
             w.links
                 .copy_in(self.channel(), target, offset, bytemuck::cast_slice(src))
         })
@@ -51,6 +55,9 @@ pub trait Rma: Endpoint {
             let offset = w
                 .checked_offset("get", sym, target, index, dst.len())
                 .map_err(|e| e.located_at(at))?;
+            if crate::race::on() {
+                race::get(at, target, offset, std::mem::size_of_val(dst));
+            }
             w.links
                 .copy_out(self.channel(), target, offset, bytemuck::cast_slice_mut(dst))
         })
@@ -81,6 +88,9 @@ pub trait Rma: Endpoint {
             let offset = w
                 .checked_offset("put_nbi", sym, target, index, src.len())
                 .map_err(|e| e.located_at(at))?;
+            if crate::race::on() {
+                race::put(at, target, offset, std::mem::size_of_val(src), ops::PUT_NBI);
+            }
             w.links
                 .copy_in_nbi(self.channel(), target, offset, bytemuck::cast_slice(src))
         })
@@ -111,6 +121,10 @@ pub trait Rma: Endpoint {
             let offset = w
                 .checked_offset("put_nbi", sym, target, index, len)
                 .map_err(|e| e.located_at(at))?;
+            if crate::race::on() {
+                race::put(at, target, offset, bytes, ops::PUT_NBI);
+                race::nbi_buffer(at, src as usize, bytes, race::Use::Reads, ops::PUT_NBI);
+            }
             // SAFETY: forwarded from this function's contract.
             unsafe {
                 w.links
@@ -137,6 +151,10 @@ pub trait Rma: Endpoint {
             let offset = w
                 .checked_offset("get_nbi", sym, target, index, len)
                 .map_err(|e| e.located_at(at))?;
+            if crate::race::on() {
+                race::remote(at, target, (offset, bytes), (Kind::Read, ops::GET_NBI), false);
+                race::nbi_buffer(at, dst as usize, bytes, race::Use::Writes, ops::GET_NBI);
+            }
             // SAFETY: forwarded from this function's contract.
             unsafe { w.links.copy_out_nbi(self.channel(), target, offset, dst.cast(), bytes) }
         })
@@ -146,6 +164,9 @@ pub trait Rma: Endpoint {
     /// atomics to each target before its later ones to the same target.
     #[track_caller]
     fn fence(&self) -> Result<()> {
+        if crate::race::on() {
+            race::release(false);
+        }
         profile::leaf!(Family::Fence, None, 0, { self.world().links.fence_on(self.channel()) })
     }
 
@@ -155,7 +176,11 @@ pub trait Rma: Endpoint {
     #[inline]
     #[track_caller]
     fn quiet(&self) -> Result<()> {
-        profile::leaf!(Family::Quiet, None, 0, { self.world().links.quiet_on(self.channel()) })
+        let quiet = profile::leaf!(Family::Quiet, None, 0, { self.world().links.quiet_on(self.channel()) });
+        if crate::race::on() {
+            race::release(true);
+        }
+        quiet
     }
 
     /// Completes this endpoint's earlier puts, non-blocking gets and
@@ -170,7 +195,11 @@ pub trait Rma: Endpoint {
             for &target in targets {
                 w.check_rank("pe_quiet", target)?;
             }
-            w.links.quiet_pes_on(self.channel(), targets)
+            w.links.quiet_pes_on(self.channel(), targets)?;
+            if crate::race::on() {
+                race::release(true);
+            }
+            Ok(())
         })
     }
 
@@ -291,8 +320,12 @@ impl World {
     /// Not communication, so a profile does not count it.
     #[track_caller]
     pub fn local_read<T: Pod>(&self, sym: &Sym<T>, index: usize, dst: &mut [T]) -> Result<()> {
+        let at = std::panic::Location::caller();
         crate::error::located(|| {
             let offset = self.checked_offset("local_read", sym, self.rank, index, dst.len())?;
+            if crate::race::on() {
+                race::local(at, (offset, std::mem::size_of_val(dst)), Kind::Read, ops::LOCAL_READ);
+            }
             self.links
                 .copy_out(Channel::Default, self.rank, offset, bytemuck::cast_slice_mut(dst))
         })
@@ -301,8 +334,12 @@ impl World {
     /// Writes `src` into this rank's own elements of `sym`, from `index`.
     #[track_caller]
     pub fn local_write<T: Pod>(&self, sym: &Sym<T>, index: usize, src: &[T]) -> Result<()> {
+        let at = std::panic::Location::caller();
         crate::error::located(|| {
             let offset = self.checked_offset("local_write", sym, self.rank, index, src.len())?;
+            if crate::race::on() {
+                race::local(at, (offset, std::mem::size_of_val(src)), Kind::Write, ops::LOCAL_WRITE);
+            }
             self.links
                 .copy_in(Channel::Default, self.rank, offset, bytemuck::cast_slice(src))
         })
@@ -311,7 +348,7 @@ impl World {
     /// This rank's whole copy of `sym`, as a vector.
     #[track_caller]
     pub fn local_to_vec<T: Pod>(&self, sym: &Sym<T>) -> Result<Vec<T>> {
-        crate::error::located(|| {
+        crate::error::located_call(|| {
             let mut out = vec![T::zeroed(); sym.len()];
             self.local_read(sym, 0, &mut out)?;
             Ok(out)
@@ -327,8 +364,17 @@ impl World {
     /// sends no puts to this object (the OpenSHMEM rule for local access).
     #[track_caller]
     pub unsafe fn local_slice<'a, T: Pod>(&'a self, sym: &'a Sym<T>) -> Result<&'a [T]> {
+        let at = std::panic::Location::caller();
         crate::error::located(|| {
             let ptr = self.local_ptr("local_slice", sym, 0, sym.len())?;
+            if crate::race::on() {
+                race::local(
+                    at,
+                    (sym.byte_offset(0), sym.len() * std::mem::size_of::<T>()),
+                    Kind::Read,
+                    ops::LOCAL_READ,
+                );
+            }
             // SAFETY: the range is checked, aligned (heap offsets are 64-byte
             // aligned, T is Pod), and the mapping outlives 'a because `self`
             // owns it; exclusivity is the caller's contract.
@@ -346,8 +392,17 @@ impl World {
     /// get from this object while the slice lives.
     #[track_caller]
     pub unsafe fn local_slice_mut<'a, T: Pod>(&'a self, sym: &'a mut Sym<T>) -> Result<&'a mut [T]> {
+        let at = std::panic::Location::caller();
         crate::error::located(|| {
             let ptr = self.local_ptr("local_slice_mut", sym, 0, sym.len())?;
+            if crate::race::on() {
+                race::local(
+                    at,
+                    (sym.byte_offset(0), sym.len() * std::mem::size_of::<T>()),
+                    Kind::Write,
+                    ops::LOCAL_WRITE,
+                );
+            }
             // SAFETY: as in `local_slice`; `&mut Sym` makes the view unique here.
             Ok(unsafe { std::slice::from_raw_parts_mut(ptr.cast::<T>(), sym.len()) })
         })

@@ -132,6 +132,19 @@ impl World {
         profile::leaf!(Family::Signal, Some(target), std::mem::size_of_val(src) + 8, {
             let offset = self.checked_offset(name, sym, target, index, src.len())?;
             let signal_offset = self.checked_offset(name, signal, target, signal_index, 1)?;
+            if crate::race::on() {
+                let at = crate::site::call_site();
+                crate::race::put(
+                    at,
+                    target,
+                    offset,
+                    std::mem::size_of_val(src),
+                    crate::race::ops::PUT_SIGNAL,
+                );
+                // The signal is written after the data, in order: a release.
+                crate::race::release(false);
+                crate::race::atomic(at, target, signal_offset, 8, false);
+            }
             match nbi {
                 true => self
                     .links
@@ -152,6 +165,9 @@ impl World {
     ) -> Result<()> {
         profile::leaf!(Family::Signal, Some(target), 8, {
             let offset = self.checked_offset(name, signal, target, index, 1)?;
+            if crate::race::on() {
+                crate::race::atomic(crate::site::call_site(), target, offset, 8, false);
+            }
             self.links.signal(channel, target, offset, op, value)
         })
     }
@@ -164,7 +180,12 @@ impl World {
             // SAFETY: `local_ptr` checked the word lies in our heap; it is
             // 8-byte aligned (64-byte aligned objects of u64), and signal words
             // are only updated atomically.
-            Ok(unsafe { AtomicU64::from_ptr(ptr.cast()) }.load(Ordering::SeqCst))
+            let value = unsafe { AtomicU64::from_ptr(ptr.cast()) }.load(Ordering::SeqCst);
+            if crate::race::on() {
+                let offset = self.checked_offset("signal_fetch", signal, self.rank, index, 1)?;
+                crate::race::acquire(Some((offset, 8)));
+            }
+            Ok(value)
         })
     }
 

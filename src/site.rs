@@ -44,6 +44,12 @@ pub(crate) fn call_site() -> &'static Location<'static> {
     }
 }
 
+/// The outermost public call's place, or `at` when no outer call kept one.
+#[inline(always)]
+pub(crate) fn outermost_or(at: &'static Location<'static>) -> &'static Location<'static> {
+    CALLER.with(|c| c.get()).unwrap_or(at)
+}
+
 /// The source of a call.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Site {

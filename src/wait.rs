@@ -116,7 +116,7 @@ impl World {
     ) -> Result<T> {
         let ptr = self.local_ptr(op, sym, index, 1)?.cast::<T>();
         let waiting = self.waiting_on(ptr.cast(), std::mem::size_of::<T>(), 1, cmp);
-        self.poll_until_for(waiting, || {
+        let value = self.poll_until_for(waiting, || {
             // SAFETY: `local_ptr` checked the element lies in our heap; heap
             // objects are 64-byte aligned and Pod sizes are multiples of
             // their alignment, so `ptr` is aligned. A volatile read never
@@ -126,7 +126,11 @@ impl World {
                 fence(Ordering::Acquire);
                 value
             })
-        })
+        })?;
+        if crate::race::on() {
+            crate::race::acquire(Some((sym.byte_offset(index), std::mem::size_of::<T>())));
+        }
+        Ok(value)
     }
 
     /// What a wait on `count` elements of `size` bytes from `ptr` (in this
@@ -169,8 +173,13 @@ impl World {
             .map_err(|e| e.located_at(at))?
             .cast::<T>();
         let waiting = || self.waiting_on(ptr.cast(), std::mem::size_of::<T>(), 1, Some(cmp.watched()));
-        self.tested("test", waiting, || self.holds(ptr, cmp).then_some(true))
-            .map(|found| found.unwrap_or(false))
+        let found = self
+            .tested("test", waiting, || self.holds(ptr, cmp).then_some(true))
+            .map(|found| found.unwrap_or(false))?;
+        if found && crate::race::on() {
+            crate::race::acquire(Some((sym.byte_offset(index), std::mem::size_of::<T>())));
+        }
+        Ok(found)
     }
 
     /// Serves what this rank's peers sent it and completes what its
@@ -181,6 +190,15 @@ impl World {
     #[track_caller]
     pub fn progress(&self) -> Result<()> {
         self.links.poll_links()
+    }
+
+    /// Tells the race checker a wait or test saw each of `ptrs`.
+    fn observed_all<T: Pod>(&self, ptrs: &[*const T]) {
+        if crate::race::on() {
+            for &p in ptrs {
+                crate::race::observed(self, p as usize, std::mem::size_of::<T>());
+            }
+        }
     }
 
     /// A test's one look: sends this rank's batches, evaluates `look`, and
@@ -211,6 +229,9 @@ impl World {
             Some(_) => {
                 backoff::test_found();
                 crate::watch::tested_true();
+                if crate::race::on() {
+                    crate::race::acquire(None);
+                }
             }
             None => {
                 let streak = backoff::failed_test();
@@ -237,7 +258,11 @@ impl World {
         cmp: Option<Cmp<T>>,
         look: impl FnMut() -> Option<R>,
     ) -> Result<Option<R>> {
-        self.tested("test", || self.waiting_on_elements(first, count, cmp), look)
+        let found = self.tested("test", || self.waiting_on_elements(first, count, cmp), look)?;
+        if found.is_some() {
+            crate::race::observed(self, first as usize, count * std::mem::size_of::<T>());
+        }
+        Ok(found)
     }
 
     /// Waits until every element at `indices` satisfies `cmp`.
@@ -251,7 +276,9 @@ impl World {
             let _call = crate::watch::call("wait_until_all");
             let ptrs = self.element_ptrs("wait_until_all", sym, indices)?;
             let waiting = self.waiting_on_all(&ptrs, cmp);
-            self.poll_until_for(waiting, || ptrs.iter().all(|&p| self.holds(p, cmp)).then_some(()))
+            self.poll_until_for(waiting, || ptrs.iter().all(|&p| self.holds(p, cmp)).then_some(()))?;
+            self.observed_all(&ptrs);
+            Ok(())
         })
     }
 
@@ -270,9 +297,11 @@ impl World {
                 return Ok(None);
             }
             let waiting = self.waiting_on_all(&ptrs, cmp);
-            self.poll_until_for(waiting, || {
+            let found = self.poll_until_for(waiting, || {
                 ptrs.iter().position(|&p| self.holds(p, cmp)).map(|i| Some(list[i]))
-            })
+            })?;
+            self.observed_all(&ptrs);
+            Ok(found)
         })
     }
 
@@ -298,6 +327,7 @@ impl World {
                     .collect();
                 (!hits.is_empty()).then_some(hits)
             })
+            .inspect(|_| self.observed_all(&ptrs))
         })
     }
 
@@ -314,6 +344,9 @@ impl World {
             let all = self.tested("test_all", waiting, || {
                 ptrs.iter().all(|&p| self.holds(p, cmp)).then_some(())
             })?;
+            if all.is_some() {
+                self.observed_all(&ptrs);
+            }
             Ok(all.is_some())
         })
     }
@@ -328,9 +361,13 @@ impl World {
         crate::error::located(|| {
             let (ptrs, list) = self.indexed_ptrs("test_any", sym, indices)?;
             let waiting = || self.waiting_on_all(&ptrs, cmp);
-            self.tested("test_any", waiting, || {
+            let found = self.tested("test_any", waiting, || {
                 ptrs.iter().position(|&p| self.holds(p, cmp)).map(|i| list[i])
-            })
+            })?;
+            if found.is_some() {
+                self.observed_all(&ptrs);
+            }
+            Ok(found)
         })
     }
 
@@ -351,6 +388,9 @@ impl World {
             };
             let waiting = || self.waiting_on_all(&ptrs, cmp);
             let found = self.tested("test_some", waiting, || Some(some()).filter(|found| !found.is_empty()))?;
+            if found.is_some() {
+                self.observed_all(&ptrs);
+            }
             Ok(found.unwrap_or_default())
         })
     }
@@ -416,6 +456,9 @@ impl World {
         };
         self.links.send_batches()?;
         if let Some(result) = ready() {
+            if crate::race::on() {
+                crate::race::acquire(None);
+            }
             return Ok(result);
         }
         let _blocked = crate::watch::blocked(waiting);
@@ -425,6 +468,9 @@ impl World {
             self.links.check_links()?;
             if let Some(result) = ready() {
                 drop(driving);
+                if crate::race::on() {
+                    crate::race::acquire(None);
+                }
                 return Ok(result);
             }
             backoff.pause_or_sleep(|| driver.sleep_until_news(None));
@@ -484,7 +530,9 @@ impl World {
     ) -> Result<R> {
         crate::error::located_call(|| {
             let _call = crate::watch::call("poll_until");
-            self.poll_until_for(self.waiting_on_elements(first, count, cmp), ready)
+            let found = self.poll_until_for(self.waiting_on_elements(first, count, cmp), ready)?;
+            crate::race::observed(self, first as usize, count * std::mem::size_of::<T>());
+            Ok(found)
         })
     }
 
@@ -494,6 +542,9 @@ impl World {
         let _span = crate::profile::span(crate::profile::Family::Wait);
         self.links.send_batches()?;
         if let Some(result) = ready() {
+            if crate::race::on() {
+                crate::race::acquire(None);
+            }
             return Ok(result);
         }
         let _blocked = crate::watch::blocked(waiting);
@@ -508,6 +559,9 @@ impl World {
             }
             if let Some(result) = ready() {
                 drop(driving);
+                if crate::race::on() {
+                    crate::race::acquire(None);
+                }
                 return Ok(result);
             }
         }

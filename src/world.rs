@@ -74,6 +74,9 @@ pub struct World {
     pub(crate) collective: crate::sync::CollectiveOwner,
     /// The checking mode's state (`rlaunch --debug`), when it is on.
     pub(crate) debug: Option<crate::debug::Checks>,
+    /// The race checker's mode and area (`rlaunch --check-races`), when
+    /// it is asked for; `start_races` turns it on once the world is whole.
+    races: Option<(crate::race::Mode, usize)>,
 }
 
 /// How [`init_with`] sets a rank up.
@@ -126,6 +129,7 @@ pub fn init_with(options: Options) -> Result<World> {
             let links = Links::alone(own.heap_base());
             let mut world = World::assemble(0, 1, 0, 1, host, (own, plan), links, vec![0], None);
             world.data = data;
+            world.start_races();
             return Ok(world);
         };
         let joined = bootstrap::mpi_agree::joined(pmi.as_ref().map(|p| p.server()));
@@ -169,6 +173,7 @@ pub fn init_with(options: Options) -> Result<World> {
         }
         world.data = data;
         world.joined = joined;
+        world.start_races();
         // Every peer reads the host's card table, and maps our segment unless
         // it maps lazily, before entering this barrier, so after it those files
         // are no longer needed: unlink them now so a crash leaves nothing.
@@ -217,6 +222,10 @@ impl World {
             }
             false => None,
         };
+        let races = crate::race::requested().and_then(|mode| {
+            let area = allocator.alloc(crate::race::exchange::area_bytes(size));
+            area.ok().map(|area| (mode, area))
+        });
         let keys_at = match links.registers_memory() {
             true => allocator.alloc(KEY_ROOM * (size + 1)).ok(),
             false => None,
@@ -254,14 +263,23 @@ impl World {
             finalized: false,
             collective: Default::default(),
             debug,
+            races,
         }
     }
 
-    /// Whether the checking mode (`rlaunch --debug`, `ONESIDE_DEBUG=1`) is
-    /// on: bindings then leave their inline fast paths off, so that every
-    /// call is checked.
+    /// Turns the race checker on, if it was asked for, once the world's
+    /// memory (heap and globals) is known.
+    fn start_races(&self) {
+        if let Some((mode, area)) = self.races {
+            crate::race::start(self, mode, area);
+        }
+    }
+
+    /// Whether the checking mode (`rlaunch --debug`, `ONESIDE_DEBUG=1`) or
+    /// the race checker (`--check-races`) is on: bindings then leave their
+    /// inline fast paths off, so that every call is checked.
     pub fn checking(&self) -> bool {
-        self.debug.is_some()
+        self.debug.is_some() || self.races.is_some()
     }
 
     /// This rank's number, `0..size()`.
@@ -377,6 +395,11 @@ impl World {
         // in a profile written later: when rlaunch ends the job while this
         // rank waits in it, the files are written again then.
         let _farewell = crate::profile::span(crate::profile::Family::InitFinalize);
+        if crate::race::on() {
+            // Under the race checker only, a barrier ends the last phase so
+            // that it is judged too (every rank calls finalize).
+            self.barrier()?;
+        }
         self.links.quiet_on(Channel::Default)?;
         // An MPI initialized after this world (shmem_init before MPI_Init)
         // and not found at init could not be checked then: a launcher that
@@ -447,7 +470,11 @@ fn areas(ranks: usize, registers: bool) -> usize {
         true => KEY_ROOM * (ranks + 1),
         false => 0,
     };
-    Layout::new(ranks).area_bytes() + debug + keys + VOTE_BYTES
+    let races = match crate::race::requested() {
+        Some(_) => crate::race::exchange::area_bytes(ranks),
+        None => 0,
+    };
+    Layout::new(ranks).area_bytes() + debug + races + keys + VOTE_BYTES
 }
 
 impl Drop for World {

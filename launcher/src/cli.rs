@@ -74,6 +74,21 @@ pub struct Args {
     #[arg(long, env = "ONESIDE_DEBUG", value_parser = clap::builder::FalseyValueParser::new())]
     pub debug: bool,
 
+    /// Race checker: two PEs' accesses to the same bytes, one of them a
+    /// write, that no barrier, quiet and flag, lock or wait orders, are
+    /// each reported once with both source lines; the job then exits with
+    /// status 66. `abort` ends the job at the first race. C programs see
+    /// their own loads and stores when built with `oshcc --check-races`.
+    #[arg(
+        long,
+        value_name = "WHAT",
+        env = "ONESIDE_CHECK_RACES",
+        num_args = 0..=1,
+        default_missing_value = "report",
+        value_parser = ["report", "abort", "1", "0", "off"]
+    )]
+    pub check_races: Option<String>,
+
     /// Profile the job: every rank counts its calls, bytes and blocked
     /// time; rlaunch then writes DIR/profile.json, DIR/summary.txt (also
     /// printed) and DIR/report.html. DIR must be reachable from every host.

@@ -153,6 +153,10 @@ impl LaunchPlan {
         if args.debug {
             env.push(("ONESIDE_DEBUG".into(), "1".into()));
         }
+        match args.check_races.as_deref() {
+            None | Some("0" | "off") => {}
+            Some(what) => env.push(("ONESIDE_CHECK_RACES".into(), what.into())),
+        }
         let seconds = |value: Option<f64>, flag: &str| match value {
             Some(secs) if secs.is_finite() && secs > 0.0 => Ok(Some(Duration::from_secs_f64(secs))),
             Some(_) => Err(LaunchError::Program {

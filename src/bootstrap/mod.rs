@@ -102,6 +102,7 @@ impl LauncherLink {
             rank: self.rank as u32,
             at: at.to_string(),
             reached,
+            races: crate::race::found() as u32,
         })
     }
 

@@ -111,6 +111,10 @@ impl<'a> Coll<'a> {
             let entered = w.collective.enter(w.rank, op)?;
             w.check_team(op, t)?;
             let call = t.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            // A world sync ends a race-checking phase instead.
+            if crate::race::on() && !(op == "team_sync" && t.slot == 0) {
+                crate::race::collective();
+            }
             Ok(Coll {
                 w,
                 t,

@@ -23,12 +23,25 @@ impl World {
     /// it does not complete this rank's puts first.
     #[track_caller]
     pub fn team_sync(&self, team: &Team) -> Result<()> {
-        crate::error::located_call(|| {
-            let c = Coll::begin(self, team, "team_sync")?;
-            c.agree(Signature::of::<u8>("team_sync", None, 0), None)?;
-            c.sync(0)?;
-            Ok(())
-        })
+        let at = std::panic::Location::caller();
+        crate::error::located_call(|| self.sync_then(team, at, false))
+    }
+
+    /// The sync, after a quiet when `quiet`. The world's syncs cut the job
+    /// into the race checker's phases: the phase ends before the quiet, so
+    /// that the barrier's own quiet orders nothing inside the phase.
+    fn sync_then(&self, team: &Team, at: &'static std::panic::Location<'static>, quiet: bool) -> Result<()> {
+        let phase = match crate::race::on() && team.slot == 0 {
+            true => crate::race::phase_ends(self, at)?,
+            false => None,
+        };
+        if quiet {
+            self.quiet()?;
+        }
+        let c = Coll::begin(self, team, "team_sync")?;
+        c.agree(Signature::of::<u8>("team_sync", None, 0), None)?;
+        c.sync(0)?;
+        crate::race::phase_ended(self, phase)
     }
 
     /// Completes this rank's puts ([`quiet`](World::quiet)), then syncs
@@ -36,11 +49,11 @@ impl World {
     /// after it.
     #[track_caller]
     pub fn team_barrier(&self, team: &Team) -> Result<()> {
+        let at = std::panic::Location::caller();
         crate::error::located_call(|| {
             let _call = crate::watch::call("barrier");
             let _span = crate::profile::span(crate::profile::Family::Barrier);
-            self.quiet()?;
-            self.team_sync(team)
+            self.sync_then(team, at, true)
         })
     }
 

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
 
 /// Bumped whenever [`Msg`] changes shape.
-pub const PROTOCOL_VERSION: u16 = 4;
+pub const PROTOCOL_VERSION: u16 = 5;
 
 /// Largest frame accepted from a peer that has not yet authenticated.
 pub const MAX_UNAUTHENTICATED_FRAME: usize = 256;
@@ -76,11 +76,13 @@ pub enum Msg {
     /// complete, and waits for `Goodbye`; `at` says where finalize was
     /// called (`file:line`, or how: "at exit ..."); `reached`, each team
     /// slot it uses and the furthest step it signalled there
-    /// (`ThreadStall::step_of`).
+    /// (`ThreadStall::step_of`); `races`, the data races the race checker
+    /// reported on this rank (`--check-races`), which fail the job.
     Finalized {
         rank: u32,
         at: String,
         reached: Vec<(u32, u64)>,
+        races: u32,
     },
     /// Rank → launcher: this rank called global exit (`shmem_global_exit`):
     /// stop the job and exit with `status`.
@@ -410,6 +412,7 @@ mod tests {
                 rank: 1,
                 at: "prog.rs:3:5".into(),
                 reached: vec![(0, 9 << 24 | 2), (3, 2 << 24)],
+                races: 2,
             },
             Msg::Goodbye,
             Msg::Abort { reason: "bye".into() },

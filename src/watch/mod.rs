@@ -14,9 +14,9 @@
 //! (`Msg::Stalled`), and when one gets going again (`Msg::Moving`).
 
 mod dog;
-mod objects;
+pub(crate) mod objects;
 mod polling;
-mod symbols;
+pub(crate) mod symbols;
 
 use crate::site::Site;
 pub(crate) use dog::start;

@@ -38,8 +38,14 @@ pub fn judge(event: JobEvent, view: &View, states: &mut [RankState], abort: Opti
                 None => None,
             }
         }
-        JobEvent::Finalized { rank, at, reached } => {
+        JobEvent::Finalized {
+            rank,
+            at,
+            reached,
+            races,
+        } => {
             states[rank].finalized = true;
+            states[rank].races = races;
             states[rank].finalize_at = at;
             states[rank].finalize_reached = reached;
             None

@@ -55,10 +55,12 @@ pub enum JobEvent {
     /// `at`: where the rank called finalize, or how it got there;
     /// `reached`: each team slot it uses and the furthest collective step
     /// it signalled there.
+    /// `races`: the data races it reported under `--check-races`.
     Finalized {
         rank: usize,
         at: String,
         reached: Vec<(u32, u64)>,
+        races: u32,
     },
     /// A rank is dying of a fault, in the program's frame `at`.
     Crashed {
@@ -133,6 +135,8 @@ pub struct RankState {
     /// The furthest collective step it had signalled on each team slot by
     /// then, as it said in `Finalized` (`ThreadStall::step_of`).
     pub finalize_reached: Vec<(u32, u64)>,
+    /// The data races it reported (`--check-races`), as it said in `Finalized`.
+    pub races: u32,
     pub ending: Option<Ending>,
     /// Where it is blocked, from its latest `Stalled` (hang reports).
     pub stall: Option<hang::Seen>,
@@ -204,8 +208,28 @@ pub fn run(plan: &LaunchPlan) -> Result<u8, LaunchError> {
     if let Some(e) = spawn_error {
         return Err(e);
     }
-    Ok(abort.map_or(0, |a| a.code))
+    Ok(abort.map_or_else(|| races_found(&states), |a| a.code))
 }
+
+/// The exit status of a job whose ranks all ended well: 0, or
+/// [`RACES_EXIT`] (ThreadSanitizer's) when the race checker reported races.
+fn races_found(states: &[RankState]) -> u8 {
+    let races: u64 = states.iter().map(|s| u64::from(s.races)).sum();
+    if races == 0 {
+        return 0;
+    }
+    let ranks = states.iter().filter(|s| s.races > 0).count();
+    eprintln!(
+        "rlaunch: --check-races reported {races} data race{} on {ranks} rank{} (above); exit status {RACES_EXIT}",
+        if races == 1 { "" } else { "s" },
+        if ranks == 1 { "" } else { "s" },
+    );
+    RACES_EXIT
+}
+
+/// A job whose ranks reported data races exits with this, as a program
+/// under ThreadSanitizer does.
+pub const RACES_EXIT: u8 = 66;
 
 /// Removes what the job's ranks on this host left in `/dev/shm`: their
 /// heap segments, and the libfabric shm regions of every local rank that

@@ -331,6 +331,7 @@ fn serve_conn(
                     rank: said,
                     at,
                     reached,
+                    races,
                 },
             ) if said as usize == *rank => {
                 // Report first, then say goodbye (when every rank has
@@ -340,6 +341,7 @@ fn serve_conn(
                     rank: *rank,
                     at,
                     reached,
+                    races,
                 });
                 served = Served::Finalized(*rank);
             }

@@ -1,0 +1,420 @@
+//! The race checker (`rlaunch --check-races`, `ONESIDE_CHECK_RACES=1`):
+//! two accesses of different PEs to the same bytes, one of them a write,
+//! that nothing in the program orders, each reported once with both
+//! places.
+//!
+//! The job's world barriers cut it into *phases*. During a phase each PE
+//! writes down (`log`) its own loads and stores of symmetric memory (Rust
+//! through the API's local accessors; C through `oshcc --check-races`,
+//! whose `-fsanitize=thread` calls come to `access`), its puts, gets and
+//! atomics to every PE, and its synchronizations, numbered (`Syncs`). At
+//! the barrier that ends the phase the records travel to the PE whose
+//! memory they touched (`exchange`), and that PE judges the phase
+//! (`check`) and reports (`report`). The ordering thus travels with the
+//! data, on whatever transport carried it. Off, every hook is one relaxed
+//! load and a branch.
+//!
+//! Also found at once, without waiting for the phase: a load or store of
+//! a buffer that a non-blocking put or get still uses before the quiet
+//! that completes it (`nbi`).
+
+pub(crate) mod check;
+pub(crate) mod exchange;
+pub(crate) mod log;
+mod nbi;
+mod report;
+pub(crate) mod site;
+
+use crate::error::{Error, Result};
+use crate::world::World;
+use check::{Access, Kind, Syncs};
+use std::panic::Location;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::OnceLock;
+
+pub use nbi::{nbi_buffer, Use};
+
+/// What the checker does on a race.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Reports each race once and lets the job go on; its exit status
+    /// then says races were found.
+    Report,
+    /// Ends the job at the first race.
+    Abort,
+}
+
+/// The mode `ONESIDE_CHECK_RACES` asks for: `1` or `report`, `abort`.
+pub(crate) fn requested() -> Option<Mode> {
+    match std::env::var("ONESIDE_CHECK_RACES").ok()?.as_str() {
+        "" | "0" | "off" => None,
+        "abort" => Some(Mode::Abort),
+        _ => Some(Mode::Report),
+    }
+}
+
+/// The operations a report names, by number (`Access::op`).
+pub(crate) mod ops {
+    pub const LOAD: u8 = 0;
+    pub const STORE: u8 = 1;
+    pub const ATOMIC: u8 = 2;
+    pub const PUT: u8 = 3;
+    pub const GET: u8 = 4;
+    pub const PUT_NBI: u8 = 5;
+    pub const GET_NBI: u8 = 6;
+    pub const PUT_SIGNAL: u8 = 7;
+    pub const LOCAL_READ: u8 = 8;
+    pub const LOCAL_WRITE: u8 = 9;
+    pub const WAIT: u8 = 10;
+    /// In words, for a report: `a put`.
+    pub fn words(op: u8) -> &'static str {
+        const WORDS: [&str; 11] = [
+            "a load",
+            "a store",
+            "an atomic",
+            "a put",
+            "a get",
+            "a non-blocking put",
+            "a non-blocking get",
+            "a put-with-signal",
+            "a local read",
+            "a local write",
+            "a wait",
+        ];
+        WORDS.get(op as usize).copied().unwrap_or("an access")
+    }
+}
+
+/// Whether the checker is on: the one load every hook pays when it is off.
+static ON: AtomicBool = AtomicBool::new(false);
+/// This PE's symmetric memory, for the load and store hooks' filter
+/// (zero lengths while off or before init).
+static HEAP_LO: AtomicUsize = AtomicUsize::new(0);
+static HEAP_LEN: AtomicUsize = AtomicUsize::new(0);
+static DATA_LO: AtomicUsize = AtomicUsize::new(0);
+static DATA_LEN: AtomicUsize = AtomicUsize::new(0);
+/// Whether an access complete at its return was written down since the
+/// last synchronization: only then does an issued write need a number.
+static DIRTY: AtomicBool = AtomicBool::new(false);
+/// Whether the program calls through the C API (its sites are return
+/// addresses, found by unwinding).
+static C_PROGRAM: AtomicBool = AtomicBool::new(false);
+
+/// The checker's state in a PE.
+pub(crate) struct Races {
+    mode: Mode,
+    rank: u32,
+    /// Heap offset of the checking area (`exchange`).
+    area: usize,
+    /// The current phase: world barriers passed.
+    phase: AtomicU64,
+    /// Synchronizations in this phase so far, and the numbers of the last
+    /// release, the last issued write and the first acquire.
+    seq: AtomicU32,
+    released: AtomicU32,
+    issued: AtomicU32,
+    acquired: AtomicU32,
+    /// Where the barrier that began this phase was called (a site code).
+    began_at: AtomicU64,
+    /// Races reported by this PE.
+    found: AtomicUsize,
+    report: report::Reported,
+}
+
+static STATE: OnceLock<Races> = OnceLock::new();
+
+/// Whether the checker is on in this process.
+#[inline(always)]
+pub(crate) fn on() -> bool {
+    ON.load(Relaxed)
+}
+
+fn state() -> Option<&'static Races> {
+    STATE.get()
+}
+
+/// Turns the checker on for `world`, whose checking area is at heap
+/// offset `area`: from here on the hooks write down.
+pub(crate) fn start(world: &World, mode: Mode, area: usize) {
+    let races = Races {
+        mode,
+        rank: world.rank as u32,
+        area,
+        phase: AtomicU64::new(0),
+        seq: AtomicU32::new(0),
+        released: AtomicU32::new(0),
+        issued: AtomicU32::new(0),
+        acquired: AtomicU32::new(u32::MAX),
+        began_at: AtomicU64::new(0),
+        found: AtomicUsize::new(0),
+        report: report::Reported::default(),
+    };
+    if STATE.set(races).is_err() {
+        return;
+    }
+    crate::watch::record_calls();
+    HEAP_LO.store(world.own.heap_base() as usize, Relaxed);
+    HEAP_LEN.store(world.own.alloc_len(), Relaxed);
+    if let Some(data) = world.data {
+        DATA_LO.store(data.start, Relaxed);
+        DATA_LEN.store(data.len, Relaxed);
+    }
+    ON.store(true, Relaxed);
+}
+
+/// Says the program calls through the C API (`shmem_init`).
+#[doc(hidden)]
+pub fn set_c_program() {
+    C_PROGRAM.store(true, Relaxed);
+}
+
+/// Races this PE reported (0 when the checker is off).
+pub fn found() -> usize {
+    state().map_or(0, |s| s.found.load(Relaxed))
+}
+
+/// The raw site of an API call: the C caller's return address, or the
+/// outermost Rust call's `Location` (`at`, the hook's caller, otherwise).
+fn api_site(at: &'static Location<'static>) -> u64 {
+    match C_PROGRAM.load(Relaxed) {
+        true => site::raw_c(site::c_caller_pc()),
+        false => site::raw_rust(crate::site::outermost_or(at)),
+    }
+}
+
+/// The number of this PE's synchronizations so far in the phase.
+fn seq() -> u32 {
+    state().map_or(0, |s| s.seq.load(Relaxed))
+}
+
+/// A put, get or atomic of this PE to `target`'s bytes `[offset, offset + len)`.
+#[inline(never)]
+/// `done`: complete when the call returns (a blocking get, a fetching
+/// atomic), not only at the next quiet.
+pub(crate) fn remote(
+    at: &'static Location<'static>,
+    target: usize,
+    (offset, len): (usize, usize),
+    (kind, op): (Kind, u8),
+    done_at_return: bool,
+) {
+    let access = Access {
+        offset: offset as u64,
+        len: len as u64,
+        kind,
+        op,
+        done_at_return,
+        seq: seq(),
+        site: api_site(at),
+        pe: 0,
+    };
+    if done_at_return {
+        DIRTY.store(true, Relaxed);
+    }
+    log::with(|l| l.add(target as u32, access));
+}
+
+/// A put (`op`: blocking, non-blocking, with signal) of `len` bytes to
+/// `target` at heap `offset`: written down, then counted as an issued write.
+#[inline(never)]
+pub(crate) fn put(at: &'static Location<'static>, target: usize, offset: usize, len: usize, op: u8) {
+    remote(at, target, (offset, len), (Kind::Write, op), false);
+    issued();
+}
+
+/// A blocking get: complete when it returns, and read as a flag may be
+/// (a loop of gets is a wait), so an acquire after it.
+#[inline(never)]
+pub(crate) fn get(at: &'static Location<'static>, target: usize, offset: usize, len: usize) {
+    remote(at, target, (offset, len), (Kind::Read, ops::GET), true);
+    acquire(None);
+}
+
+/// An atomic on `target`'s word: fetching ones are acquires (an atomic
+/// read as a flag), every one an issued write.
+#[inline(never)]
+pub(crate) fn atomic(at: &'static Location<'static>, target: usize, offset: usize, width: usize, fetch: bool) {
+    remote(
+        at,
+        target,
+        (offset, width),
+        (Kind::Atomic(width as u8), ops::ATOMIC),
+        fetch,
+    );
+    issued();
+    if fetch {
+        acquire(None);
+    }
+}
+
+/// A local read or write of this PE's own bytes through the Rust API.
+#[inline(never)]
+pub(crate) fn local(at: &'static Location<'static>, (offset, len): (usize, usize), kind: Kind, op: u8) {
+    let access = Access {
+        offset: offset as u64,
+        len: len as u64,
+        kind,
+        op,
+        done_at_return: true,
+        seq: seq(),
+        site: api_site(at),
+        pe: 0,
+    };
+    DIRTY.store(true, Relaxed);
+    log::with(|l| l.add(log::LOCAL, access));
+}
+
+/// A load (`kind` 0), store (1) or atomic (2, with its width in bytes as
+/// the type) of `size` bytes at `addr`, made by a C program's code at
+/// return address `pc` (`oshcc --check-races`'s `__tsan_*` calls).
+#[doc(hidden)]
+#[inline]
+pub fn access(addr: usize, size: usize, kind: u8, pc: usize) {
+    let off = addr.wrapping_sub(HEAP_LO.load(Relaxed));
+    let heap_len = HEAP_LEN.load(Relaxed);
+    let offset = if off < heap_len {
+        off
+    } else {
+        let d = addr.wrapping_sub(DATA_LO.load(Relaxed));
+        match d < DATA_LEN.load(Relaxed) {
+            true => heap_len + d,
+            false => return nbi::touched(addr, size, kind, pc),
+        }
+    };
+    nbi::touched(addr, size, kind, pc);
+    local_access(offset, size, kind, pc);
+}
+
+#[inline(never)]
+fn local_access(offset: usize, size: usize, kind: u8, pc: usize) {
+    let (kind, op) = match kind {
+        0 => (Kind::Read, ops::LOAD),
+        1 => (Kind::Write, ops::STORE),
+        _ => (Kind::Atomic(size as u8), ops::ATOMIC),
+    };
+    let site = site::raw_c(pc);
+    let seq = seq();
+    DIRTY.store(true, Relaxed);
+    log::with(|l| {
+        if !l.covered(site, kind, seq, offset as u64, size as u64) {
+            l.add(
+                log::LOCAL,
+                Access {
+                    offset: offset as u64,
+                    len: size as u64,
+                    kind,
+                    op,
+                    done_at_return: true,
+                    seq,
+                    site,
+                    pe: 0,
+                },
+            );
+        }
+    });
+}
+
+/// A release: a quiet, fence, signal, lock release or collective. A quiet
+/// also completes every non-blocking buffer (`nbi`).
+#[inline(never)]
+pub(crate) fn release(quiet: bool) {
+    DIRTY.store(false, Relaxed);
+    if let Some(s) = state() {
+        let n = s.seq.fetch_add(1, Relaxed) + 1;
+        s.released.store(n, Relaxed);
+        s.issued.store(n, Relaxed);
+    }
+    if quiet {
+        nbi::completed();
+    }
+}
+
+/// A write issued to another PE (a put, atomic or signal): it orders this
+/// PE's earlier accesses that were complete when their calls returned.
+#[inline(never)]
+pub(crate) fn issued() {
+    if !DIRTY.swap(false, Relaxed) {
+        return;
+    }
+    if let Some(s) = state() {
+        let n = s.seq.fetch_add(1, Relaxed) + 1;
+        s.issued.store(n, Relaxed);
+    }
+}
+
+/// An acquire: a wait or test that returned true, a lock taken, a
+/// fetching atomic, a collective. `seen`: the bytes a wait or test read.
+#[inline(never)]
+pub(crate) fn acquire(seen: Option<(usize, usize)>) {
+    let Some(s) = state() else { return };
+    let n = s.seq.fetch_add(1, Relaxed) + 1;
+    let _ = s.acquired.compare_exchange(u32::MAX, n, Relaxed, Relaxed);
+    if let Some((offset, len)) = seen {
+        let access = Access {
+            offset: offset as u64,
+            len: len as u64,
+            kind: Kind::Observe,
+            op: ops::WAIT,
+            done_at_return: true,
+            seq: n,
+            site: 0,
+            pe: 0,
+        };
+        log::with(|l| l.add(log::LOCAL, access));
+    }
+}
+
+/// A wait or test of this PE's bytes at `addr` returned, having seen them.
+pub(crate) fn observed(w: &World, addr: usize, len: usize) {
+    if on() {
+        acquire(w.offset_of(addr, len).map(|offset| (offset, len)));
+    }
+}
+
+/// A collective other than a world barrier: a release and an acquire.
+pub(crate) fn collective() {
+    release(false);
+    acquire(None);
+}
+
+/// The end of a phase, before the world barrier's sync: sends every
+/// other PE the records of its memory, and completes them. Returns what
+/// this PE keeps to judge once the sync is done.
+pub(crate) fn phase_ends(w: &World, at: &'static Location<'static>) -> Result<Option<report::Phase>> {
+    let Some(s) = state() else { return Ok(None) };
+    report::phase_ends(s, w, api_site(at))
+}
+
+/// After the world barrier's sync: judges the phase at this PE.
+pub(crate) fn phase_ended(w: &World, phase: Option<report::Phase>) -> Result<()> {
+    match (state(), phase) {
+        (Some(s), Some(phase)) => report::judge(s, w, phase),
+        _ => Ok(()),
+    }
+}
+
+impl Races {
+    /// Takes the phase's synchronizations and starts the next phase.
+    fn next_phase(&self, began_at: u64) -> (u64, Syncs, u64) {
+        let syncs = Syncs {
+            released: self.released.swap(0, Relaxed),
+            issued: self.issued.swap(0, Relaxed),
+            acquired: self.acquired.swap(u32::MAX, Relaxed),
+        };
+        self.seq.store(0, Relaxed);
+        let previous = self.began_at.swap(began_at, Relaxed);
+        (self.phase.fetch_add(1, Relaxed), syncs, previous)
+    }
+
+    /// Counts a race; in abort mode, the error that ends the job.
+    fn count(&self, text: &str) -> Result<()> {
+        self.found.fetch_add(1, Relaxed);
+        match self.mode {
+            Mode::Report => Ok(()),
+            Mode::Abort => Err(Error::DataRace {
+                rank: self.rank as usize,
+                report: text.to_string(),
+            }),
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! Buffers that a non-blocking operation still uses: the source of a
+//! `put_nbi` (or of a non-blocking put-with-signal), which it may still
+//! read, and the destination of a `get_nbi` or fetching atomic, which it
+//! may still write, until the quiet that completes it. A C program's load
+//! or store of such a buffer before that quiet is a race, reported at
+//! once: no other PE is needed to see it.
+
+use super::{ops, site};
+use crate::words::who;
+use std::panic::Location;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Mutex;
+
+/// How the operation uses its local buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Use {
+    /// A put's source: a store into it races.
+    Reads,
+    /// A get's destination: a load or a store races.
+    Writes,
+}
+
+struct Pending {
+    lo: usize,
+    hi: usize,
+    used: Use,
+    op: u8,
+    site: u64,
+}
+
+static PENDING: Mutex<Vec<Pending>> = Mutex::new(Vec::new());
+/// How many buffers are pending: the hooks' filter.
+static COUNT: AtomicUsize = AtomicUsize::new(0);
+
+/// Notes that a non-blocking operation (`op`, made at `at`) uses `len`
+/// bytes at `addr` until the next quiet.
+#[doc(hidden)]
+pub fn nbi_buffer(at: &'static Location<'static>, addr: usize, len: usize, used: Use, op: u8) {
+    if !super::on() || len == 0 {
+        return;
+    }
+    let site = super::api_site(at);
+    let mut pending = crate::sync::lock(&PENDING);
+    pending.push(Pending {
+        lo: addr,
+        hi: addr + len,
+        used,
+        op,
+        site,
+    });
+    COUNT.store(pending.len(), Relaxed);
+}
+
+/// Every pending operation completed (a quiet).
+pub(super) fn completed() {
+    if COUNT.load(Relaxed) != 0 {
+        crate::sync::lock(&PENDING).clear();
+        COUNT.store(0, Relaxed);
+    }
+}
+
+/// A C program's load (`kind` 0), store (1) or atomic (2) at `addr`.
+#[inline]
+pub(super) fn touched(addr: usize, size: usize, kind: u8, pc: usize) {
+    if COUNT.load(Relaxed) != 0 {
+        check(addr, size, kind, pc);
+    }
+}
+
+#[inline(never)]
+fn check(addr: usize, size: usize, kind: u8, pc: usize) {
+    let hit = {
+        let pending = crate::sync::lock(&PENDING);
+        pending
+            .iter()
+            .find(|p| addr < p.hi && p.lo < addr + size && (kind != 0 || p.used == Use::Writes))
+            .map(|p| (p.lo, p.hi, p.used, p.op, p.site))
+    };
+    let Some((lo, hi, used, op, op_site)) = hit else {
+        return;
+    };
+    let Some(s) = super::state() else { return };
+    let access = site::code(site::raw_c(pc));
+    let op_site = site::code(op_site);
+    let first = s.report.first(&key(access, u8::from(kind != 0)), &key(op_site, op));
+    if !first {
+        return;
+    }
+    let me = who(&(s.rank as usize));
+    let (verb, what) = match kind {
+        0 => ("reads", "before it has arrived"),
+        _ => match used {
+            Use::Reads => ("writes", "which it may still be reading"),
+            Use::Writes => ("writes", "which it may still overwrite"),
+        },
+    };
+    let text = format!(
+        "oneside: data race on {me}: a {} at {} {verb} {} of the buffer of {}{}, {what}\n  {me} {verb} byte {} of that {}-byte buffer{}\n  {} made the operation{}\n  no quiet completes the operation between them: call shmem_quiet (or a barrier) first",
+        match kind {
+            0 => "load",
+            1 => "store",
+            _ => "atomic",
+        },
+        describe_or_unknown(access),
+        verb_object(size),
+        ops::words(op),
+        crate::site::phrase(&site::describe(op_site)),
+        addr.saturating_sub(lo),
+        hi - lo,
+        crate::site::phrase(&site::describe(access)),
+        me,
+        crate::site::phrase(&site::describe(op_site)),
+    );
+    super::report::say(&text);
+    if s.count(&text).is_err() {
+        // Abort mode: end this PE as a failed call would.
+        std::process::exit(66);
+    }
+}
+
+fn key(site: u64, code: u8) -> super::check::Access {
+    super::check::Access {
+        offset: 0,
+        len: 0,
+        kind: super::check::Kind::Atomic(code),
+        op: 0,
+        done_at_return: true,
+        seq: 0,
+        site,
+        pe: 0,
+    }
+}
+
+fn describe_or_unknown(code: u64) -> String {
+    match site::describe(code) {
+        words if words.is_empty() => "an unknown place".to_string(),
+        words => words,
+    }
+}
+
+fn verb_object(size: usize) -> String {
+    match size {
+        1 => "1 byte".to_string(),
+        n => format!("{n} bytes"),
+    }
+}

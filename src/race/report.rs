@@ -1,0 +1,193 @@
+//! A phase's end at one PE, and the reports of what it found: the records
+//! of other PEs' memory sent off, then, once the barrier is passed, the
+//! phase judged and each race put in words once, with both places, the
+//! object (a global's name or a heap object's allocation), and what was
+//! missing between them.
+
+use super::check::{self, Access, Kind, Syncs};
+use super::exchange::{self, Header};
+use super::{log, ops, site, Races};
+use crate::error::Result;
+use crate::links::Channel;
+use crate::words::who;
+use crate::world::World;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::Write;
+
+/// Races a phase reports at most (the rest of that phase's are dropped).
+const MOST: usize = 64;
+
+/// What a PE keeps of a phase to judge it after the barrier.
+pub(crate) struct Phase {
+    number: u64,
+    mine: Syncs,
+    local: Vec<Access>,
+    /// Where this PE's barrier that began the phase was called.
+    began_at: u64,
+    lost: u64,
+}
+
+/// The races said already, so each is said once.
+#[derive(Default)]
+pub(crate) struct Reported {
+    said: std::sync::Mutex<HashSet<(u64, u8, u64, u8)>>,
+}
+
+impl Reported {
+    /// Whether the race between these two places is new.
+    pub fn first(&self, a: &Access, b: &Access) -> bool {
+        let (x, y) = ((a.site, a.kind.code()), (b.site, b.kind.code()));
+        let key = match x <= y {
+            true => (x.0, x.1, y.0, y.1),
+            false => (y.0, y.1, x.0, x.1),
+        };
+        crate::sync::lock(&self.said).insert(key)
+    }
+}
+
+pub(super) fn phase_ends(s: &Races, w: &World, at: u64) -> Result<Option<Phase>> {
+    let (entries, lost) = log::drain();
+    let (number, mine, began_at) = s.next_phase(site::code(at));
+    let mut local = Vec::new();
+    let mut sent: BTreeMap<u32, Vec<Access>> = BTreeMap::new();
+    for entry in entries {
+        let mut a = entry.access;
+        a.site = site::code(a.site);
+        a.pe = s.rank;
+        match entry.target {
+            log::LOCAL => local.push(a),
+            t if t == s.rank => local.push(a),
+            t => sent.entry(t).or_default().push(a),
+        }
+    }
+    for (target, mut records) in sent {
+        let squeezed = exchange::squeeze(&mut records);
+        let header = Header {
+            phase: number,
+            count: records.len() as u32,
+            squeezed,
+            syncs: mine,
+            began_at,
+        };
+        exchange::send(w, s.area, target as usize, &header, &records)?;
+    }
+    w.links.quiet_on(Channel::Default)?;
+    Ok(Some(Phase {
+        number,
+        mine,
+        local,
+        began_at,
+        lost,
+    }))
+}
+
+pub(super) fn judge(s: &Races, w: &World, phase: Phase) -> Result<()> {
+    let me = s.rank;
+    let mut all = phase.local;
+    let mut headers: HashMap<u32, Header> = HashMap::new();
+    for from in (0..w.size).filter(|&f| f != me as usize) {
+        if let Some((header, records)) = exchange::receive(w, s.area, phase.number, from) {
+            headers.insert(from as u32, header);
+            all.extend(records);
+        }
+    }
+    let syncs = |pe: u32| match pe == me {
+        true => phase.mine,
+        false => headers.get(&pe).map_or(Syncs::NONE, |h| h.syncs),
+    };
+    let began = |pe: u32| match pe == me {
+        true => phase.began_at,
+        false => headers.get(&pe).map_or(0, |h| h.began_at),
+    };
+    for (a, b) in check::races(me, &mut all, syncs, MOST) {
+        if !s.report.first(&a, &b) {
+            continue;
+        }
+        let other = if a.pe == me { b.pe } else { a.pe };
+        let text = race_words(w, me, &a, &b, began(other));
+        say(&text);
+        s.count(&text)?;
+    }
+    if phase.lost > 0 || headers.values().any(|h| h.squeezed) {
+        say(&format!(
+            "oneside: --check-races on {}: some accesses of phase {} were merged or not kept (too many in one phase); races among them may be missed",
+            who(&(me as usize)),
+            phase.number
+        ));
+    }
+    Ok(())
+}
+
+/// Writes a report to standard error in one write.
+pub(super) fn say(text: &str) {
+    let mut line = text.to_string();
+    line.push('\n');
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+/// What `a` does, in words: `PE 1 writes 8 bytes with a put at heat.c:30`.
+fn one(a: &Access) -> String {
+    let verb = match a.kind {
+        Kind::Read => "reads",
+        Kind::Write => "writes",
+        Kind::Atomic(_) => "updates atomically",
+        Kind::Observe => "waits on",
+    };
+    let at = crate::site::phrase(&site::describe(a.site));
+    format!(
+        "{} {verb} {} with {}{at}",
+        who(&(a.pe as usize)),
+        bytes(a.len),
+        ops::words(a.op)
+    )
+}
+
+fn bytes(n: u64) -> String {
+    match n {
+        1 => "1 byte".to_string(),
+        n => format!("{n} bytes"),
+    }
+}
+
+/// The object holding heap offset `offset` of this PE's memory, in words.
+pub(super) fn object(w: &World, offset: u64, len: u64) -> String {
+    let offset = offset as usize;
+    let heap_len = w.own.alloc_len();
+    let found = match (offset < heap_len, w.data) {
+        (true, _) => crate::watch::objects::object_at(offset),
+        (false, Some(data)) => crate::watch::symbols::global_at(data.start + (offset - heap_len))
+            .map(|(name, at, size)| (format!("the global '{name}'"), at, size)),
+        (false, None) => None,
+    };
+    match found {
+        Some((what, at, size)) => format!("{what} (its bytes {at} to {} of {size})", at + len as usize - 1),
+        None => format!("symmetric memory at heap offset {offset}"),
+    }
+}
+
+fn race_words(w: &World, me: u32, a: &Access, b: &Access, began: u64) -> String {
+    let offset = a.offset.max(b.offset);
+    let len = (a.offset + a.len).min(b.offset + b.len) - offset;
+    let other = if a.pe == me { b.pe } else { a.pe };
+    let last = match site::describe(began).as_str() {
+        "" => format!(
+            "{}'s last synchronization with {} was its start (no barrier yet)",
+            who(&(other as usize)),
+            who(&(me as usize))
+        ),
+        at => format!(
+            "{}'s last synchronization with {} was the barrier at {at}",
+            who(&(other as usize)),
+            who(&(me as usize))
+        ),
+    };
+    format!(
+        "oneside: data race on {}: {} and {} touch {}, and nothing orders them\n  {}\n  {}\n  no barrier, quiet+flag, lock or wait orders them; {last}",
+        who(&(me as usize)),
+        who(&(a.pe as usize)),
+        who(&(b.pe as usize)),
+        object(w, offset, len),
+        one(a),
+        one(b),
+    )
+}

@@ -1,0 +1,261 @@
+//! Where an access was made, as a number that can cross to another PE: a
+//! Rust caller's `Location` or a C return address, each as an offset in
+//! the loaded object (executable or library) that holds it, with that
+//! object's place in the load order. Every PE of a job runs the same
+//! program, so a PE reading another's site finds the same object at the
+//! same place in its own load order; only a report turns it into words
+//! (`describe`), never the hot path.
+//!
+//! A C call's site is the first return address outside this library,
+//! found by unwinding a few frames (`_Unwind_Backtrace`, no symbols).
+
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void, CStr};
+use std::panic::Location;
+use std::sync::Mutex;
+
+const RUST: u64 = 1 << 62;
+const C: u64 = 2 << 62;
+const OFFSET: u64 = (1 << 48) - 1;
+
+/// A loaded object: its load bias, its extent and its file.
+#[derive(Clone)]
+struct Object {
+    bias: usize,
+    lo: usize,
+    hi: usize,
+    path: String,
+}
+
+static OBJECTS: Mutex<Vec<Object>> = Mutex::new(Vec::new());
+
+/// The loaded objects, in the dynamic linker's order.
+fn objects() -> Vec<Object> {
+    unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
+        // SAFETY: the dynamic linker passes a valid entry; `data` is the
+        // vector below, borrowed for the call.
+        let (info, out) = unsafe { (&*info, &mut *data.cast::<Vec<Object>>()) };
+        let (mut lo, mut hi) = (usize::MAX, 0);
+        for i in 0..info.dlpi_phnum as usize {
+            // SAFETY: `dlpi_phdr` holds `dlpi_phnum` headers.
+            let ph = unsafe { &*info.dlpi_phdr.add(i) };
+            if ph.p_type == libc::PT_LOAD {
+                lo = lo.min(info.dlpi_addr as usize + ph.p_vaddr as usize);
+                hi = hi.max(info.dlpi_addr as usize + (ph.p_vaddr + ph.p_memsz) as usize);
+            }
+        }
+        let path = match info.dlpi_name.is_null() {
+            true => String::new(),
+            // SAFETY: a NUL-terminated name owned by the linker.
+            false => unsafe { CStr::from_ptr(info.dlpi_name) }.to_string_lossy().into_owned(),
+        };
+        out.push(Object {
+            bias: info.dlpi_addr as usize,
+            lo,
+            hi,
+            path,
+        });
+        0
+    }
+    let mut out: Vec<Object> = Vec::new();
+    // SAFETY: `each` only reads the entries and pushes to `out`.
+    unsafe { libc::dl_iterate_phdr(Some(each), (&mut out as *mut Vec<Object>).cast()) };
+    out
+}
+
+/// The object holding `addr` and its place, refreshing the list once on
+/// a miss (a library loaded since).
+fn locate(addr: usize) -> Option<(usize, Object)> {
+    let mut known = crate::sync::lock(&OBJECTS);
+    let find = |list: &[Object]| {
+        list.iter()
+            .enumerate()
+            .find(|(_, o)| o.lo <= addr && addr < o.hi)
+            .map(|(i, o)| (i, o.clone()))
+    };
+    if let Some(found) = find(&known) {
+        return Some(found);
+    }
+    *known = objects();
+    find(&known)
+}
+
+fn encode(tag: u64, addr: usize) -> u64 {
+    match locate(addr) {
+        Some((index, o)) => tag | ((index as u64 & 0x3fff) << 48) | ((addr - o.bias) as u64 & OFFSET),
+        None => 0,
+    }
+}
+
+/// Caches the codes of the sites seen, so each is located once.
+static CODES: Mutex<Option<HashMap<u64, u64>>> = Mutex::new(None);
+
+/// A Rust caller's site as the hot path keeps it (its `Location`'s address).
+#[inline]
+pub(crate) fn raw_rust(at: &'static Location<'static>) -> u64 {
+    RUST | at as *const Location<'static> as u64
+}
+
+/// A C program's site as the hot path keeps it: a return address into it.
+#[inline]
+pub(crate) fn raw_c(pc: usize) -> u64 {
+    match pc {
+        0 => 0,
+        pc => C | pc as u64,
+    }
+}
+
+/// A kept site as a code another PE can read (0 when unknown).
+pub(crate) fn code(raw: u64) -> u64 {
+    if raw == 0 {
+        return 0;
+    }
+    let mut codes = crate::sync::lock(&CODES);
+    let codes = codes.get_or_insert_with(HashMap::new);
+    *codes
+        .entry(raw)
+        .or_insert_with(|| encode(raw & (3 << 62), (raw & !(3 << 62)) as usize))
+}
+
+/// The return address of this thread's C caller: the first frame outside
+/// the object holding this function (0 when the C program and this
+/// library are one object: a static link).
+#[inline(never)]
+pub(crate) fn c_caller_pc() -> usize {
+    struct Walk {
+        lo: usize,
+        hi: usize,
+        found: usize,
+        frames: usize,
+    }
+    extern "C" {
+        fn _Unwind_Backtrace(trace: extern "C" fn(*mut c_void, *mut c_void) -> c_int, arg: *mut c_void) -> c_int;
+        fn _Unwind_GetIP(ctx: *mut c_void) -> usize;
+    }
+    extern "C" fn step(ctx: *mut c_void, arg: *mut c_void) -> c_int {
+        // SAFETY: `arg` is the `Walk` below; `ctx` the unwinder's.
+        let (walk, ip) = unsafe { (&mut *arg.cast::<Walk>(), _Unwind_GetIP(ctx)) };
+        walk.frames += 1;
+        if ip != 0 && (ip < walk.lo || ip >= walk.hi) {
+            walk.found = ip;
+            return 4; // _URC_NORMAL_STOP
+        }
+        if walk.frames > 32 {
+            return 4;
+        }
+        0
+    }
+    let here = c_caller_pc as fn() -> usize as usize;
+    let Some((_, me)) = locate(here) else {
+        return 0;
+    };
+    let mut walk = Walk {
+        lo: me.lo,
+        hi: me.hi,
+        found: 0,
+        frames: 0,
+    };
+    // SAFETY: `step` only reads the unwinder's context and writes `walk`.
+    unsafe { _Unwind_Backtrace(step, (&mut walk as *mut Walk).cast()) };
+    walk.found
+}
+
+/// Sites already put in words, by code.
+static WORDS: Mutex<Option<HashMap<u64, String>>> = Mutex::new(None);
+
+/// A site in words: `file:line:col` for Rust, `file:line` (or the
+/// function) for C; empty when unknown.
+pub(crate) fn describe(code: u64) -> String {
+    if code == 0 {
+        return String::new();
+    }
+    if let Some(known) = crate::sync::lock(&WORDS).get_or_insert_with(HashMap::new).get(&code) {
+        return known.clone();
+    }
+    let words = resolve(code).unwrap_or_default();
+    crate::sync::lock(&WORDS)
+        .get_or_insert_with(HashMap::new)
+        .insert(code, words.clone());
+    words
+}
+
+fn resolve(code: u64) -> Option<String> {
+    let index = ((code >> 48) & 0x3fff) as usize;
+    let offset = (code & OFFSET) as usize;
+    let object = {
+        let mut known = crate::sync::lock(&OBJECTS);
+        if known.len() <= index {
+            *known = objects();
+        }
+        known.get(index)?.clone()
+    };
+    let addr = object.bias + offset;
+    if addr < object.lo || addr >= object.hi {
+        return None;
+    }
+    match code & (3 << 62) {
+        RUST => {
+            // SAFETY: every PE runs the same program, so the same object
+            // holds a `Location` at the same offset here (checked to lie
+            // inside the object); `Location`s live for the whole run.
+            let at = unsafe { &*(addr as *const Location<'static>) };
+            Some(format!("{}:{}:{}", at.file(), at.line(), at.column()))
+        }
+        C => Some(c_words(&object, addr)),
+        _ => None,
+    }
+}
+
+/// A C return address in words: the call's line from `addr2line` (the
+/// program's debug information), else its function from the symbol table.
+fn c_words(object: &Object, addr: usize) -> String {
+    let file = match object.path.as_str() {
+        "" => std::fs::read_link("/proc/self/exe")
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+        path => path.to_string(),
+    };
+    // The call is the instruction before the return address.
+    let vaddr = addr - 1 - object.bias;
+    let out = std::process::Command::new("addr2line")
+        .args(["-f", "-C", "-e", &file, &format!("{vaddr:#x}")])
+        .stderr(std::process::Stdio::null())
+        .output();
+    let lines: Vec<String> = match out {
+        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect(),
+        _ => Vec::new(),
+    };
+    match lines.as_slice() {
+        [_, at, ..] if !at.starts_with("??") => {
+            let at = at.split(" (discriminator").next().unwrap_or(at);
+            at.rsplit_once('/').map_or(at, |(_, name)| name).to_string()
+        }
+        [function, ..] if function != "??" => format!("in {function} (build with -g for its file:line)"),
+        _ => format!(
+            "in {} at {vaddr:#x}",
+            file.rsplit_once('/').map_or(file.as_str(), |(_, n)| n)
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rust_site_round_trips_through_its_code() {
+        let at = Location::caller();
+        let code = code(raw_rust(at));
+        assert_ne!(code, 0);
+        assert_eq!(describe(code), format!("{}:{}:{}", at.file(), at.line(), at.column()));
+    }
+
+    #[test]
+    fn no_site_is_no_words() {
+        assert_eq!(describe(0), "");
+        assert_eq!(code(raw_c(0)), 0);
+    }
+}
