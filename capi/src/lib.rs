@@ -69,3 +69,4 @@ mod setup;
 mod state;
 mod sync;
 mod teams;
+mod tsan;

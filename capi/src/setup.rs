@@ -16,6 +16,8 @@ const VENDOR: &[u8] = b"oneside\0";
 fn init(api: &'static str, requested: c_int) {
     // Messages say "PE", as OpenSHMEM does.
     oneside::speak_of_pes();
+    // The race checker names the C caller's line, not the library's.
+    oneside::race::set_c_program();
     // OpenSHMEM 1.6: init may be called many times; the library stays
     // initialized until the matching number of finalize calls.
     match state::enter() {

@@ -84,6 +84,7 @@ pub struct Args {
         value_name = "WHAT",
         env = "ONESIDE_CHECK_RACES",
         num_args = 0..=1,
+        require_equals = true,
         default_missing_value = "report",
         value_parser = ["report", "abort", "1", "0", "off"]
     )]

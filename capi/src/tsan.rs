@@ -1,0 +1,255 @@
+//! The race checker's eyes in a C program: `oshcc --check-races` compiles
+//! with `-fsanitize=thread`, which GCC and Clang turn into a call before
+//! every load and store (`__tsan_read8(addr)`), atomic
+//! (`__tsan_atomic64_fetch_add`) and function entry, and links this
+//! library instead of ThreadSanitizer's runtime. These are those entry
+//! points: each passes the address, size and kind, and its return address
+//! (the program's place), to `oneside::race::access`, which keeps only
+//! symmetric memory and the buffers of pending non-blocking operations.
+//!
+//! Each entry is a two-instruction naked trampoline that puts its return
+//! address in the sixth argument register and jumps to the Rust function
+//! that does the work: the place costs one load, never a backtrace. The
+//! atomics also do what they are asked (sequentially consistent, whatever
+//! order was asked: never weaker). 128-bit atomics are not provided.
+//! x86_64 and aarch64 only.
+
+#![cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#![allow(clippy::missing_safety_doc)]
+
+use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering::SeqCst};
+
+/// A trampoline `$name` to `$target`, which takes the caller's arguments
+/// and, sixth, the return address.
+macro_rules! trampoline {
+    ($($name:ident => $target:path;)*) => {$(
+        #[unsafe(naked)]
+        #[no_mangle]
+        pub extern "C" fn $name() {
+            #[cfg(target_arch = "x86_64")]
+            core::arch::naked_asm!("mov r9, [rsp]", "jmp {t}", t = sym $target);
+            #[cfg(target_arch = "aarch64")]
+            core::arch::naked_asm!("mov x5, x30", "b {t}", t = sym $target);
+        }
+    )*};
+}
+
+extern "C" fn load<const N: usize>(addr: usize, _: usize, _: usize, _: usize, _: usize, pc: usize) {
+    oneside::race::access(addr, N, 0, pc);
+}
+
+extern "C" fn store<const N: usize>(addr: usize, _: usize, _: usize, _: usize, _: usize, pc: usize) {
+    oneside::race::access(addr, N, 1, pc);
+}
+
+extern "C" fn load_range(addr: usize, size: usize, _: usize, _: usize, _: usize, pc: usize) {
+    oneside::race::access(addr, size, 0, pc);
+}
+
+extern "C" fn store_range(addr: usize, size: usize, _: usize, _: usize, _: usize, pc: usize) {
+    oneside::race::access(addr, size, 1, pc);
+}
+
+trampoline! {
+    __tsan_read1 => load::<1>;
+    __tsan_read2 => load::<2>;
+    __tsan_read4 => load::<4>;
+    __tsan_read8 => load::<8>;
+    __tsan_read16 => load::<16>;
+    __tsan_unaligned_read2 => load::<2>;
+    __tsan_unaligned_read4 => load::<4>;
+    __tsan_unaligned_read8 => load::<8>;
+    __tsan_unaligned_read16 => load::<16>;
+    __tsan_volatile_read1 => load::<1>;
+    __tsan_volatile_read2 => load::<2>;
+    __tsan_volatile_read4 => load::<4>;
+    __tsan_volatile_read8 => load::<8>;
+    __tsan_write1 => store::<1>;
+    __tsan_write2 => store::<2>;
+    __tsan_write4 => store::<4>;
+    __tsan_write8 => store::<8>;
+    __tsan_write16 => store::<16>;
+    __tsan_unaligned_write2 => store::<2>;
+    __tsan_unaligned_write4 => store::<4>;
+    __tsan_unaligned_write8 => store::<8>;
+    __tsan_unaligned_write16 => store::<16>;
+    __tsan_volatile_write1 => store::<1>;
+    __tsan_volatile_write2 => store::<2>;
+    __tsan_volatile_write4 => store::<4>;
+    __tsan_volatile_write8 => store::<8>;
+    __tsan_read_range => load_range;
+    __tsan_write_range => store_range;
+}
+
+/// The instrumented program's start-up call.
+#[no_mangle]
+pub extern "C" fn __tsan_init() {}
+
+/// Function entry and exit: the checker keeps no shadow stack.
+#[no_mangle]
+pub extern "C" fn __tsan_func_entry(_caller: *mut libc::c_void) {}
+
+#[no_mangle]
+pub extern "C" fn __tsan_func_exit() {}
+
+/// C++ virtual table pointers: not symmetric memory.
+#[no_mangle]
+pub extern "C" fn __tsan_vptr_update(_vptr: *mut *mut libc::c_void, _new: *mut libc::c_void) {}
+
+#[no_mangle]
+pub extern "C" fn __tsan_vptr_read(_vptr: *mut *mut libc::c_void) {}
+
+#[no_mangle]
+pub extern "C" fn __tsan_atomic_thread_fence(_order: libc::c_int) {
+    std::sync::atomic::fence(SeqCst);
+}
+
+#[no_mangle]
+pub extern "C" fn __tsan_atomic_signal_fence(_order: libc::c_int) {
+    std::sync::atomic::compiler_fence(SeqCst);
+}
+
+/// The atomics of one width: `$t` the value, `$a` the atomic type.
+macro_rules! atomics {
+    ($n:literal, $t:ty, $a:ty, $load:ident, $store:ident, $xchg:ident, $add:ident, $sub:ident, $and:ident,
+     $or:ident, $xor:ident, $nand:ident, $cas:ident, $casw:ident, $casv:ident) => {
+        mod $load {
+            use super::*;
+            /// # Safety
+            /// `a` must be a valid, aligned atomic the program owns.
+            unsafe fn at<'a>(a: *mut $t, pc: usize) -> &'a $a {
+                oneside::race::access(a as usize, $n, 2, pc);
+                // SAFETY: the caller's contract (the compiler passes the
+                // address of the atomic object it operates on).
+                unsafe { <$a>::from_ptr(a) }
+            }
+            pub unsafe extern "C" fn load(a: *mut $t, _: i32, _: usize, _: usize, _: usize, pc: usize) -> $t {
+                unsafe { at(a, pc) }.load(SeqCst)
+            }
+            pub unsafe extern "C" fn store(a: *mut $t, v: $t, _: i32, _: usize, _: usize, pc: usize) {
+                unsafe { at(a, pc) }.store(v, SeqCst)
+            }
+            pub unsafe extern "C" fn xchg(a: *mut $t, v: $t, _: i32, _: usize, _: usize, pc: usize) -> $t {
+                unsafe { at(a, pc) }.swap(v, SeqCst)
+            }
+            pub unsafe extern "C" fn add(a: *mut $t, v: $t, _: i32, _: usize, _: usize, pc: usize) -> $t {
+                unsafe { at(a, pc) }.fetch_add(v, SeqCst)
+            }
+            pub unsafe extern "C" fn sub(a: *mut $t, v: $t, _: i32, _: usize, _: usize, pc: usize) -> $t {
+                unsafe { at(a, pc) }.fetch_sub(v, SeqCst)
+            }
+            pub unsafe extern "C" fn and(a: *mut $t, v: $t, _: i32, _: usize, _: usize, pc: usize) -> $t {
+                unsafe { at(a, pc) }.fetch_and(v, SeqCst)
+            }
+            pub unsafe extern "C" fn or(a: *mut $t, v: $t, _: i32, _: usize, _: usize, pc: usize) -> $t {
+                unsafe { at(a, pc) }.fetch_or(v, SeqCst)
+            }
+            pub unsafe extern "C" fn xor(a: *mut $t, v: $t, _: i32, _: usize, _: usize, pc: usize) -> $t {
+                unsafe { at(a, pc) }.fetch_xor(v, SeqCst)
+            }
+            pub unsafe extern "C" fn nand(a: *mut $t, v: $t, _: i32, _: usize, _: usize, pc: usize) -> $t {
+                unsafe { at(a, pc) }.fetch_nand(v, SeqCst)
+            }
+            /// `*a == *c`: stores `v`, 1; else `*c = *a`, 0.
+            pub unsafe extern "C" fn cas(a: *mut $t, c: *mut $t, v: $t, _: i32, _: i32, pc: usize) -> libc::c_int {
+                // SAFETY: `c` is the caller's expected value, a plain object.
+                let expected = unsafe { c.read() };
+                match unsafe { at(a, pc) }.compare_exchange(expected, v, SeqCst, SeqCst) {
+                    Ok(_) => 1,
+                    Err(now) => {
+                        unsafe { c.write(now) };
+                        0
+                    }
+                }
+            }
+            pub unsafe extern "C" fn casv(a: *mut $t, c: $t, v: $t, _: i32, _: i32, pc: usize) -> $t {
+                match unsafe { at(a, pc) }.compare_exchange(c, v, SeqCst, SeqCst) {
+                    Ok(old) | Err(old) => old,
+                }
+            }
+        }
+        trampoline! {
+            $load => $load::load;
+            $store => $load::store;
+            $xchg => $load::xchg;
+            $add => $load::add;
+            $sub => $load::sub;
+            $and => $load::and;
+            $or => $load::or;
+            $xor => $load::xor;
+            $nand => $load::nand;
+            $cas => $load::cas;
+            $casw => $load::cas;
+            $casv => $load::casv;
+        }
+    };
+}
+
+atomics!(
+    1,
+    u8,
+    AtomicU8,
+    __tsan_atomic8_load,
+    __tsan_atomic8_store,
+    __tsan_atomic8_exchange,
+    __tsan_atomic8_fetch_add,
+    __tsan_atomic8_fetch_sub,
+    __tsan_atomic8_fetch_and,
+    __tsan_atomic8_fetch_or,
+    __tsan_atomic8_fetch_xor,
+    __tsan_atomic8_fetch_nand,
+    __tsan_atomic8_compare_exchange_strong,
+    __tsan_atomic8_compare_exchange_weak,
+    __tsan_atomic8_compare_exchange_val
+);
+atomics!(
+    2,
+    u16,
+    AtomicU16,
+    __tsan_atomic16_load,
+    __tsan_atomic16_store,
+    __tsan_atomic16_exchange,
+    __tsan_atomic16_fetch_add,
+    __tsan_atomic16_fetch_sub,
+    __tsan_atomic16_fetch_and,
+    __tsan_atomic16_fetch_or,
+    __tsan_atomic16_fetch_xor,
+    __tsan_atomic16_fetch_nand,
+    __tsan_atomic16_compare_exchange_strong,
+    __tsan_atomic16_compare_exchange_weak,
+    __tsan_atomic16_compare_exchange_val
+);
+atomics!(
+    4,
+    u32,
+    AtomicU32,
+    __tsan_atomic32_load,
+    __tsan_atomic32_store,
+    __tsan_atomic32_exchange,
+    __tsan_atomic32_fetch_add,
+    __tsan_atomic32_fetch_sub,
+    __tsan_atomic32_fetch_and,
+    __tsan_atomic32_fetch_or,
+    __tsan_atomic32_fetch_xor,
+    __tsan_atomic32_fetch_nand,
+    __tsan_atomic32_compare_exchange_strong,
+    __tsan_atomic32_compare_exchange_weak,
+    __tsan_atomic32_compare_exchange_val
+);
+atomics!(
+    8,
+    u64,
+    AtomicU64,
+    __tsan_atomic64_load,
+    __tsan_atomic64_store,
+    __tsan_atomic64_exchange,
+    __tsan_atomic64_fetch_add,
+    __tsan_atomic64_fetch_sub,
+    __tsan_atomic64_fetch_and,
+    __tsan_atomic64_fetch_or,
+    __tsan_atomic64_fetch_xor,
+    __tsan_atomic64_fetch_nand,
+    __tsan_atomic64_compare_exchange_strong,
+    __tsan_atomic64_compare_exchange_weak,
+    __tsan_atomic64_compare_exchange_val
+);

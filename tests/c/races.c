@@ -1,0 +1,125 @@
+/* The course's race mistakes in C, and their corrections, for the race
+ * checker (oshcc --check-races, rlaunch --check-races): `races CASE`, at 2
+ * PEs or more. tests/races.rs runs every case, built with GCC and with
+ * Clang, and checks the verdict: a report naming both lines for the racy
+ * ones, nothing for their race-free twins.
+ *
+ * Racy: halo-early (ghost cells read before the barrier that orders the
+ * neighbour's put), no-fence (data and flag put with nothing between),
+ * get-put (a counter's read-modify-write with get and put), atomic-mix (a
+ * plain store and a remote atomic on one word), nbi-reuse (a put_nbi's
+ * source overwritten before the quiet), get-nbi-early (a get_nbi's
+ * destination read before the quiet).
+ *
+ * Race-free: halo, fence-flag, quiet-flag, signal, atomic, lock,
+ * nbi-quiet, get-nbi-quiet.
+ */
+#include <shmem.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N 64
+
+long grid[N + 2];
+long data[8];
+long flag;
+long counter;
+long lock;
+uint64_t sig;
+
+static void halo(int early) {
+    int me = shmem_my_pe(), n = shmem_n_pes();
+    for (int i = 1; i <= N; i++)
+        grid[i] = me * 1000 + i;
+    shmem_barrier_all();
+    /* my last cell is my right neighbour's left ghost */
+    shmem_long_put(&grid[0], &grid[N], 1, (me + 1) % n);
+    if (!early)
+        shmem_barrier_all();
+    long sum = 0;
+    for (int i = 0; i <= N; i++)
+        sum += grid[i];
+    shmem_barrier_all();
+    if (!early && grid[0] != ((me + n - 1) % n) * 1000 + N)
+        printf("PE %d: wrong ghost %ld (sum %ld)\n", me, grid[0], sum);
+}
+
+static void flagged(const char *how) {
+    int me = shmem_my_pe();
+    long src[8] = {7, 7, 7, 7, 7, 7, 7, 7};
+    if (me == 0) {
+        shmem_long_put(data, src, 8, 1);
+        if (!strcmp(how, "fence"))
+            shmem_fence();
+        if (!strcmp(how, "quiet"))
+            shmem_quiet();
+        shmem_long_p(&flag, 1, 1);
+    } else if (me == 1) {
+        shmem_long_wait_until(&flag, SHMEM_CMP_EQ, 1);
+        long seen = data[3];
+        flag = 0;
+        if (strcmp(how, "none") && seen != 7)
+            printf("PE 1: saw %ld\n", seen);
+    }
+    shmem_barrier_all();
+}
+
+int main(int argc, char **argv) {
+    const char *c = argc > 1 ? argv[1] : "";
+    shmem_init();
+    int me = shmem_my_pe();
+    /* Not on the stack: Clang's -fsanitize=thread leaves a stack array's
+     * accesses uninstrumented, so only GCC would see them. */
+    long *buf = malloc(8 * sizeof(long));
+    for (int i = 0; i < 8; i++)
+        buf[i] = i + 1;
+    if (!strcmp(c, "halo-early") || !strcmp(c, "halo")) {
+        halo(!strcmp(c, "halo-early"));
+    } else if (!strcmp(c, "no-fence")) {
+        flagged("none");
+    } else if (!strcmp(c, "fence-flag")) {
+        flagged("fence");
+    } else if (!strcmp(c, "quiet-flag")) {
+        flagged("quiet");
+    } else if (!strcmp(c, "signal")) {
+        if (me == 0)
+            shmem_long_put_signal(data, buf, 8, &sig, 1, SHMEM_SIGNAL_SET, 1);
+        else if (me == 1 && shmem_signal_wait_until(&sig, SHMEM_CMP_EQ, 1) == 1 && data[7] != 8)
+            printf("PE 1: saw %ld\n", data[7]);
+        shmem_barrier_all();
+    } else if (!strcmp(c, "get-put") || !strcmp(c, "lock")) {
+        if (!strcmp(c, "lock"))
+            shmem_set_lock(&lock);
+        long v = shmem_long_g(&counter, 0);
+        shmem_long_p(&counter, v + 1, 0);
+        if (!strcmp(c, "lock"))
+            shmem_clear_lock(&lock);
+        shmem_barrier_all();
+    } else if (!strcmp(c, "atomic") || !strcmp(c, "atomic-mix")) {
+        if (me != 0)
+            shmem_long_atomic_inc(&counter, 0);
+        else if (!strcmp(c, "atomic-mix"))
+            counter = 100;
+        shmem_barrier_all();
+    } else if (!strcmp(c, "nbi-reuse") || !strcmp(c, "nbi-quiet")) {
+        shmem_long_put_nbi(data, buf, 8, (me + 1) % shmem_n_pes());
+        if (!strcmp(c, "nbi-quiet"))
+            shmem_quiet();
+        buf[2] = 99;
+        shmem_barrier_all();
+    } else if (!strcmp(c, "get-nbi-early") || !strcmp(c, "get-nbi-quiet")) {
+        shmem_long_get_nbi(buf, data, 8, (me + 1) % shmem_n_pes());
+        if (!strcmp(c, "get-nbi-quiet"))
+            shmem_quiet();
+        if (buf[5] == 12345)
+            printf("PE %d: unlikely\n", me);
+        shmem_barrier_all();
+    } else {
+        printf("races: no case '%s'\n", c);
+        return 2;
+    }
+    free(buf);
+    shmem_finalize();
+    return 0;
+}
