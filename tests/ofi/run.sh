@@ -32,7 +32,7 @@ echo "== integration tests over ofi, tcp;ofi_rxm, 2 and 4 ranks"
 # Only tests/ofi.rs needs the feature; the other suites reuse cargo test
 # --workspace's build (a feature set is a build of its own).
 ONESIDE_TEST_TRANSPORTS=ofi ONESIDE_OFI_PROVIDER='tcp;ofi_rxm' ONESIDE_TEST_SIZES=2,4 \
-  cargo test -p rlaunch --test examples --test course --test coll --test model --test threads -- --test-threads=1
+  cargo test -p rlaunch --test examples --test course --test coll --test model --test threads --test races -- --test-threads=1
 ONESIDE_TEST_TRANSPORTS=ofi ONESIDE_OFI_PROVIDER='tcp;ofi_rxm' ONESIDE_TEST_SIZES=2,4 \
   cargo test -p rlaunch --features harness-tests --test ofi -- --test-threads=1
 echo "== floods of non-blocking operations over tcp;ofi_rxm (tests/c/flood.c)"

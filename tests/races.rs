@@ -1,0 +1,195 @@
+//! The race checker (`rlaunch --check-races`) gives exactly the expected
+//! verdict on the course's mistakes and on their race-free twins: in Rust
+//! (examples/races.rs) at 2 and 4 ranks, and in C (tests/c/races.c, built
+//! by `oshcc --check-races` with GCC and with Clang) at 2 PEs, over shm and
+//! tcp (and ofi, under tests/ofi/run.sh). A racy case exits 66 with a
+//! `data race` report whose two access lines each name a source line; a
+//! race-free one exits 0 and reports nothing. `--check-races=abort` ends
+//! the job at the first race.
+
+mod common;
+use common::capi::{build_capi, scratch, tool};
+use common::*;
+use std::process::Command;
+
+const RUST_RACY: [&str; 5] = ["halo-early", "no-fence", "get-put", "atomic-mix", "two-puts"];
+const RUST_FREE: [&str; 8] = [
+    "halo",
+    "quiet-flag",
+    "fence-flag",
+    "signal",
+    "test-flag",
+    "lock",
+    "atomic",
+    "owned",
+];
+const C_RACY: [&str; 6] = [
+    "halo-early",
+    "no-fence",
+    "get-put",
+    "atomic-mix",
+    "nbi-reuse",
+    "get-nbi-early",
+];
+const C_FREE: [&str; 8] = [
+    "halo",
+    "fence-flag",
+    "quiet-flag",
+    "signal",
+    "atomic",
+    "lock",
+    "nbi-quiet",
+    "get-nbi-quiet",
+];
+
+/// Checks one run's verdict; `file` is the source the reports must name.
+fn verdict(out: &Outcome, racy: bool, file: &str, what: &str) {
+    if !racy {
+        assert_eq!(out.code, Some(0), "{what}: a race-free program failed: {out:?}");
+        assert!(!out.stderr.contains("data race"), "{what}: a false report: {out:?}");
+        return;
+    }
+    assert_eq!(out.code, Some(66), "{what}: no race found: {out:?}");
+    let first = out
+        .stderr
+        .lines()
+        .position(|l| l.contains("data race"))
+        .unwrap_or_else(|| panic!("{what}: no report: {out:?}"));
+    let lines: Vec<&str> = out.stderr.lines().skip(first + 1).take(3).collect();
+    let placed = lines
+        .iter()
+        .filter(|l| l.contains(&format!(" at {file}:")) || l.contains(&format!("races.c:")))
+        .count();
+    assert!(placed >= 2, "{what}: the report names fewer than both places: {out:?}");
+    assert!(
+        out.stderr.contains("rlaunch: --check-races reported"),
+        "{what}: {out:?}"
+    );
+}
+
+#[test]
+fn rust_programs_get_exactly_the_expected_verdict() {
+    let program = example("races");
+    for (transport, _) in transports() {
+        for n in ["2", "4"] {
+            for (cases, racy) in [(&RUST_RACY[..], true), (&RUST_FREE[..], false)] {
+                for case in cases {
+                    let out = rlaunch(&[
+                        "-n",
+                        n,
+                        "--oversubscribe",
+                        "--transport",
+                        transport,
+                        "--timeout",
+                        "60",
+                        "--check-races",
+                        &program,
+                        case,
+                    ]);
+                    verdict(
+                        &out,
+                        racy,
+                        "examples/races.rs",
+                        &format!("{case} over {transport} at {n}"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Builds tests/c/races.c with `oshcc --check-races` and compiler `cc`.
+fn compile_races(cc: &str) -> std::path::PathBuf {
+    build_capi();
+    let exe = scratch().join(format!("races-{cc}"));
+    let out = Command::new(tool("oshcc"))
+        .env("ONESIDE_CC", cc)
+        .args(["--check-races", "-std=c11", "-Wall", "-Werror", "-g", "-o"])
+        .arg(&exe)
+        .arg(repo_file("tests/c/races.c"))
+        .output()
+        .expect("oshcc starts");
+    assert!(
+        out.status.success(),
+        "oshcc --check-races with {cc} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+#[test]
+fn c_programs_built_with_gcc_and_clang_get_exactly_the_expected_verdict() {
+    for cc in ["gcc", "clang"] {
+        let exe = compile_races(cc);
+        let exe = exe.to_string_lossy();
+        for (transport, _) in transports() {
+            let transport = if transport == "auto" { "shm" } else { transport };
+            for (cases, racy) in [(&C_RACY[..], true), (&C_FREE[..], false)] {
+                for case in cases {
+                    let out = rlaunch(&[
+                        "-n",
+                        "2",
+                        "--transport",
+                        transport,
+                        "--timeout",
+                        "60",
+                        "--check-races",
+                        &exe,
+                        case,
+                    ]);
+                    verdict(&out, racy, "races.c", &format!("{case} ({cc}) over {transport}"));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_stencil_report_names_the_global_both_lines_and_the_last_barrier() {
+    let exe = compile_races("gcc");
+    let out = rlaunch(&[
+        "-n",
+        "2",
+        "--timeout",
+        "60",
+        "--check-races",
+        &exe.to_string_lossy(),
+        "halo-early",
+    ]);
+    assert_eq!(out.code, Some(66), "{out:?}");
+    assert!(out.stderr.contains("the global 'grid'"), "{out:?}");
+    assert!(out.stderr.contains("writes 8 bytes with a put at races.c:"), "{out:?}");
+    assert!(out.stderr.contains("with a load at races.c:"), "{out:?}");
+    assert!(out.stderr.contains("last synchronization with PE"), "{out:?}");
+    assert!(out.stderr.contains("was the barrier at races.c:"), "{out:?}");
+}
+
+#[test]
+fn abort_ends_the_job_at_the_first_race() {
+    let program = example("races");
+    let out = rlaunch(&[
+        "-n",
+        "2",
+        "--timeout",
+        "60",
+        "--check-races=abort",
+        &program,
+        "halo-early",
+    ]);
+    assert_ne!(out.code, Some(0), "{out:?}");
+    assert_ne!(
+        out.code,
+        Some(66),
+        "abort is a failed rank, not the end-of-job count: {out:?}"
+    );
+    assert!(out.stderr.contains("data race"), "{out:?}");
+    assert!(out.stderr.contains("--check-races=abort"), "{out:?}");
+}
+
+#[test]
+fn without_the_flag_a_racy_program_runs_as_before() {
+    let program = example("races");
+    let out = rlaunch(&["-n", "2", "--timeout", "60", &program, "halo-early"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(!out.stderr.contains("data race"), "{out:?}");
+}
