@@ -240,7 +240,7 @@ fn nonblocking(world: &World, o: &Objects, i: usize, k: usize, mismatches: &mut 
         _ => world.atomic_fetch_add(&o.counters, right, 2, 1).map(drop)?,
     }
     let mut old = [u64::MAX];
-    let mut big = if i % k.div_ceil(BIG_GETS) == 0 {
+    let mut big = if i.is_multiple_of(k.div_ceil(BIG_GETS)) {
         vec![0u8; BIG_BYTES]
     } else {
         Vec::new()

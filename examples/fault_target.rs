@@ -56,7 +56,7 @@ fn run(family: &str, secs: Duration) -> oneside::Result<()> {
         one_round(&world, &objects, family, round)?;
         // Every 8 rounds the ranks meet and agree whether to stop (any
         // rank past the limit stops them all), so all make the same calls.
-        if round % 8 == 0 {
+        if round.is_multiple_of(8) {
             let late = u64::from(start.elapsed() >= limit);
             if world.reduce_value(world.team_world(), oneside::Max, late)? == 1 {
                 break;

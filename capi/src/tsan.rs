@@ -115,55 +115,58 @@ macro_rules! atomics {
      $or:ident, $xor:ident, $nand:ident, $cas:ident, $casw:ident, $casv:ident) => {
         mod $load {
             use super::*;
-            /// # Safety
-            /// `a` must be a valid, aligned atomic the program owns.
-            unsafe fn at<'a>(a: *mut $t, pc: usize) -> &'a $a {
+            /// The atomic at `a`, noted for the race checker. Only the
+            /// entry points below call it, with the address the compiler
+            /// passed: that of an atomic object of the program's.
+            fn at<'a>(a: *mut $t, pc: usize) -> &'a $a {
                 oneside::race::access(a as usize, $n, 2, pc);
-                // SAFETY: the caller's contract (the compiler passes the
-                // address of the atomic object it operates on).
+                // SAFETY: `a` is the address of the atomic object the
+                // instrumented code operates on, valid and aligned.
                 unsafe { <$a>::from_ptr(a) }
             }
             pub unsafe extern "C" fn load(a: *mut $t, _: i32, _: usize, _: usize, _: usize, pc: usize) -> $t {
-                unsafe { at(a, pc) }.load(SeqCst)
+                at(a, pc).load(SeqCst)
             }
             pub unsafe extern "C" fn store(a: *mut $t, v: $t, _: i32, _: usize, _: usize, pc: usize) {
-                unsafe { at(a, pc) }.store(v, SeqCst)
+                at(a, pc).store(v, SeqCst)
             }
             pub unsafe extern "C" fn xchg(a: *mut $t, v: $t, _: i32, _: usize, _: usize, pc: usize) -> $t {
-                unsafe { at(a, pc) }.swap(v, SeqCst)
+                at(a, pc).swap(v, SeqCst)
             }
             pub unsafe extern "C" fn add(a: *mut $t, v: $t, _: i32, _: usize, _: usize, pc: usize) -> $t {
-                unsafe { at(a, pc) }.fetch_add(v, SeqCst)
+                at(a, pc).fetch_add(v, SeqCst)
             }
             pub unsafe extern "C" fn sub(a: *mut $t, v: $t, _: i32, _: usize, _: usize, pc: usize) -> $t {
-                unsafe { at(a, pc) }.fetch_sub(v, SeqCst)
+                at(a, pc).fetch_sub(v, SeqCst)
             }
             pub unsafe extern "C" fn and(a: *mut $t, v: $t, _: i32, _: usize, _: usize, pc: usize) -> $t {
-                unsafe { at(a, pc) }.fetch_and(v, SeqCst)
+                at(a, pc).fetch_and(v, SeqCst)
             }
             pub unsafe extern "C" fn or(a: *mut $t, v: $t, _: i32, _: usize, _: usize, pc: usize) -> $t {
-                unsafe { at(a, pc) }.fetch_or(v, SeqCst)
+                at(a, pc).fetch_or(v, SeqCst)
             }
             pub unsafe extern "C" fn xor(a: *mut $t, v: $t, _: i32, _: usize, _: usize, pc: usize) -> $t {
-                unsafe { at(a, pc) }.fetch_xor(v, SeqCst)
+                at(a, pc).fetch_xor(v, SeqCst)
             }
             pub unsafe extern "C" fn nand(a: *mut $t, v: $t, _: i32, _: usize, _: usize, pc: usize) -> $t {
-                unsafe { at(a, pc) }.fetch_nand(v, SeqCst)
+                at(a, pc).fetch_nand(v, SeqCst)
             }
             /// `*a == *c`: stores `v`, 1; else `*c = *a`, 0.
             pub unsafe extern "C" fn cas(a: *mut $t, c: *mut $t, v: $t, _: i32, _: i32, pc: usize) -> libc::c_int {
-                // SAFETY: `c` is the caller's expected value, a plain object.
+                // SAFETY: `c` is the caller's expected value, a plain
+                // object the compiler passes by address.
                 let expected = unsafe { c.read() };
-                match unsafe { at(a, pc) }.compare_exchange(expected, v, SeqCst, SeqCst) {
+                match at(a, pc).compare_exchange(expected, v, SeqCst, SeqCst) {
                     Ok(_) => 1,
                     Err(now) => {
+                        // SAFETY: as above; the failed exchange writes back.
                         unsafe { c.write(now) };
                         0
                     }
                 }
             }
             pub unsafe extern "C" fn casv(a: *mut $t, c: $t, v: $t, _: i32, _: i32, pc: usize) -> $t {
-                match unsafe { at(a, pc) }.compare_exchange(c, v, SeqCst, SeqCst) {
+                match at(a, pc).compare_exchange(c, v, SeqCst, SeqCst) {
                     Ok(old) | Err(old) => old,
                 }
             }

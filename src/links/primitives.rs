@@ -174,7 +174,7 @@ impl Links {
         offset: usize,
         amo: Amo,
     ) -> Result<u64> {
-        if offset % amo.width.bytes() != 0 {
+        if !offset.is_multiple_of(amo.width.bytes()) {
             return Err(Error::MisalignedAtomic {
                 rank: self.rank,
                 op,

@@ -155,7 +155,7 @@ pub fn hex_encode(bytes: &[u8]) -> String {
 
 /// Decodes hex; `None` on odd length or a non-hex digit.
 pub fn hex_decode(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     (0..text.len())

@@ -31,6 +31,8 @@ static OBJECTS: Mutex<Vec<Object>> = Mutex::new(Vec::new());
 
 /// The loaded objects, in the dynamic linker's order.
 fn objects() -> Vec<Object> {
+    /// # Safety
+    /// Called by `dl_iterate_phdr` only, with its entry and `data` below.
     unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
         // SAFETY: the dynamic linker passes a valid entry; `data` is the
         // vector below, borrowed for the call.
