@@ -88,7 +88,7 @@ impl Coll<'_> {
     /// to compare).
     fn read_record(&self, from: usize, offset: usize) -> Result<Option<(Signature, String)>> {
         let mut bytes = [0u8; debug::RECORD];
-        let mut backoff = Backoff::new(false);
+        let mut backoff = Backoff::new(self.w.spin_waits);
         let _blocked = crate::watch::blocked(crate::watch::Waiting::Step {
             op: "--debug's check of the collective",
             rank: from,

@@ -6,8 +6,8 @@
 //! same place in its own load order; only a report turns it into words
 //! (`describe`), never the hot path.
 //!
-//! A C call's site is the first return address outside this library,
-//! found by unwinding a few frames (`_Unwind_Backtrace`, no symbols).
+//! A C call's site is the first return address outside this library
+//! (`crate::site::c_caller_pc`).
 
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void, CStr};
@@ -119,47 +119,9 @@ pub(crate) fn code(raw: u64) -> u64 {
         .or_insert_with(|| encode(raw & (3 << 62), (raw & !(3 << 62)) as usize))
 }
 
-/// The return address of this thread's C caller: the first frame outside
-/// the object holding this function (0 when the C program and this
-/// library are one object: a static link).
-#[inline(never)]
+/// The return address of this thread's C caller (`crate::site`'s).
 pub(crate) fn c_caller_pc() -> usize {
-    struct Walk {
-        lo: usize,
-        hi: usize,
-        found: usize,
-        frames: usize,
-    }
-    extern "C" {
-        fn _Unwind_Backtrace(trace: extern "C" fn(*mut c_void, *mut c_void) -> c_int, arg: *mut c_void) -> c_int;
-        fn _Unwind_GetIP(ctx: *mut c_void) -> usize;
-    }
-    extern "C" fn step(ctx: *mut c_void, arg: *mut c_void) -> c_int {
-        // SAFETY: `arg` is the `Walk` below; `ctx` the unwinder's.
-        let (walk, ip) = unsafe { (&mut *arg.cast::<Walk>(), _Unwind_GetIP(ctx)) };
-        walk.frames += 1;
-        if ip != 0 && (ip < walk.lo || ip >= walk.hi) {
-            walk.found = ip;
-            return 4; // _URC_NORMAL_STOP
-        }
-        if walk.frames > 32 {
-            return 4;
-        }
-        0
-    }
-    let here = c_caller_pc as fn() -> usize as usize;
-    let Some((_, me)) = locate(here) else {
-        return 0;
-    };
-    let mut walk = Walk {
-        lo: me.lo,
-        hi: me.hi,
-        found: 0,
-        frames: 0,
-    };
-    // SAFETY: `step` only reads the unwinder's context and writes `walk`.
-    unsafe { _Unwind_Backtrace(step, (&mut walk as *mut Walk).cast()) };
-    walk.found
+    crate::site::c_caller_pc()
 }
 
 /// Sites already put in words, by code.
