@@ -96,9 +96,7 @@ pub fn c_call_site() -> String {
         return words.clone();
     }
     let words = c_caller(&Backtrace::force_capture().to_string());
-    lock(&WORDS)
-        .get_or_insert_with(HashMap::new)
-        .insert(pc, words.clone());
+    lock(&WORDS).get_or_insert_with(HashMap::new).insert(pc, words.clone());
     words
 }
 

@@ -5,8 +5,18 @@
 //! one place (a loop over an array) becomes one entry: an access that
 //! touches the last entry of its site, kind and sequence number extends
 //! it. The phase's end drains every thread's log.
+//!
+//! A C program's loads and stores first meet the thread's *slots*: the
+//! current run of each of a few places, extended with plain atomic loads
+//! and stores, no lock; a run enters the log only when its slot is wanted
+//! for another place or another synchronization number, or at the phase's
+//! end. An extension racing with the phase's end may be lost: a lost
+//! access can hide a race, never invent one.
 
 use super::check::{Access, Kind};
+use super::ops;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 /// The `target` of an access to this PE's own memory.
@@ -60,25 +70,6 @@ impl ThreadLog {
         self.entries.push(Entry { target, access: a });
     }
 
-    /// Whether an access of `kind` from `site` to `[offset, offset+len)`
-    /// is inside its site's last entry already (the hot path's filter).
-    #[inline]
-    pub fn covered(&self, site: u64, kind: Kind, seq: u32, offset: u64, len: u64) -> bool {
-        let slot = ((site ^ (site >> 17) ^ u64::from(kind.code())) % 16) as usize;
-        match self.recent[slot].and_then(|i| self.entries.get(i as usize)) {
-            Some(e) => {
-                let b = &e.access;
-                e.target == LOCAL
-                    && b.site == site
-                    && b.kind == kind
-                    && b.seq == seq
-                    && b.offset <= offset
-                    && offset + len <= b.offset + b.len
-            }
-            None => false,
-        }
-    }
-
     fn drain(&mut self, into: &mut Vec<Entry>) -> u64 {
         into.append(&mut self.entries);
         self.recent = [None; 16];
@@ -86,31 +77,162 @@ impl ThreadLog {
     }
 }
 
-/// Every thread's log, for the phase's end.
-static LOGS: Mutex<Vec<Arc<Mutex<ThreadLog>>>> = Mutex::new(Vec::new());
+/// No run in a slot.
+const EMPTY: u64 = u64::MAX;
+const SLOTS: usize = 8;
+
+/// The current run of loads or stores from one place.
+struct Slot {
+    site: AtomicU64,
+    /// The access kind (0 load, 1 store, 2 atomic), and an atomic's size
+    /// from bit 8.
+    kind: AtomicU64,
+    /// `race::STAMP` when the run began: its phase and number.
+    stamp: AtomicU64,
+    lo: AtomicU64,
+    hi: AtomicU64,
+}
+
+impl Slot {
+    const fn new() -> Slot {
+        Slot {
+            site: AtomicU64::new(0),
+            kind: AtomicU64::new(0),
+            stamp: AtomicU64::new(EMPTY),
+            lo: AtomicU64::new(0),
+            hi: AtomicU64::new(0),
+        }
+    }
+
+    /// Moves the slot's run, if it belongs to `phase`, into `log`.
+    fn flush(&self, phase: u64, log: &mut ThreadLog) {
+        let stamp = self.stamp.swap(EMPTY, Relaxed);
+        if stamp == EMPTY || stamp >> 32 != phase {
+            return;
+        }
+        let (lo, hi) = (self.lo.load(Relaxed), self.hi.load(Relaxed));
+        let code = self.kind.load(Relaxed);
+        let (kind, op) = match code & 0xff {
+            0 => (Kind::Read, ops::LOAD),
+            1 => (Kind::Write, ops::STORE),
+            _ => (Kind::Atomic((code >> 8) as u8), ops::ATOMIC),
+        };
+        let access = Access {
+            offset: lo,
+            len: hi - lo,
+            kind,
+            op,
+            done_at_return: true,
+            seq: stamp as u32,
+            site: self.site.load(Relaxed),
+            pe: 0,
+        };
+        log.add(LOCAL, access);
+    }
+}
+
+/// One thread's slots and log.
+struct Thread {
+    slots: [Slot; SLOTS],
+    /// The slot the next new run takes (round robin).
+    next: AtomicU64,
+    log: Mutex<ThreadLog>,
+}
+
+/// Every thread's, for the phase's end.
+static THREADS: Mutex<Vec<Arc<Thread>>> = Mutex::new(Vec::new());
 
 thread_local! {
-    static MINE: Arc<Mutex<ThreadLog>> = {
-        let log = Arc::new(Mutex::new(ThreadLog::default()));
-        crate::sync::lock(&LOGS).push(log.clone());
-        log
-    };
+    /// This thread's, once it has written anything down; kept for the
+    /// process's life (also in `THREADS`).
+    static MINE: Cell<*const Thread> = const { Cell::new(std::ptr::null()) };
+}
+
+fn mine() -> Option<&'static Thread> {
+    let ptr = MINE.try_with(|m| m.get()).ok()?;
+    if !ptr.is_null() {
+        // SAFETY: made below from an `Arc` that is never dropped.
+        return Some(unsafe { &*ptr });
+    }
+    let thread = Arc::new(Thread {
+        slots: [const { Slot::new() }; SLOTS],
+        next: AtomicU64::new(0),
+        log: Mutex::new(ThreadLog::default()),
+    });
+    crate::sync::lock(&THREADS).push(thread.clone());
+    let ptr = Arc::into_raw(thread);
+    MINE.try_with(|m| m.set(ptr)).ok()?;
+    // SAFETY: as above: the `Arc` is leaked, so it lives for good.
+    Some(unsafe { &*ptr })
 }
 
 /// Runs `f` on this thread's log.
 #[inline]
 pub(crate) fn with<R>(f: impl FnOnce(&mut ThreadLog) -> R) -> Option<R> {
-    MINE.try_with(|log| f(&mut crate::sync::lock(log))).ok()
+    mine().map(|t| f(&mut crate::sync::lock(&t.log)))
 }
 
-/// Takes every thread's entries of the phase; returns them and how many
-/// accesses were lost to a full log.
-pub(crate) fn drain() -> (Vec<Entry>, u64) {
-    let logs: Vec<_> = crate::sync::lock(&LOGS).clone();
+/// A C program's load (`kind` 0), store (1) or atomic (2) of `len` bytes at
+/// `offset`, from `site`, stamped `stamp`: true when it only extended its
+/// place's current run (the hot path: a few relaxed loads, no lock).
+#[inline]
+pub(crate) fn extend(stamp: u64, site: u64, kind: u8, offset: u64, len: u64) -> bool {
+    let Some(thread) = mine() else { return true };
+    let code = match kind {
+        2 => 2 | (len << 8),
+        k => u64::from(k),
+    };
+    for slot in &thread.slots {
+        if slot.site.load(Relaxed) != site || slot.stamp.load(Relaxed) != stamp || slot.kind.load(Relaxed) != code {
+            continue;
+        }
+        let (lo, hi) = (slot.lo.load(Relaxed), slot.hi.load(Relaxed));
+        if lo <= offset && offset <= hi {
+            if offset + len > hi {
+                slot.hi.store(offset + len, Relaxed);
+            }
+            return true;
+        }
+        if offset < lo && offset + len >= lo {
+            slot.lo.store(offset, Relaxed);
+            if offset + len > hi {
+                slot.hi.store(offset + len, Relaxed);
+            }
+            return true;
+        }
+        // The same place elsewhere: a new run, in this slot.
+        begin(thread, slot, (stamp, site, code), offset, len);
+        return false;
+    }
+    let slot = &thread.slots[thread.next.fetch_add(1, Relaxed) as usize % SLOTS];
+    begin(thread, slot, (stamp, site, code), offset, len);
+    false
+}
+
+/// Starts a new run in `slot`, moving its old one into the log.
+#[inline(never)]
+fn begin(thread: &Thread, slot: &Slot, (stamp, site, code): (u64, u64, u64), offset: u64, len: u64) {
+    let mut log = crate::sync::lock(&thread.log);
+    slot.flush(stamp >> 32, &mut log);
+    slot.site.store(site, Relaxed);
+    slot.kind.store(code, Relaxed);
+    slot.lo.store(offset, Relaxed);
+    slot.hi.store(offset + len, Relaxed);
+    slot.stamp.store(stamp, Relaxed);
+}
+
+/// Takes every thread's entries of `phase` (slots first); returns them
+/// and how many accesses were lost to a full log.
+pub(crate) fn drain(phase: u64) -> (Vec<Entry>, u64) {
+    let threads: Vec<_> = crate::sync::lock(&THREADS).clone();
     let mut all = Vec::new();
     let mut lost = 0;
-    for log in logs {
-        lost += crate::sync::lock(&log).drain(&mut all);
+    for thread in threads {
+        let mut log = crate::sync::lock(&thread.log);
+        for slot in &thread.slots {
+            slot.flush(phase, &mut log);
+        }
+        lost += log.drain(&mut all);
     }
     (all, lost)
 }
@@ -141,9 +263,22 @@ mod tests {
         }
         assert_eq!(log.entries.len(), 2);
         assert_eq!((log.entries[0].access.offset, log.entries[0].access.len), (1024, 800));
-        assert!(log.covered(7, Kind::Read, 0, 1024 + 80, 8));
-        assert!(!log.covered(7, Kind::Read, 1, 1024 + 80, 8), "another sequence number");
-        assert!(!log.covered(7, Kind::Write, 0, 1024 + 80, 8));
+    }
+
+    #[test]
+    fn a_run_of_loads_stays_in_its_slot_until_drained() {
+        let stamp = 5 << 32 | 2;
+        assert!(!extend(stamp, 0x40, 0, 64, 8), "the first load begins a run");
+        for i in 1..100 {
+            assert!(extend(stamp, 0x40, 0, 64 + 8 * i, 8), "the next ones extend it");
+        }
+        assert!(!extend(stamp + 1, 0x40, 0, 864, 8), "a new number begins another run");
+        let (entries, _) = drain(5);
+        let mine: Vec<_> = entries.iter().filter(|e| e.access.site == 0x40).collect();
+        assert_eq!(mine.len(), 2, "{mine:?}");
+        let first = mine.iter().find(|e| e.access.seq == 2).unwrap();
+        assert_eq!((first.access.offset, first.access.len), (64, 800));
+        assert!(drain(5).0.iter().all(|e| e.access.site != 0x40), "drained once");
     }
 
     #[test]

@@ -108,9 +108,8 @@ pub(crate) struct Races {
     area: usize,
     /// The current phase: world barriers passed.
     phase: AtomicU64,
-    /// Synchronizations in this phase so far, and the numbers of the last
-    /// release, the last issued write and the first acquire.
-    seq: AtomicU32,
+    /// The numbers of the last release, the last issued write and the
+    /// first acquire in this phase (the count so far is `STAMP`'s).
     released: AtomicU32,
     issued: AtomicU32,
     acquired: AtomicU32,
@@ -141,7 +140,6 @@ pub(crate) fn start(world: &World, mode: Mode, area: usize) {
         rank: world.rank as u32,
         area,
         phase: AtomicU64::new(0),
-        seq: AtomicU32::new(0),
         released: AtomicU32::new(0),
         issued: AtomicU32::new(0),
         acquired: AtomicU32::new(u32::MAX),
@@ -184,7 +182,16 @@ fn api_site(at: &'static Location<'static>) -> u64 {
 
 /// The number of this PE's synchronizations so far in the phase.
 fn seq() -> u32 {
-    state().map_or(0, |s| s.seq.load(Relaxed))
+    STAMP.load(Relaxed) as u32
+}
+
+/// The phase (high half) and this PE's synchronizations in it so far
+/// (low half): what the log's entries are stamped with.
+static STAMP: AtomicU64 = AtomicU64::new(0);
+
+/// Counts a synchronization; returns its number in the phase.
+fn next_seq() -> u32 {
+    STAMP.fetch_add(1, Relaxed) as u32 + 1
 }
 
 /// A put, get or atomic of this PE to `target`'s bytes `[offset, offset + len)`.
@@ -285,33 +292,12 @@ pub fn access(addr: usize, size: usize, kind: u8, pc: usize) {
     local_access(offset, size, kind, pc);
 }
 
-#[inline(never)]
+#[inline]
 fn local_access(offset: usize, size: usize, kind: u8, pc: usize) {
-    let (kind, op) = match kind {
-        0 => (Kind::Read, ops::LOAD),
-        1 => (Kind::Write, ops::STORE),
-        _ => (Kind::Atomic(size as u8), ops::ATOMIC),
-    };
-    let site = site::raw_c(pc);
-    let seq = seq();
-    DIRTY.store(true, Relaxed);
-    log::with(|l| {
-        if !l.covered(site, kind, seq, offset as u64, size as u64) {
-            l.add(
-                log::LOCAL,
-                Access {
-                    offset: offset as u64,
-                    len: size as u64,
-                    kind,
-                    op,
-                    done_at_return: true,
-                    seq,
-                    site,
-                    pe: 0,
-                },
-            );
-        }
-    });
+    let stamp = STAMP.load(Relaxed);
+    if !log::extend(stamp, site::raw_c(pc), kind, offset as u64, size as u64) {
+        DIRTY.store(true, Relaxed);
+    }
 }
 
 /// A release: a quiet, fence, signal, lock release or collective. A quiet
@@ -320,7 +306,7 @@ fn local_access(offset: usize, size: usize, kind: u8, pc: usize) {
 pub(crate) fn release(quiet: bool) {
     DIRTY.store(false, Relaxed);
     if let Some(s) = state() {
-        let n = s.seq.fetch_add(1, Relaxed) + 1;
+        let n = next_seq();
         s.released.store(n, Relaxed);
         s.issued.store(n, Relaxed);
     }
@@ -337,7 +323,7 @@ pub(crate) fn issued() {
         return;
     }
     if let Some(s) = state() {
-        let n = s.seq.fetch_add(1, Relaxed) + 1;
+        let n = next_seq();
         s.issued.store(n, Relaxed);
     }
 }
@@ -347,7 +333,7 @@ pub(crate) fn issued() {
 #[inline(never)]
 pub(crate) fn acquire(seen: Option<(usize, usize)>) {
     let Some(s) = state() else { return };
-    let n = s.seq.fetch_add(1, Relaxed) + 1;
+    let n = next_seq();
     let _ = s.acquired.compare_exchange(u32::MAX, n, Relaxed, Relaxed);
     if let Some((offset, len)) = seen {
         let access = Access {
@@ -401,9 +387,10 @@ impl Races {
             issued: self.issued.swap(0, Relaxed),
             acquired: self.acquired.swap(u32::MAX, Relaxed),
         };
-        self.seq.store(0, Relaxed);
+        let phase = self.phase.fetch_add(1, Relaxed);
+        STAMP.store((phase + 1) << 32, Relaxed);
         let previous = self.began_at.swap(began_at, Relaxed);
-        (self.phase.fetch_add(1, Relaxed), syncs, previous)
+        (phase, syncs, previous)
     }
 
     /// Counts a race; in abort mode, the error that ends the job.

@@ -46,7 +46,7 @@ impl Reported {
 }
 
 pub(super) fn phase_ends(s: &Races, w: &World, at: u64) -> Result<Option<Phase>> {
-    let (entries, lost) = log::drain();
+    let (entries, lost) = log::drain(s.phase.load(std::sync::atomic::Ordering::Relaxed));
     let (number, mine, began_at) = s.next_phase(site::code(at));
     let mut local = Vec::new();
     let mut sent: BTreeMap<u32, Vec<Access>> = BTreeMap::new();

@@ -172,6 +172,8 @@ fn resolve(code: u64) -> Option<String> {
 
 /// A C return address in words: the call's line from `addr2line` (the
 /// program's debug information), else its function from the symbol table.
+/// A call inlined from `shmem.h` (its direct paths) is named by the line
+/// that called the inline function.
 fn c_words(object: &Object, addr: usize) -> String {
     let file = match object.path.as_str() {
         "" => std::fs::read_link("/proc/self/exe")
@@ -182,7 +184,7 @@ fn c_words(object: &Object, addr: usize) -> String {
     // The call is the instruction before the return address.
     let vaddr = addr - 1 - object.bias;
     let out = std::process::Command::new("addr2line")
-        .args(["-f", "-C", "-e", &file, &format!("{vaddr:#x}")])
+        .args(["-f", "-i", "-C", "-e", &file, &format!("{vaddr:#x}")])
         .stderr(std::process::Stdio::null())
         .output();
     let lines: Vec<String> = match out {
@@ -192,17 +194,27 @@ fn c_words(object: &Object, addr: usize) -> String {
             .collect(),
         _ => Vec::new(),
     };
-    match lines.as_slice() {
-        [_, at, ..] if !at.starts_with("??") => {
-            let at = at.split(" (discriminator").next().unwrap_or(at);
-            at.rsplit_once('/').map_or(at, |(_, name)| name).to_string()
-        }
-        [function, ..] if function != "??" => format!("in {function} (build with -g for its file:line)"),
-        _ => format!(
-            "in {} at {vaddr:#x}",
-            file.rsplit_once('/').map_or(file.as_str(), |(_, n)| n)
-        ),
+    pick(&lines).unwrap_or_else(|| {
+        let name = file.rsplit_once('/').map_or(file.as_str(), |(_, n)| n);
+        format!("in {name} at {vaddr:#x}")
+    })
+}
+
+/// The place in `addr2line -f -i` output (function and `file:line`
+/// lines, innermost inlined frame first): the first frame outside the
+/// OpenSHMEM headers, as `file:line`, or its function without line tables.
+fn pick(lines: &[String]) -> Option<String> {
+    let frames: Vec<(&str, &str)> = lines
+        .chunks(2)
+        .filter_map(|c| Some((c.first()?.as_str(), c.get(1)?.as_str())))
+        .collect();
+    let header = |at: &str| ["/shmem.h:", "/pshmem.h:", "/shmemx.h:"].iter().any(|h| at.contains(h));
+    let (function, at) = frames.iter().find(|(_, at)| !header(at)).or(frames.last())?;
+    if at.starts_with("??") {
+        return (*function != "??").then(|| format!("in {function} (build with -g for its file:line)"));
     }
+    let at = at.split(" (discriminator").next().unwrap_or(at);
+    Some(at.rsplit_once('/').map_or(at, |(_, name)| name).to_string())
 }
 
 #[cfg(test)]
@@ -215,6 +227,24 @@ mod tests {
         let code = code(raw_rust(at));
         assert_ne!(code, 0);
         assert_eq!(describe(code), format!("{}:{}:{}", at.file(), at.line(), at.column()));
+    }
+
+    #[test]
+    fn a_call_inlined_from_shmem_h_is_named_by_its_caller() {
+        let out: Vec<String> = [
+            "oneside_direct_double_put",
+            "/x/include/shmem.h:2300",
+            "main",
+            "/tmp/heat.c:17 (discriminator 2)",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(pick(&out).as_deref(), Some("heat.c:17"));
+        let plain: Vec<String> = ["main", "??:0"].map(String::from).to_vec();
+        assert_eq!(
+            pick(&plain).as_deref(),
+            Some("in main (build with -g for its file:line)")
+        );
     }
 
     #[test]
