@@ -10,15 +10,28 @@ use super::check::{Access, Kind, Syncs};
 use crate::links::Channel;
 use crate::world::World;
 
-/// Records per slot; more are merged, then cut (and the report says so).
-pub(crate) const CAP: usize = 62;
 const HEADER: usize = 64;
 const RECORD: usize = 32;
-pub(crate) const SLOT: usize = HEADER + CAP * RECORD;
+/// The checking area's bytes at most, whatever the job's size (4 MiB).
+const AREA_MOST: usize = 4 << 20;
+
+/// Records per slot in a job of `size` PEs: 1022 up to 64 PEs, fewer
+/// beyond so that the area stays within 4 MiB, never under 62. More are
+/// merged, then cut (and the report says so).
+pub(crate) fn cap(size: usize) -> usize {
+    (AREA_MOST / (2 * size.max(1)) / RECORD)
+        .saturating_sub(2)
+        .clamp(62, 1022)
+}
+
+/// A slot's bytes in a job of `size` PEs.
+fn slot_bytes(size: usize) -> usize {
+    HEADER + cap(size) * RECORD
+}
 
 /// The checking area's bytes for a job of `size` PEs.
 pub(crate) fn area_bytes(size: usize) -> usize {
-    2 * size * SLOT
+    2 * size * slot_bytes(size)
 }
 
 /// What a slot's header says besides its records.
@@ -34,7 +47,7 @@ pub(crate) struct Header {
 }
 
 fn slot_offset(area: usize, size: usize, phase: u64, from: usize) -> usize {
-    area + ((phase as usize % 2) * size + from) * SLOT
+    area + ((phase as usize % 2) * size + from) * slot_bytes(size)
 }
 
 /// A slot's bytes: the header, then the records.
@@ -69,7 +82,7 @@ pub(crate) fn decode(bytes: &[u8], phase: u64, from: u32) -> Option<(Header, Vec
     let u32_at = |at| u32::from_le_bytes(word(bytes, at));
     let header = Header {
         phase: u64::from_le_bytes(word(bytes, 0)),
-        count: u32_at(8).min(CAP as u32),
+        count: u32_at(8).min(((bytes.len() - HEADER) / RECORD) as u32),
         squeezed: u32_at(12) != 0,
         syncs: Syncs {
             released: u32_at(16),
@@ -99,21 +112,39 @@ pub(crate) fn decode(bytes: &[u8], phase: u64, from: u32) -> Option<(Header, Vec
     Some((header, records))
 }
 
-/// Makes `records` fit a slot: neighbours of one kind, operation and
-/// sequence number merged (the first's site kept), then the rest cut: a
-/// cut record can only hide a race, never invent one. Returns whether
-/// anything changed.
-pub(crate) fn squeeze(records: &mut Vec<Access>) -> bool {
-    if records.len() <= CAP {
-        return false;
+/// Gives each record the smallest sequence number that compares with its
+/// PE's synchronizations (`syncs`) as its own does: the checker compares a
+/// record's number only with those three, so records that differ in
+/// nothing else become one without losing anything.
+pub(crate) fn canonical(records: &mut [Access], syncs: Syncs) {
+    let class = |seq: u32| (seq >= syncs.acquired, seq < syncs.released, seq < syncs.issued);
+    let mut least: Vec<((bool, bool, bool), u32)> = Vec::new();
+    for a in records.iter() {
+        let c = class(a.seq);
+        match least.iter_mut().find(|(k, _)| *k == c) {
+            Some((_, seq)) => *seq = (*seq).min(a.seq),
+            None => least.push((c, a.seq)),
+        }
     }
-    records.sort_unstable_by_key(|a| (a.kind.code(), a.op, a.seq, a.done_at_return, a.offset));
-    let mut merged: Vec<Access> = Vec::with_capacity(CAP);
+    for a in records.iter_mut() {
+        let c = class(a.seq);
+        a.seq = least.iter().find(|(k, _)| *k == c).map_or(a.seq, |(_, seq)| *seq);
+    }
+}
+
+/// Makes `records` fit a slot of `cap`: records of one place, kind,
+/// operation and sequence number that touch or overlap become one, then
+/// the rest is cut. Merging is exact; a cut record can only hide a race,
+/// never invent one. Returns whether any was cut.
+pub(crate) fn squeeze(records: &mut Vec<Access>, cap: usize) -> bool {
+    records.sort_unstable_by_key(|a| (a.site, a.kind.code(), a.op, a.seq, a.done_at_return, a.offset));
+    let mut merged: Vec<Access> = Vec::with_capacity(records.len().min(cap));
     for a in records.drain(..) {
         match merged.last_mut() {
             Some(m)
-                if (m.kind, m.op, m.seq, m.done_at_return) == (a.kind, a.op, a.seq, a.done_at_return)
-                    && a.offset <= m.offset + m.len + 4096 =>
+                if (m.site, m.kind, m.op, m.seq, m.done_at_return)
+                    == (a.site, a.kind, a.op, a.seq, a.done_at_return)
+                    && a.offset <= m.offset + m.len =>
             {
                 let end = (m.offset + m.len).max(a.offset + a.len);
                 m.len = end - m.offset;
@@ -121,9 +152,10 @@ pub(crate) fn squeeze(records: &mut Vec<Access>) -> bool {
             _ => merged.push(a),
         }
     }
-    merged.truncate(CAP);
+    let cut = merged.len() > cap;
+    merged.truncate(cap);
     *records = merged;
-    true
+    cut
 }
 
 /// Puts this PE's records of `target`'s memory into its slot there.
@@ -139,7 +171,7 @@ pub(crate) fn receive(w: &World, area: usize, phase: u64, from: usize) -> Option
     // SAFETY: the slot lies in this PE's checking area, allocated at
     // start inside its heap; the barrier before this read completed every
     // put into it, and none comes until the next barrier.
-    let bytes = unsafe { std::slice::from_raw_parts(w.own.heap_base().add(at), SLOT) };
+    let bytes = unsafe { std::slice::from_raw_parts(w.own.heap_base().add(at), slot_bytes(w.size)) };
     decode(bytes, phase, from as u32)
 }
 
@@ -175,18 +207,51 @@ mod tests {
         };
         let records = [put(64), put(128)];
         let mut bytes = encode(&header, &records);
-        bytes.resize(SLOT, 0);
+        bytes.resize(slot_bytes(2), 0);
         assert_eq!(decode(&bytes, 7, 1), Some((header, records.to_vec())));
         assert_eq!(decode(&bytes, 8, 1), None, "another phase's slot is not read");
     }
 
     #[test]
-    fn too_many_records_are_merged_to_fit() {
-        let mut records: Vec<Access> = (0..500).map(|i| put(i * 16)).collect();
-        assert!(squeeze(&mut records));
-        assert_eq!(records.len(), 1);
-        assert_eq!((records[0].offset, records[0].len), (0, 499 * 16 + 8));
-        let mut few = vec![put(0)];
-        assert!(!squeeze(&mut few));
+    fn touching_records_of_one_place_merge_and_the_rest_is_cut() {
+        let mut touching: Vec<Access> = (0..500).map(|i| put(i * 8)).collect();
+        assert!(!squeeze(&mut touching, 62));
+        assert_eq!(touching.len(), 1);
+        assert_eq!((touching[0].offset, touching[0].len), (0, 500 * 8));
+        // Apart, they never merge (a merged gap would be bytes nobody
+        // touched): the slot keeps what fits.
+        let mut apart: Vec<Access> = (0..500).map(|i| put(i * 16)).collect();
+        assert!(squeeze(&mut apart, 62));
+        assert_eq!(apart.len(), 62);
+    }
+
+    #[test]
+    fn sequence_numbers_that_compare_alike_become_one() {
+        let syncs = Syncs {
+            released: 10,
+            issued: 12,
+            acquired: 3,
+        };
+        let mut records: Vec<Access> = [0, 1, 2, 3, 5, 9, 10, 11, 12]
+            .iter()
+            .enumerate()
+            .map(|(i, &seq)| Access {
+                seq,
+                ..put(i as u64 * 8)
+            })
+            .collect();
+        canonical(&mut records, syncs);
+        let seqs: Vec<u32> = records.iter().map(|a| a.seq).collect();
+        assert_eq!(seqs, [0, 0, 0, 3, 3, 3, 10, 10, 12]);
+        assert!(!squeeze(&mut records, 62));
+        assert_eq!(records.len(), 4, "{records:?}");
+    }
+
+    #[test]
+    fn the_area_stays_within_bounds_at_every_size() {
+        assert_eq!(cap(2), 1022);
+        assert_eq!(cap(64), 1022);
+        assert_eq!(cap(4096), 62);
+        assert!(area_bytes(512) <= AREA_MOST + 2 * 512 * HEADER);
     }
 }

@@ -31,9 +31,16 @@ pub(crate) struct Phase {
 #[derive(Default)]
 pub(crate) struct Reported {
     said: std::sync::Mutex<HashSet<(u64, u8, u64, u8)>>,
+    loss: std::sync::atomic::AtomicBool,
 }
 
 impl Reported {
+    /// Whether the note on accesses not kept was printed already (and
+    /// from now on, it was).
+    pub fn noted_loss(&self) -> bool {
+        self.loss.swap(true, std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Whether the race between these two places is new.
     pub fn first(&self, a: &Access, b: &Access) -> bool {
         let (x, y) = ((a.site, a.kind.code()), (b.site, b.kind.code()));
@@ -61,7 +68,8 @@ pub(super) fn phase_ends(s: &Races, w: &World, at: u64) -> Result<Option<Phase>>
         }
     }
     for (target, mut records) in sent {
-        let squeezed = exchange::squeeze(&mut records);
+        exchange::canonical(&mut records, mine);
+        let squeezed = exchange::squeeze(&mut records, exchange::cap(w.size));
         let header = Header {
             phase: number,
             count: records.len() as u32,
@@ -108,11 +116,13 @@ pub(super) fn judge(s: &Races, w: &World, phase: Phase) -> Result<()> {
         say(&text);
         s.count(&text)?;
     }
-    if phase.lost > 0 || headers.values().any(|h| h.squeezed) {
+    if (phase.lost > 0 || headers.values().any(|h| h.squeezed)) && !s.report.noted_loss() {
         say(&format!(
-            "oneside: --check-races on {}: some accesses of phase {} were merged or not kept (too many in one phase); races among them may be missed",
+            "oneside: --check-races on {}: in phase {} (after {} world barriers), more accesses than the checker keeps for one phase were made to this {}'s memory; races among those not kept may be missed (this note is printed once)",
             who(&(me as usize)),
-            phase.number
+            phase.number,
+            phase.number,
+            crate::words::noun(),
         ));
     }
     Ok(())
