@@ -198,3 +198,53 @@ fn without_the_flag_a_racy_program_runs_as_before() {
     assert_eq!(out.code, Some(0), "{out:?}");
     assert!(!out.stderr.contains("data race"), "{out:?}");
 }
+
+/// The guide's "Finding races" quotes real reports: each of its three C
+/// programs, built and run as the chapter says, prints every report line
+/// the chapter quotes for it.
+#[test]
+fn the_guide_quotes_the_reports_as_they_are() {
+    build_capi();
+    let page = std::fs::read_to_string(repo_file("docs/src/races.md")).unwrap();
+    let blocks: Vec<&str> = page
+        .split("```c\n")
+        .skip(1)
+        .map(|b| b.split("```").next().unwrap())
+        .collect();
+    let outputs: Vec<&str> = page
+        .split("```text\n")
+        .skip(1)
+        .map(|b| b.split("```").next().unwrap())
+        .collect();
+    assert_eq!(blocks.len(), 3, "three programs");
+    let dir = scratch().join("guide-races");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (code, quoted) in blocks.iter().zip(&outputs) {
+        let name = ["heat", "reuse", "counter"]
+            .into_iter()
+            .find(|n| quoted.contains(&format!("{n}.c:")))
+            .expect("a quoted report names its program");
+        let source = dir.join(format!("{name}.c"));
+        std::fs::write(&source, code).unwrap();
+        let exe = dir.join(name);
+        let out = Command::new(tool("oshcc"))
+            .current_dir(&dir)
+            .args(["--check-races", "-g", "-o"])
+            .arg(&exe)
+            .arg(format!("{name}.c"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let run = rlaunch(&["-n", "2", "--timeout", "60", "--check-races", &exe.to_string_lossy()]);
+        assert_eq!(run.code, Some(66), "{name}: {run:?}");
+        for line in quoted
+            .lines()
+            .filter(|l| l.starts_with("oneside:") || l.starts_with("  "))
+        {
+            assert!(
+                run.stderr.contains(line),
+                "{name}: the guide quotes {line:?}, the run printed {run:?}"
+            );
+        }
+    }
+}

@@ -112,7 +112,7 @@ pub(super) fn judge(s: &Races, w: &World, phase: Phase) -> Result<()> {
             continue;
         }
         let other = if a.pe == me { b.pe } else { a.pe };
-        let text = race_words(w, me, &a, &b, began(other));
+        let text = race_words(w, me, (&a, &b), (began(other), phase.number));
         say(&text);
         s.count(&text)?;
     }
@@ -175,7 +175,9 @@ pub(super) fn object(w: &World, offset: u64, len: u64) -> String {
     }
 }
 
-fn race_words(w: &World, me: u32, a: &Access, b: &Access, began: u64) -> String {
+/// A race in words; `began`: where the other PE's barrier that began the
+/// phase was called, and the phase's number (1: the barrier in init).
+fn race_words(w: &World, me: u32, (a, b): (&Access, &Access), (began, phase): (u64, u64)) -> String {
     let offset = a.offset.max(b.offset);
     let len = (a.offset + a.len).min(b.offset + b.len) - offset;
     let other = if a.pe == me { b.pe } else { a.pe };
@@ -186,9 +188,14 @@ fn race_words(w: &World, me: u32, a: &Access, b: &Access, began: u64) -> String 
             who(&(me as usize))
         ),
         at => format!(
-            "{}'s last synchronization with {} was the barrier at {at}",
+            "{}'s last synchronization with {} was {} at {at}",
             who(&(other as usize)),
-            who(&(me as usize))
+            who(&(me as usize)),
+            match (phase, crate::words::speaks_of_pes()) {
+                (1, true) => "shmem_init",
+                (1, false) => "init",
+                _ => "the barrier",
+            }
         ),
     };
     format!(
