@@ -53,12 +53,40 @@ impl World {
         }
     }
 
+    /// The checking mode's bound check for symmetric global data: a range
+    /// that starts in a global of the executable's symbol table must end in
+    /// it, not run on into the next one.
+    #[cold]
+    fn in_one_global(&self, op: &'static str, offset: usize, bytes: usize) -> Result<()> {
+        let Some(data) = self.data else { return Ok(()) };
+        let addr = data.start + (offset - self.own.alloc_len());
+        let Some((name, at, size)) = crate::watch::symbols::global_at(addr) else {
+            return Ok(());
+        };
+        if at + bytes <= size {
+            return Ok(());
+        }
+        let past = at + bytes - size;
+        let into = match crate::watch::symbols::global_at(addr + size - at) {
+            Some((next, _, _)) if next != name => format!(", into the global '{next}'"),
+            _ => String::new(),
+        };
+        Err(Error::Check {
+            rank: self.rank,
+            call: crate::watch::current_call().unwrap_or(op).to_string(),
+            at: crate::watch::here(),
+            detail: format!(
+                "the range of {bytes} bytes from byte {at} of the global '{name}' ({size} bytes) runs past its end by {past} bytes{into}"
+            ),
+        })
+    }
+
     /// The checking mode's bound check: a heap range must lie inside one
     /// allocated object, not merely inside the heap.
     #[cold]
     fn in_one_object(&self, op: &'static str, offset: usize, bytes: usize) -> Result<()> {
         if offset >= self.own.alloc_len() {
-            return Ok(());
+            return self.in_one_global(op, offset, bytes);
         }
         let heap = crate::sync::lock(&self.heap);
         if heap.holding(offset, bytes).is_some() {

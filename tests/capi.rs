@@ -632,7 +632,7 @@ fn debug_mode_finds_c_programs_mistakes_at_their_source_lines() {
         );
         assert!(out.stderr.contains("reduce(4 elements of 8 bytes) at "), "{out:?}");
         assert!(
-            out.stderr.contains("misuse.c:21") && out.stderr.contains("misuse.c:23"),
+            out.stderr.contains("misuse.c:25") && out.stderr.contains("misuse.c:27"),
             "{out:?}"
         );
 
@@ -644,8 +644,19 @@ fn debug_mode_finds_c_programs_mistakes_at_their_source_lines() {
         let out = oshrun_with(3, transport, &["--debug"], &exe, &["bounds"]);
         assert_eq!(out.code, Some(1), "{transport}: {out:?}");
         assert!(out.stderr.contains("shmem_long_put at "), "{out:?}");
-        assert!(out.stderr.contains("misuse.c:31"), "{out:?}");
+        assert!(out.stderr.contains("misuse.c:35"), "{out:?}");
         assert!(out.stderr.contains("runs past the end of its object"), "{out:?}");
+
+        let out = oshrun_with(3, transport, &["--debug"], &exe, &["global"]);
+        assert_eq!(out.code, Some(1), "{transport}: {out:?}");
+        assert!(out.stderr.contains("shmem_long_put at "), "{out:?}");
+        assert!(out.stderr.contains("misuse.c:38"), "{out:?}");
+        assert!(
+            out.stderr.contains(
+                "from byte 24 of the global 'x' (32 bytes) runs past its end by 24 bytes, into the global 'after_x'"
+            ),
+            "{out:?}"
+        );
 
         let out = oshrun_with(3, transport, &["--debug"], &exe, &["fine"]);
         assert_eq!(out.code, Some(0), "{transport}: {out:?}");

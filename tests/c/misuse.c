@@ -2,10 +2,14 @@
  * "mismatch": the last PE reduces where the others broadcast.
  * "reuse": a reduction's dest is the next broadcast's dest, no barrier.
  * "bounds": a put runs past the end of a shmem_malloc'd array.
+ * "global": a put runs past the end of a global array, into the next.
  * "fine": the reduction and broadcast with a barrier between. */
 #include <shmem.h>
 #include <stdio.h>
 #include <string.h>
+
+long x[4];
+long after_x[4];
 
 int main(int argc, char **argv) {
     const char *mistake = argc > 1 ? argv[1] : "fine";
@@ -29,6 +33,9 @@ int main(int argc, char **argv) {
     } else if (!strcmp(mistake, "bounds")) {
         long eight[8] = {0};
         shmem_long_put(dst, eight, 8, (me + 1) % n);
+    } else if (!strcmp(mistake, "global")) {
+        long four[4] = {1, 2, 3, 4};
+        shmem_long_put(&x[3], four, 4, (me + 1) % n);
     }
     shmem_barrier_all();
     shmem_free(dst);
