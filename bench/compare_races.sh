@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # What the race checker and the checking mode cost, each against the same
 # program unchecked, in the same run: for every program, ROUNDS rounds of
-# (unchecked, --check-races, --debug) in alternating order, at each NPS
-# size; prints each one's median time, the ratios checked/unchecked, and
-# each checked run's reports (a race-free program must have none).
+# (unchecked, --check-races, --check-races without the rebuild, --debug)
+# in alternating order, at each NPS size; prints each one's median time,
+# the ratios checked/unchecked, and each checked run's reports (a
+# race-free program must have none).
 #
 # C programs come twice: built by plain oshcc (run unchecked and under
 # --debug) and by `oshcc --check-races` (run under --check-races, which
@@ -56,6 +57,7 @@ run() { # MODE PROG NP: one run; prints its time in seconds
   case $mode in
     off) exe=$plain flag=() ;;
     races) exe=$checked flag=(--check-races) ;;
+    rt) exe=$plain flag=(--check-races) ;;
     debug) exe=$plain flag=(--debug) ;;
   esac
   log="$OUT/$(echo "$name" | tr ' ./' '___')-$mode-$np.log"
@@ -77,8 +79,8 @@ for round in $(seq "$ROUNDS"); do
   for np in $NPS; do
     for p in "${progs[@]}"; do
       name=${p%%|*}
-      modes="off races debug"
-      ((round % 2)) || modes="debug races off"
+      modes="off races rt debug"
+      ((round % 2)) || modes="debug rt races off"
       for mode in $modes; do
         echo "$(run "$mode" "$p" "$np")" >>"$OUT/$(echo "$name" | tr ' ./' '___')-$mode-$np.txt"
       done
@@ -87,16 +89,17 @@ for round in $(seq "$ROUNDS"); do
 done
 
 echo
-echo "| program | PEs | unchecked (s) | --check-races (s) | ratio | --debug (s) | ratio |"
-echo "|---|---|---|---|---|---|---|"
+echo "| program | PEs | unchecked (s) | --check-races (s) | ratio | not rebuilt (s) | ratio | --debug (s) | ratio |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for np in $NPS; do
   for p in "${progs[@]}"; do
     name=${p%%|*}
     f="$OUT/$(echo "$name" | tr ' ./' '___')"
-    off=$(median <"$f-off-$np.txt") races=$(median <"$f-races-$np.txt") debug=$(median <"$f-debug-$np.txt")
-    printf '| %s | %s | %.4f | %.4f | %.2f | %.4f | %.2f |\n' "$name" "$np" "$off" "$races" \
-      "$(echo "$races / $off" | bc -l)" "$debug" "$(echo "$debug / $off" | bc -l)"
+    off=$(median <"$f-off-$np.txt") races=$(median <"$f-races-$np.txt") rt=$(median <"$f-rt-$np.txt")
+    debug=$(median <"$f-debug-$np.txt")
+    printf '| %s | %s | %.4f | %.4f | %.2f | %.4f | %.2f | %.4f | %.2f |\n' "$name" "$np" "$off" "$races" \
+      "$(echo "$races / $off" | bc -l)" "$rt" "$(echo "$rt / $off" | bc -l)" "$debug" "$(echo "$debug / $off" | bc -l)"
   done
 done
 echo
-echo "data race reports in the checked runs (race-free programs: all 0): $(sort -u "$OUT/reports-races.txt" | tr '\n' ' ')"
+echo "data race reports in the checked runs (race-free programs: all 0): $(cat "$OUT/reports-races.txt" "$OUT/reports-rt.txt" | sort -u | tr '\n' ' ')"
