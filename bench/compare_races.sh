@@ -10,8 +10,8 @@
 # --debug) and by `oshcc --check-races` (run under --check-races, which
 # then also sees the program's own loads and stores). Rust programs are
 # one binary (the run-time switch). The time is the program's own figure
-# where it prints one (PRK's "Avg time", ISx's "Average total time"), else
-# the job's wall time.
+# where it prints one (PRK's "Avg time", ISx's "Average total time",
+# bench/barrier.c's microseconds per barrier), else the job's wall time.
 #
 #   PRK=/work/peer/Kernels/SHMEM ISX=/work/peer ROUNDS=5 NPS="2 4" bench/compare_races.sh
 #
@@ -34,9 +34,12 @@ R=target/release/rlaunch
 OSHCC=target/release/oshcc
 $OSHCC -O2 -g -o "$OUT/heat-plain" bench/heat.c
 $OSHCC --check-races -O2 -g -o "$OUT/heat-races" bench/heat.c
+$OSHCC -O2 -g -o "$OUT/barrier-plain" bench/barrier.c
+$OSHCC --check-races -O2 -g -o "$OUT/barrier-races" bench/barrier.c
 
 # name|plain binary|checked binary|arguments|how the time is read
 progs=(
+  "barrier.c, us|$OUT/barrier-plain|$OUT/barrier-races|20000|barrier"
   "heat.c|$OUT/heat-plain|$OUT/heat-races|100000 100|wall"
   "halo.rs|target/release/examples/halo|target/release/examples/halo|100000 200|wall"
   "cg.rs|target/release/examples/cg|target/release/examples/cg|2000|wall"
@@ -68,6 +71,7 @@ run() { # MODE PROG NP: one run; prints its time in seconds
   case $how in
     prk) awk '/Avg time/ { print $NF }' "$log" ;;
     isx) awk '/Average total time/ { print $6 }' "$log" ;;
+    barrier) awk '/^barrier/ { print $2 }' "$log" ;;
     *) echo "$t1 - $t0" | bc -l ;;
   esac
   grep -c "data race" "$log" >>"$OUT/reports-$mode.txt" || true

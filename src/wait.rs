@@ -196,7 +196,8 @@ impl World {
     fn observed_all<T: Pod>(&self, ptrs: &[*const T]) {
         if crate::race::on() {
             for &p in ptrs {
-                crate::race::observed(self, p as usize, std::mem::size_of::<T>());
+                let len = std::mem::size_of::<T>();
+                crate::race::observed(self.offset_of(p as usize, len), len);
             }
         }
     }
@@ -259,8 +260,9 @@ impl World {
         look: impl FnMut() -> Option<R>,
     ) -> Result<Option<R>> {
         let found = self.tested("test", || self.waiting_on_elements(first, count, cmp), look)?;
-        if found.is_some() {
-            crate::race::observed(self, first as usize, count * std::mem::size_of::<T>());
+        if found.is_some() && crate::race::on() {
+            let len = count * std::mem::size_of::<T>();
+            crate::race::observed(self.offset_of(first as usize, len), len);
         }
         Ok(found)
     }
@@ -531,7 +533,10 @@ impl World {
         crate::error::located_call(|| {
             let _call = crate::watch::call("poll_until");
             let found = self.poll_until_for(self.waiting_on_elements(first, count, cmp), ready)?;
-            crate::race::observed(self, first as usize, count * std::mem::size_of::<T>());
+            if crate::race::on() {
+                let len = count * std::mem::size_of::<T>();
+                crate::race::observed(self.offset_of(first as usize, len), len);
+            }
             Ok(found)
         })
     }

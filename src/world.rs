@@ -271,7 +271,15 @@ impl World {
     /// memory (heap and globals) is known.
     fn start_races(&self) {
         if let Some((mode, area)) = self.races {
-            crate::race::start(self, mode, area);
+            let memory = crate::race::Memory {
+                rank: self.rank,
+                size: self.size,
+                heap_base: self.own.heap_base() as usize,
+                heap_len: self.own.alloc_len(),
+                data: self.data.map(|d| (d.start, d.len)),
+                area,
+            };
+            crate::race::start(memory, mode);
         }
     }
 

@@ -32,7 +32,7 @@ impl World {
     /// that the barrier's own quiet orders nothing inside the phase.
     fn sync_then(&self, team: &Team, at: &'static std::panic::Location<'static>, quiet: bool) -> Result<()> {
         let phase = match crate::race::on() && team.slot == 0 {
-            true => crate::race::phase_ends(self, at)?,
+            true => crate::race::phase_ends(&self.links, at)?,
             false => None,
         };
         if quiet {
@@ -41,7 +41,7 @@ impl World {
         let c = Coll::begin(self, team, "team_sync")?;
         c.agree(Signature::of::<u8>("team_sync", None, 0), None)?;
         c.sync(0)?;
-        crate::race::phase_ended(self, phase)
+        crate::race::phase_ended(phase)
     }
 
     /// Completes this rank's puts ([`quiet`](World::quiet)), then syncs

@@ -7,8 +7,8 @@
 //! after reading them, so a slot is never written while it is read.
 
 use super::check::{Access, Kind, Syncs};
-use crate::links::Channel;
-use crate::world::World;
+use super::Memory;
+use crate::links::{Channel, Links};
 
 const HEADER: usize = 64;
 const RECORD: usize = 32;
@@ -159,19 +159,19 @@ pub(crate) fn squeeze(records: &mut Vec<Access>, cap: usize) -> bool {
 }
 
 /// Puts this PE's records of `target`'s memory into its slot there.
-pub(crate) fn send(w: &World, area: usize, target: usize, header: &Header, records: &[Access]) -> crate::Result<()> {
+pub(crate) fn send(links: &Links, m: &Memory, target: usize, header: &Header, records: &[Access]) -> crate::Result<()> {
     let bytes = encode(header, records);
-    let at = slot_offset(area, w.size, header.phase, w.rank);
-    w.links.copy_in(Channel::Default, target, at, &bytes)
+    let at = slot_offset(m.area, m.size, header.phase, m.rank);
+    links.copy_in(Channel::Default, target, at, &bytes)
 }
 
 /// Reads what PE `from` sent this PE for `phase`, from this PE's own area.
-pub(crate) fn receive(w: &World, area: usize, phase: u64, from: usize) -> Option<(Header, Vec<Access>)> {
-    let at = slot_offset(area, w.size, phase, from);
+pub(crate) fn receive(m: &Memory, phase: u64, from: usize) -> Option<(Header, Vec<Access>)> {
+    let at = slot_offset(m.area, m.size, phase, from);
     // SAFETY: the slot lies in this PE's checking area, allocated at
     // start inside its heap; the barrier before this read completed every
     // put into it, and none comes until the next barrier.
-    let bytes = unsafe { std::slice::from_raw_parts(w.own.heap_base().add(at), slot_bytes(w.size)) };
+    let bytes = unsafe { std::slice::from_raw_parts((m.heap_base + at) as *const u8, slot_bytes(m.size)) };
     decode(bytes, phase, from as u32)
 }
 

@@ -26,7 +26,7 @@ mod report;
 pub(crate) mod site;
 
 use crate::error::{Error, Result};
-use crate::world::World;
+use crate::links::Links;
 use check::{Access, Kind, Syncs};
 use std::panic::Location;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -100,12 +100,27 @@ static DIRTY: AtomicBool = AtomicBool::new(false);
 /// addresses, found by unwinding).
 static C_PROGRAM: AtomicBool = AtomicBool::new(false);
 
+/// What the checker knows of its rank's memory, given by `World` at start
+/// (the checker names nothing above the links).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Memory {
+    pub rank: usize,
+    pub size: usize,
+    /// This rank's heap: its base address and length (global data lies
+    /// past it, at heap offsets from `heap_len` on).
+    pub heap_base: usize,
+    pub heap_len: usize,
+    /// The program's symmetric global data: its address and length.
+    pub data: Option<(usize, usize)>,
+    /// Heap offset of the checking area (`exchange`).
+    pub area: usize,
+}
+
 /// The checker's state in a PE.
 pub(crate) struct Races {
     mode: Mode,
     rank: u32,
-    /// Heap offset of the checking area (`exchange`).
-    area: usize,
+    memory: Memory,
     /// The current phase: world barriers passed.
     phase: AtomicU64,
     /// The numbers of the last release, the last issued write and the
@@ -132,13 +147,13 @@ fn state() -> Option<&'static Races> {
     STATE.get()
 }
 
-/// Turns the checker on for `world`, whose checking area is at heap
-/// offset `area`: from here on the hooks write down.
-pub(crate) fn start(world: &World, mode: Mode, area: usize) {
+/// Turns the checker on for the rank whose memory is `memory`: from here
+/// on the hooks write down.
+pub(crate) fn start(memory: Memory, mode: Mode) {
     let races = Races {
         mode,
-        rank: world.rank as u32,
-        area,
+        rank: memory.rank as u32,
+        memory,
         phase: AtomicU64::new(0),
         released: AtomicU32::new(0),
         issued: AtomicU32::new(0),
@@ -151,11 +166,11 @@ pub(crate) fn start(world: &World, mode: Mode, area: usize) {
         return;
     }
     crate::watch::record_calls();
-    HEAP_LO.store(world.own.heap_base() as usize, Relaxed);
-    HEAP_LEN.store(world.own.alloc_len(), Relaxed);
-    if let Some(data) = world.data {
-        DATA_LO.store(data.start, Relaxed);
-        DATA_LEN.store(data.len, Relaxed);
+    HEAP_LO.store(memory.heap_base, Relaxed);
+    HEAP_LEN.store(memory.heap_len, Relaxed);
+    if let Some((start, len)) = memory.data {
+        DATA_LO.store(start, Relaxed);
+        DATA_LEN.store(len, Relaxed);
     }
     ON.store(true, Relaxed);
 }
@@ -350,10 +365,11 @@ pub(crate) fn acquire(seen: Option<(usize, usize)>) {
     }
 }
 
-/// A wait or test of this PE's bytes at `addr` returned, having seen them.
-pub(crate) fn observed(w: &World, addr: usize, len: usize) {
+/// A wait or test of this PE's bytes at heap offset `offset` (`None`: not
+/// symmetric) returned, having seen `len` of them.
+pub(crate) fn observed(offset: Option<usize>, len: usize) {
     if on() {
-        acquire(w.offset_of(addr, len).map(|offset| (offset, len)));
+        acquire(offset.map(|offset| (offset, len)));
     }
 }
 
@@ -366,15 +382,15 @@ pub(crate) fn collective() {
 /// The end of a phase, before the world barrier's sync: sends every
 /// other PE the records of its memory, and completes them. Returns what
 /// this PE keeps to judge once the sync is done.
-pub(crate) fn phase_ends(w: &World, at: &'static Location<'static>) -> Result<Option<report::Phase>> {
+pub(crate) fn phase_ends(links: &Links, at: &'static Location<'static>) -> Result<Option<report::Phase>> {
     let Some(s) = state() else { return Ok(None) };
-    report::phase_ends(s, w, api_site(at))
+    report::phase_ends(s, links, api_site(at))
 }
 
 /// After the world barrier's sync: judges the phase at this PE.
-pub(crate) fn phase_ended(w: &World, phase: Option<report::Phase>) -> Result<()> {
+pub(crate) fn phase_ended(phase: Option<report::Phase>) -> Result<()> {
     match (state(), phase) {
-        (Some(s), Some(phase)) => report::judge(s, w, phase),
+        (Some(s), Some(phase)) => report::judge(s, phase),
         _ => Ok(()),
     }
 }

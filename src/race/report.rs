@@ -8,9 +8,8 @@ use super::check::{self, Access, Kind, Syncs};
 use super::exchange::{self, Header};
 use super::{log, ops, site, Races};
 use crate::error::Result;
-use crate::links::Channel;
+use crate::links::{Channel, Links};
 use crate::words::who;
-use crate::world::World;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 
@@ -52,7 +51,7 @@ impl Reported {
     }
 }
 
-pub(super) fn phase_ends(s: &Races, w: &World, at: u64) -> Result<Option<Phase>> {
+pub(super) fn phase_ends(s: &Races, links: &Links, at: u64) -> Result<Option<Phase>> {
     let (entries, lost) = log::drain(s.phase.load(std::sync::atomic::Ordering::Relaxed));
     let (number, mine, began_at) = s.next_phase(site::code(at));
     let mut local = Vec::new();
@@ -69,7 +68,7 @@ pub(super) fn phase_ends(s: &Races, w: &World, at: u64) -> Result<Option<Phase>>
     }
     for (target, mut records) in sent {
         exchange::canonical(&mut records, mine);
-        let squeezed = exchange::squeeze(&mut records, exchange::cap(w.size));
+        let squeezed = exchange::squeeze(&mut records, exchange::cap(s.memory.size));
         let header = Header {
             phase: number,
             count: records.len() as u32,
@@ -77,9 +76,9 @@ pub(super) fn phase_ends(s: &Races, w: &World, at: u64) -> Result<Option<Phase>>
             syncs: mine,
             began_at,
         };
-        exchange::send(w, s.area, target as usize, &header, &records)?;
+        exchange::send(links, &s.memory, target as usize, &header, &records)?;
     }
-    w.links.quiet_on(Channel::Default)?;
+    links.quiet_on(Channel::Default)?;
     Ok(Some(Phase {
         number,
         mine,
@@ -89,12 +88,12 @@ pub(super) fn phase_ends(s: &Races, w: &World, at: u64) -> Result<Option<Phase>>
     }))
 }
 
-pub(super) fn judge(s: &Races, w: &World, phase: Phase) -> Result<()> {
+pub(super) fn judge(s: &Races, phase: Phase) -> Result<()> {
     let me = s.rank;
     let mut all = phase.local;
     let mut headers: HashMap<u32, Header> = HashMap::new();
-    for from in (0..w.size).filter(|&f| f != me as usize) {
-        if let Some((header, records)) = exchange::receive(w, s.area, phase.number, from) {
+    for from in (0..s.memory.size).filter(|&f| f != me as usize) {
+        if let Some((header, records)) = exchange::receive(&s.memory, phase.number, from) {
             headers.insert(from as u32, header);
             all.extend(records);
         }
@@ -112,7 +111,7 @@ pub(super) fn judge(s: &Races, w: &World, phase: Phase) -> Result<()> {
             continue;
         }
         let other = if a.pe == me { b.pe } else { a.pe };
-        let text = race_words(w, me, (&a, &b), (began(other), phase.number));
+        let text = race_words(&s.memory, me, (&a, &b), (began(other), phase.number));
         say(&text);
         s.count(&text)?;
     }
@@ -160,12 +159,12 @@ fn bytes(n: u64) -> String {
 }
 
 /// The object holding heap offset `offset` of this PE's memory, in words.
-pub(super) fn object(w: &World, offset: u64, len: u64) -> String {
+pub(super) fn object(m: &super::Memory, offset: u64, len: u64) -> String {
     let offset = offset as usize;
-    let heap_len = w.own.alloc_len();
-    let found = match (offset < heap_len, w.data) {
+    let heap_len = m.heap_len;
+    let found = match (offset < heap_len, m.data) {
         (true, _) => crate::watch::objects::object_at(offset),
-        (false, Some(data)) => crate::watch::symbols::global_at(data.start + (offset - heap_len))
+        (false, Some((start, _))) => crate::watch::symbols::global_at(start + (offset - heap_len))
             .map(|(name, at, size)| (format!("the global '{name}'"), at, size)),
         (false, None) => None,
     };
@@ -177,7 +176,7 @@ pub(super) fn object(w: &World, offset: u64, len: u64) -> String {
 
 /// A race in words; `began`: where the other PE's barrier that began the
 /// phase was called, and the phase's number (1: the barrier in init).
-fn race_words(w: &World, me: u32, (a, b): (&Access, &Access), (began, phase): (u64, u64)) -> String {
+fn race_words(m: &super::Memory, me: u32, (a, b): (&Access, &Access), (began, phase): (u64, u64)) -> String {
     let offset = a.offset.max(b.offset);
     let len = (a.offset + a.len).min(b.offset + b.len) - offset;
     let other = if a.pe == me { b.pe } else { a.pe };
@@ -203,7 +202,7 @@ fn race_words(w: &World, me: u32, (a, b): (&Access, &Access), (began, phase): (u
         who(&(me as usize)),
         who(&(a.pe as usize)),
         who(&(b.pe as usize)),
-        object(w, offset, len),
+        object(m, offset, len),
         one(a),
         one(b),
     )
