@@ -151,7 +151,9 @@ impl World {
         let offset = self.checked_offset(name, sym, target, index, 1)?;
         if crate::race::on() {
             let at = crate::site::call_site();
-            crate::race::atomic(at, target, offset, std::mem::size_of::<T>(), fetch);
+            let tag = crate::race::type_tag::<T>();
+            let reads_only = matches!(op, AmoOp::Fetch);
+            crate::race::atomic(at, target, (offset, std::mem::size_of::<T>()), (tag, reads_only), fetch);
         }
         let amo = Amo {
             op,

@@ -141,9 +141,19 @@ impl World {
                     std::mem::size_of_val(src),
                     crate::race::ops::PUT_SIGNAL,
                 );
+                if nbi {
+                    let (addr, len) = (src.as_ptr() as usize, std::mem::size_of_val(src));
+                    crate::race::nbi_buffer(at, addr, len, crate::race::Use::Reads, crate::race::ops::PUT_SIGNAL);
+                }
                 // The signal is written after the data, in order: a release.
                 crate::race::release(false);
-                crate::race::atomic(at, target, signal_offset, 8, false);
+                crate::race::atomic(
+                    at,
+                    target,
+                    (signal_offset, 8),
+                    (crate::race::type_tag::<u64>(), false),
+                    false,
+                );
             }
             match nbi {
                 true => self
@@ -166,7 +176,13 @@ impl World {
         profile::leaf!(Family::Signal, Some(target), 8, {
             let offset = self.checked_offset(name, signal, target, index, 1)?;
             if crate::race::on() {
-                crate::race::atomic(crate::site::call_site(), target, offset, 8, false);
+                crate::race::atomic(
+                    crate::site::call_site(),
+                    target,
+                    (offset, 8),
+                    (crate::race::type_tag::<u64>(), false),
+                    false,
+                );
             }
             self.links.signal(channel, target, offset, op, value)
         })

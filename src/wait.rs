@@ -458,9 +458,6 @@ impl World {
         };
         self.links.send_batches()?;
         if let Some(result) = ready() {
-            if crate::race::on() {
-                crate::race::acquire(None);
-            }
             return Ok(result);
         }
         let _blocked = crate::watch::blocked(waiting);
@@ -470,9 +467,6 @@ impl World {
             self.links.check_links()?;
             if let Some(result) = ready() {
                 drop(driving);
-                if crate::race::on() {
-                    crate::race::acquire(None);
-                }
                 return Ok(result);
             }
             backoff.pause_or_sleep(|| driver.sleep_until_news(None));
@@ -512,7 +506,12 @@ impl World {
     pub fn poll_until<R>(&self, ready: impl FnMut() -> Option<R>) -> Result<R> {
         crate::error::located_call(|| {
             let _call = crate::watch::call("poll_until");
-            self.poll_until_for(Waiting::Condition, ready)
+            let found = self.poll_until_for(Waiting::Condition, ready)?;
+            // The program's own wait: what it waited for may be a flag.
+            if crate::race::on() {
+                crate::race::acquire(None);
+            }
+            Ok(found)
         })
     }
 
@@ -547,9 +546,6 @@ impl World {
         let _span = crate::profile::span(crate::profile::Family::Wait);
         self.links.send_batches()?;
         if let Some(result) = ready() {
-            if crate::race::on() {
-                crate::race::acquire(None);
-            }
             return Ok(result);
         }
         let _blocked = crate::watch::blocked(waiting);
@@ -564,9 +560,6 @@ impl World {
             }
             if let Some(result) = ready() {
                 drop(driving);
-                if crate::race::on() {
-                    crate::race::acquire(None);
-                }
                 return Ok(result);
             }
         }

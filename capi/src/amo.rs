@@ -62,6 +62,14 @@ pub fn inc<T: AtomicInt>(ctx: ShmemCtx, api: &'static str, dest: *mut T, target:
 /// `fetch` must be valid for one write.
 #[inline(always)]
 pub unsafe fn deliver<T>(fetch: *mut T, value: T) {
+    // The program may not read it before the next quiet (race checker).
+    oneside::race::nbi_buffer(
+        std::panic::Location::caller(),
+        fetch as usize,
+        std::mem::size_of::<T>(),
+        oneside::race::Use::Writes,
+        oneside::race::ops::ATOMIC,
+    );
     // SAFETY: forwarded from this function's contract.
     unsafe { fetch.write_unaligned(value) }
 }

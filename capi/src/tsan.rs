@@ -120,12 +120,18 @@ macro_rules! atomics {
             /// passed: that of an atomic object of the program's.
             fn at<'a>(a: *mut $t, pc: usize) -> &'a $a {
                 oneside::race::access(a as usize, $n, 2, pc);
+                // SAFETY: as in `read`.
+                unsafe { <$a>::from_ptr(a) }
+            }
+            /// `at` for an atomic load, which writes nothing.
+            fn read<'a>(a: *mut $t, pc: usize) -> &'a $a {
+                oneside::race::access(a as usize, $n, 3, pc);
                 // SAFETY: `a` is the address of the atomic object the
                 // instrumented code operates on, valid and aligned.
                 unsafe { <$a>::from_ptr(a) }
             }
             pub unsafe extern "C" fn load(a: *mut $t, _: i32, _: usize, _: usize, _: usize, pc: usize) -> $t {
-                at(a, pc).load(SeqCst)
+                read(a, pc).load(SeqCst)
             }
             pub unsafe extern "C" fn store(a: *mut $t, v: $t, _: i32, _: usize, _: usize, pc: usize) {
                 at(a, pc).store(v, SeqCst)

@@ -24,8 +24,11 @@
 pub(crate) enum Kind {
     Read,
     Write,
-    /// An atomic of one type (its tag): atomics of one type never race.
+    /// An atomic that writes, of one type (its tag): atomics of one type
+    /// never race with each other.
     Atomic(u8),
+    /// An atomic that only reads (a fetch, an atomic load), of one type.
+    AtomicRead(u8),
     /// A wait or test that returned, having seen these bytes' value.
     Observe,
 }
@@ -36,7 +39,8 @@ impl Kind {
             Kind::Read => 0,
             Kind::Write => 1,
             Kind::Observe => 2,
-            Kind::Atomic(tag) => 16 + (tag & 0x7f),
+            Kind::Atomic(tag) => 16 + (tag & 0x3f),
+            Kind::AtomicRead(tag) => 80 + (tag & 0x3f),
         }
     }
 
@@ -45,6 +49,7 @@ impl Kind {
             0 => Kind::Read,
             1 => Kind::Write,
             2 => Kind::Observe,
+            c @ 80.. => Kind::AtomicRead(c - 80),
             c => Kind::Atomic(c.wrapping_sub(16)),
         }
     }
@@ -111,10 +116,15 @@ fn conflict(a: &Access, b: &Access) -> bool {
     if a.pe == b.pe || a.kind == Kind::Observe || b.kind == Kind::Observe || !a.overlaps(b) {
         return false;
     }
-    match (a.kind, b.kind) {
-        (Kind::Atomic(x), Kind::Atomic(y)) => x != y,
-        (Kind::Atomic(_), _) | (_, Kind::Atomic(_)) => true,
-        (x, y) => x.writes() || y.writes(),
+    let atomic = |k: Kind| match k {
+        Kind::Atomic(t) | Kind::AtomicRead(t) => Some(t),
+        _ => None,
+    };
+    match (atomic(a.kind), atomic(b.kind)) {
+        // Atomics of one type never race; of two types, when one writes.
+        (Some(x), Some(y)) => x != y && (a.kind.writes() || b.kind.writes()),
+        // An atomic and a plain access: when one writes.
+        _ => a.kind.writes() || b.kind.writes(),
     }
 }
 
@@ -267,6 +277,16 @@ mod tests {
         assert_eq!(races(0, &mut b, none, 10).len(), 1);
         let mut c = [at(1, 64, Kind::Atomic(3), 0, false), at(0, 64, Kind::Read, 0, true)];
         assert_eq!(races(0, &mut c, none, 10).len(), 1);
+        // An atomic fetch reads: with a plain read or a same-type atomic, no race.
+        let mut d = [at(1, 64, Kind::AtomicRead(3), 0, true), at(0, 64, Kind::Read, 0, true)];
+        assert!(races(0, &mut d, none, 10).is_empty());
+        let mut e = [
+            at(1, 64, Kind::AtomicRead(3), 0, true),
+            at(2, 64, Kind::Atomic(3), 0, false),
+        ];
+        assert!(races(0, &mut e, none, 10).is_empty());
+        let mut f = [at(1, 64, Kind::AtomicRead(3), 0, true), at(0, 64, Kind::Write, 0, true)];
+        assert_eq!(races(0, &mut f, none, 10).len(), 1);
     }
 
     #[test]
@@ -309,7 +329,15 @@ mod tests {
 
     #[test]
     fn kinds_round_trip_their_codes() {
-        for k in [Kind::Read, Kind::Write, Kind::Observe, Kind::Atomic(0), Kind::Atomic(9)] {
+        for k in [
+            Kind::Read,
+            Kind::Write,
+            Kind::Observe,
+            Kind::Atomic(0),
+            Kind::Atomic(9),
+            Kind::AtomicRead(0),
+            Kind::AtomicRead(63),
+        ] {
             assert_eq!(Kind::from_code(k.code()), k);
         }
     }

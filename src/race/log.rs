@@ -115,7 +115,10 @@ impl Slot {
         let (kind, op) = match code & 0xff {
             0 => (Kind::Read, ops::LOAD),
             1 => (Kind::Write, ops::STORE),
-            _ => (Kind::Atomic((code >> 8) as u8), ops::ATOMIC),
+            // A C program's own atomics know only their size: tags apart
+            // from the API's (`race::type_tag`, under 48).
+            2 => (Kind::Atomic(48 + (code >> 8) as u8), ops::ATOMIC),
+            _ => (Kind::AtomicRead(48 + (code >> 8) as u8), ops::ATOMIC),
         };
         let access = Access {
             offset: lo,
@@ -172,14 +175,14 @@ pub(crate) fn with<R>(f: impl FnOnce(&mut ThreadLog) -> R) -> Option<R> {
     mine().map(|t| f(&mut crate::sync::lock(&t.log)))
 }
 
-/// A C program's load (`kind` 0), store (1) or atomic (2) of `len` bytes at
+/// A C program's load (`kind` 0), store (1), atomic (2) or atomic load (3) of `len` bytes at
 /// `offset`, from `site`, stamped `stamp`: true when it only extended its
 /// place's current run (the hot path: a few relaxed loads, no lock).
 #[inline]
 pub(crate) fn extend(stamp: u64, site: u64, kind: u8, offset: u64, len: u64) -> bool {
     let Some(thread) = mine() else { return true };
     let code = match kind {
-        2 => 2 | (len << 8),
+        2 | 3 => u64::from(kind) | (len << 8),
         k => u64::from(k),
     };
     for slot in &thread.slots {

@@ -54,7 +54,8 @@ pub(crate) fn requested() -> Option<Mode> {
 }
 
 /// The operations a report names, by number (`Access::op`).
-pub(crate) mod ops {
+#[doc(hidden)]
+pub mod ops {
     pub const LOAD: u8 = 0;
     pub const STORE: u8 = 1;
     pub const ATOMIC: u8 = 2;
@@ -67,7 +68,7 @@ pub(crate) mod ops {
     pub const LOCAL_WRITE: u8 = 9;
     pub const WAIT: u8 = 10;
     /// In words, for a report: `a put`.
-    pub fn words(op: u8) -> &'static str {
+    pub(crate) fn words(op: u8) -> &'static str {
         const WORDS: [&str; 11] = [
             "a load",
             "a store",
@@ -255,18 +256,35 @@ pub(crate) fn get(at: &'static Location<'static>, target: usize, offset: usize, 
 /// An atomic on `target`'s word: fetching ones are acquires (an atomic
 /// read as a flag), every one an issued write.
 #[inline(never)]
-pub(crate) fn atomic(at: &'static Location<'static>, target: usize, offset: usize, width: usize, fetch: bool) {
-    remote(
-        at,
-        target,
-        (offset, width),
-        (Kind::Atomic(width as u8), ops::ATOMIC),
-        fetch,
-    );
+/// `tag` names the atomic's type (`type_tag`); `reads_only`: a fetch
+/// that writes nothing.
+pub(crate) fn atomic(
+    at: &'static Location<'static>,
+    target: usize,
+    (offset, width): (usize, usize),
+    (tag, reads_only): (u8, bool),
+    fetch: bool,
+) {
+    let kind = match reads_only {
+        true => Kind::AtomicRead(tag),
+        false => Kind::Atomic(tag),
+    };
+    remote(at, target, (offset, width), (kind, ops::ATOMIC), fetch);
     issued();
     if fetch {
         acquire(None);
     }
+}
+
+/// The tag of an atomic's type `T`: atomics of two types on one word race.
+/// A C program's own atomics (`__tsan_atomic*`) know only their size,
+/// which gives tags of their own (`log`).
+pub(crate) fn type_tag<T>() -> u8 {
+    let name = std::any::type_name::<T>();
+    let hash = name
+        .bytes()
+        .fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
+    (hash % 48) as u8
 }
 
 /// A local read or write of this PE's own bytes through the Rust API.
@@ -286,8 +304,8 @@ pub(crate) fn local(at: &'static Location<'static>, (offset, len): (usize, usize
     log::with(|l| l.add(log::LOCAL, access));
 }
 
-/// A load (`kind` 0), store (1) or atomic (2, with its width in bytes as
-/// the type) of `size` bytes at `addr`, made by a C program's code at
+/// A load (`kind` 0), store (1), atomic (2) or atomic load (3) (an
+/// atomic's type is its width) of `size` bytes at `addr`, made by a C program's code at
 /// return address `pc` (`oshcc --check-races`'s `__tsan_*` calls).
 #[doc(hidden)]
 #[inline]
@@ -348,6 +366,7 @@ pub(crate) fn issued() {
 #[inline(never)]
 pub(crate) fn acquire(seen: Option<(usize, usize)>) {
     let Some(s) = state() else { return };
+    nbi::acquired();
     let n = next_seq();
     let _ = s.acquired.compare_exchange(u32::MAX, n, Relaxed, Relaxed);
     if let Some((offset, len)) = seen {

@@ -41,6 +41,17 @@ pub fn nbi_buffer(at: &'static Location<'static>, addr: usize, len: usize, used:
     }
     let site = super::api_site(at);
     let mut pending = crate::sync::lock(&PENDING);
+    // Two pending operations on overlapping buffers, one of them writing
+    // it (a get's destination): the order they use it in is not defined.
+    let clash = pending
+        .iter()
+        .find(|p| addr < p.hi && p.lo < addr + len && (used == Use::Writes || p.used == Use::Writes))
+        .map(|p| (p.op, p.site));
+    if let Some((other, other_site)) = clash {
+        drop(pending);
+        two_pending((op, site), (other, other_site), len);
+        pending = crate::sync::lock(&PENDING);
+    }
     pending.push(Pending {
         lo: addr,
         hi: addr + len,
@@ -59,7 +70,19 @@ pub(super) fn completed() {
     }
 }
 
-/// A C program's load (`kind` 0), store (1) or atomic (2) at `addr`.
+/// An acquire: what this PE waited for may answer a put-with-signal it
+/// made, whose data arrived before its signal, so such a put no longer
+/// reads its source (a ping answered by a pong). A plain `put_nbi` stays
+/// pending: only a quiet completes it.
+pub(super) fn acquired() {
+    if COUNT.load(Relaxed) != 0 {
+        let mut pending = crate::sync::lock(&PENDING);
+        pending.retain(|p| p.op != ops::PUT_SIGNAL);
+        COUNT.store(pending.len(), Relaxed);
+    }
+}
+
+/// A C program's load (`kind` 0), store (1), atomic (2) or atomic load (3) at `addr`.
 #[inline]
 pub(super) fn touched(addr: usize, size: usize, kind: u8, pc: usize) {
     if COUNT.load(Relaxed) != 0 {
@@ -73,7 +96,7 @@ fn check(addr: usize, size: usize, kind: u8, pc: usize) {
         let pending = crate::sync::lock(&PENDING);
         pending
             .iter()
-            .find(|p| addr < p.hi && p.lo < addr + size && (kind != 0 || p.used == Use::Writes))
+            .find(|p| addr < p.hi && p.lo < addr + size && (matches!(kind, 1 | 2) || p.used == Use::Writes))
             .map(|p| (p.lo, p.hi, p.used, p.op, p.site))
     };
     let Some((lo, hi, used, op, op_site)) = hit else {
@@ -82,13 +105,15 @@ fn check(addr: usize, size: usize, kind: u8, pc: usize) {
     let Some(s) = super::state() else { return };
     let access = site::code(site::raw_c(pc));
     let op_site = site::code(op_site);
-    let first = s.report.first(&key(access, u8::from(kind != 0)), &key(op_site, op));
+    let first = s
+        .report
+        .first(&key(access, u8::from(matches!(kind, 1 | 2))), &key(op_site, op));
     if !first {
         return;
     }
     let me = who(&(s.rank as usize));
     let (verb, what) = match kind {
-        0 => ("reads", "before it has arrived"),
+        0 | 3 => ("reads", "before it has arrived"),
         _ => match used {
             Use::Reads => ("writes", "which it may still be reading"),
             Use::Writes => ("writes", "which it may still overwrite"),
@@ -114,6 +139,27 @@ fn check(addr: usize, size: usize, kind: u8, pc: usize) {
     super::report::say(&text);
     if s.count(&text).is_err() {
         // Abort mode: end this PE as a failed call would.
+        std::process::exit(66);
+    }
+}
+
+/// Two non-blocking operations pending on one buffer, one writing it.
+fn two_pending((op, site): (u8, u64), (other, other_site): (u8, u64), len: usize) {
+    let Some(s) = super::state() else { return };
+    let (site, other_site) = (site::code(site), site::code(other_site));
+    if !s.report.first(&key(site, op), &key(other_site, other)) {
+        return;
+    }
+    let me = who(&(s.rank as usize));
+    let text = format!(
+        "oneside: data race on {me}: {}{} uses a buffer that {}{} still uses ({len} bytes), one of them writing it\n  {me} made both; the order they use it in is not defined until a quiet\n  no quiet completes the first operation between them: call shmem_quiet first",
+        ops::words(op),
+        crate::site::phrase(&site::describe(site)),
+        ops::words(other),
+        crate::site::phrase(&site::describe(other_site)),
+    );
+    super::report::say(&text);
+    if s.count(&text).is_err() {
         std::process::exit(66);
     }
 }

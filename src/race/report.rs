@@ -106,6 +106,12 @@ pub(super) fn judge(s: &Races, phase: Phase) -> Result<()> {
         true => phase.began_at,
         false => headers.get(&pe).map_or(0, |h| h.began_at),
     };
+    if std::env::var_os("ONESIDE_RACE_DEBUG").is_some() {
+        eprintln!(
+            "phase {} at {me}: mine {:?} headers {:?}\n  {:?}",
+            phase.number, phase.mine, headers, all
+        );
+    }
     for (a, b) in check::races(me, &mut all, syncs, MOST) {
         if !s.report.first(&a, &b) {
             continue;
@@ -140,6 +146,7 @@ fn one(a: &Access) -> String {
         Kind::Read => "reads",
         Kind::Write => "writes",
         Kind::Atomic(_) => "updates atomically",
+        Kind::AtomicRead(_) => "reads atomically",
         Kind::Observe => "waits on",
     };
     let at = crate::site::phrase(&site::describe(a.site));
