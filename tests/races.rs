@@ -23,15 +23,19 @@ const RUST_FREE: [&str; 8] = [
     "atomic",
     "owned",
 ];
-const C_RACY: [&str; 6] = [
+const C_RACY: [&str; 10] = [
     "halo-early",
     "no-fence",
     "get-put",
     "atomic-mix",
     "nbi-reuse",
     "get-nbi-early",
+    "signal-nbi-reuse",
+    "get-nbi-twice",
+    "fetch-nbi-early",
+    "atomic-types",
 ];
-const C_FREE: [&str; 8] = [
+const C_FREE: [&str; 10] = [
     "halo",
     "fence-flag",
     "quiet-flag",
@@ -40,6 +44,8 @@ const C_FREE: [&str; 8] = [
     "lock",
     "nbi-quiet",
     "get-nbi-quiet",
+    "atomic-fetch-load",
+    "ping-pong",
 ];
 
 /// Checks one run's verdict; `file` is the source the reports must name.

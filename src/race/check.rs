@@ -111,10 +111,17 @@ impl Syncs {
 }
 
 /// Whether the two accesses conflict: different PEs, the same bytes, and
-/// a write among them that is not an atomic of the other's type.
-fn conflict(a: &Access, b: &Access) -> bool {
-    if a.pe == b.pe || a.kind == Kind::Observe || b.kind == Kind::Observe || !a.overlaps(b) {
+/// a write among them that is not an atomic of the other's type. One PE's
+/// atomics of two types on another PE's word conflict too: nothing orders
+/// two atomics from one origin, and mixing types on a word is undefined.
+fn conflict(a: &Access, b: &Access, me: u32) -> bool {
+    if a.kind == Kind::Observe || b.kind == Kind::Observe || !a.overlaps(b) {
         return false;
+    }
+    if a.pe == b.pe {
+        return a.pe != me
+            && matches!((a.kind, b.kind), (Kind::Atomic(x) | Kind::AtomicRead(x), Kind::Atomic(y) | Kind::AtomicRead(y)) if x != y)
+            && (a.kind.writes() || b.kind.writes());
     }
     let atomic = |k: Kind| match k {
         Kind::Atomic(t) | Kind::AtomicRead(t) => Some(t),
@@ -162,9 +169,9 @@ pub(crate) fn races(
     for b in accesses.iter().filter(|a| a.kind != Kind::Observe) {
         open.retain(|a| a.end() > b.offset);
         for a in &open {
-            if conflict(a, b)
-                && !before(a, b, &syncs)
-                && !before(b, a, &syncs)
+            if conflict(a, b, me)
+                && (a.pe == b.pe || !before(a, b, &syncs))
+                && (a.pe == b.pe || !before(b, a, &syncs))
                 && !observed(a, b, me, &observes)
                 && !observed(b, a, me, &observes)
             {
@@ -314,6 +321,22 @@ mod tests {
             at(0, 64, Kind::Write, 0, true),
         ];
         assert_eq!(races(0, &mut b, syncs, 10).len(), 1);
+    }
+
+    #[test]
+    fn one_origin_mixing_atomic_types_on_a_word_races_but_its_own_memory_does_not() {
+        let mut a = [
+            at(1, 64, Kind::Atomic(3), 0, false),
+            at(1, 64, Kind::Atomic(4), 0, false),
+        ];
+        assert_eq!(races(0, &mut a, none, 10).len(), 1);
+        let mut b = [at(0, 64, Kind::Atomic(3), 0, true), at(0, 64, Kind::Atomic(4), 0, true)];
+        assert!(races(0, &mut b, none, 10).is_empty());
+        let mut c = [at(1, 64, Kind::Write, 0, false), at(1, 64, Kind::Read, 0, true)];
+        assert!(
+            races(0, &mut c, none, 10).is_empty(),
+            "one origin's plain accesses: not judged"
+        );
     }
 
     #[test]

@@ -152,7 +152,7 @@ fn two_pending((op, site): (u8, u64), (other, other_site): (u8, u64), len: usize
     }
     let me = who(&(s.rank as usize));
     let text = format!(
-        "oneside: data race on {me}: {}{} uses a buffer that {}{} still uses ({len} bytes), one of them writing it\n  {me} made both; the order they use it in is not defined until a quiet\n  no quiet completes the first operation between them: call shmem_quiet first",
+        "oneside: data race on {me}: two non-blocking operations use one {len}-byte buffer, one of them writing it, and no quiet orders them\n  {me} starts {}{}\n  {me} started {}{}, not completed yet\n  no quiet completes the first operation between them: call shmem_quiet first",
         ops::words(op),
         crate::site::phrase(&site::describe(site)),
         ops::words(other),

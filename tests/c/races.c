@@ -9,10 +9,15 @@
  * get-put (a counter's read-modify-write with get and put), atomic-mix (a
  * plain store and a remote atomic on one word), nbi-reuse (a put_nbi's
  * source overwritten before the quiet), get-nbi-early (a get_nbi's
- * destination read before the quiet).
+ * destination read before the quiet), signal-nbi-reuse (the same for
+ * put_signal_nbi), get-nbi-twice (two get_nbi into one buffer),
+ * fetch-nbi-early (a fetching atomic's nbi destination read before the
+ * quiet), atomic-types (one PE's int and float atomics on one word).
  *
  * Race-free: halo, fence-flag, quiet-flag, signal, atomic, lock,
- * nbi-quiet, get-nbi-quiet.
+ * nbi-quiet, get-nbi-quiet, atomic-fetch-load (an atomic fetch and a
+ * plain load: both read), ping-pong (a put_signal_nbi's source reused once
+ * the answer to its signal arrived).
  */
 #include <shmem.h>
 #include <stdio.h>
@@ -27,6 +32,10 @@ long flag;
 long counter;
 long lock;
 uint64_t sig;
+union {
+    int i;
+    float f;
+} word;
 
 static void halo(int early) {
     int me = shmem_my_pe(), n = shmem_n_pes();
@@ -114,6 +123,41 @@ int main(int argc, char **argv) {
             shmem_quiet();
         if (buf[5] == 12345)
             printf("PE %d: unlikely\n", me);
+        shmem_barrier_all();
+    } else if (!strcmp(c, "signal-nbi-reuse")) {
+        shmem_long_put_signal_nbi(data, buf, 8, &sig, 1, SHMEM_SIGNAL_SET, (me + 1) % shmem_n_pes());
+        buf[0] = 9;
+        shmem_barrier_all();
+    } else if (!strcmp(c, "get-nbi-twice")) {
+        shmem_long_get_nbi(buf, data, 8, (me + 1) % shmem_n_pes());
+        shmem_long_get_nbi(buf, grid, 8, (me + 1) % shmem_n_pes());
+        shmem_barrier_all();
+    } else if (!strcmp(c, "fetch-nbi-early")) {
+        shmem_long_atomic_fetch_nbi(&buf[0], &counter, (me + 1) % shmem_n_pes());
+        if (buf[0] == 12345)
+            printf("PE %d: unlikely\n", me);
+        shmem_barrier_all();
+    } else if (!strcmp(c, "atomic-types")) {
+        if (me == 0) {
+            shmem_int_atomic_inc(&word.i, 1);
+            shmem_float_atomic_set(&word.f, 1.0f, 1);
+        }
+        shmem_barrier_all();
+    } else if (!strcmp(c, "atomic-fetch-load")) {
+        if (me == 0 && shmem_long_atomic_fetch(&counter, 1) == 12345)
+            printf("PE 0: unlikely\n");
+        if (me == 1 && counter == 12345)
+            printf("PE 1: unlikely\n");
+        shmem_barrier_all();
+    } else if (!strcmp(c, "ping-pong")) {
+        if (me == 0) {
+            shmem_long_put_signal_nbi(data, buf, 8, &sig, 1, SHMEM_SIGNAL_SET, 1);
+            shmem_signal_wait_until(&sig, SHMEM_CMP_EQ, 2);
+            buf[0] = 9;
+        } else if (me == 1) {
+            shmem_signal_wait_until(&sig, SHMEM_CMP_EQ, 1);
+            shmem_long_put_signal(data, buf, 8, &sig, 2, SHMEM_SIGNAL_SET, 0);
+        }
         shmem_barrier_all();
     } else {
         printf("races: no case '%s'\n", c);
