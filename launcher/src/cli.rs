@@ -272,7 +272,9 @@ fn rewrite_np(argv: Vec<OsString>) -> Vec<OsString> {
                 Some(long) => arg.get_long() == Some(long) || arg.get_all_aliases().is_some_and(|a| a.contains(&long)),
                 None => option.len() == 2 && arg.get_short().is_some_and(|s| option.ends_with(s)),
             };
-            named && arg.get_action().takes_values()
+            // An option whose value must be attached (`--profile=DIR`,
+            // `--check-races=abort`) takes nothing from the next argument.
+            named && arg.get_action().takes_values() && !arg.is_require_equals_set()
         })
     };
     let mut out = Vec::with_capacity(argv.len());
@@ -319,6 +321,17 @@ mod tests {
         assert_eq!(a.hostfile, Some(PathBuf::from("h")));
         assert_eq!(a.program.as_deref(), Some("./prog"));
         assert_eq!(a.args, vec!["-np", "2"], "the program's own -np is left alone");
+    }
+
+    #[test]
+    fn an_option_whose_value_must_be_attached_does_not_take_the_next_argument() {
+        let a = args("rlaunch --profile -n 2 prog");
+        assert_eq!((a.ranks, a.program.as_deref()), (Some(2), Some("prog")));
+        assert!(a.profile.is_some());
+        let a = args("rlaunch --check-races -np 2 prog");
+        assert_eq!((a.ranks, a.check_races.as_deref()), (Some(2), Some("report")));
+        let a = args("rlaunch --check-races=abort -n 2 prog");
+        assert_eq!((a.ranks, a.check_races.as_deref()), (Some(2), Some("abort")));
     }
 
     #[test]
