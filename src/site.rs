@@ -8,7 +8,7 @@
 
 use std::backtrace::Backtrace;
 use std::collections::HashMap;
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_int, c_void, CStr};
 use std::panic::Location;
 use std::sync::{Mutex, OnceLock};
 
@@ -100,42 +100,61 @@ pub fn c_call_site() -> String {
     words
 }
 
+/// A loaded object (the executable or a library): its load bias, the
+/// extent of its loaded segments, and its file ("" for the executable).
+#[derive(Clone, Debug)]
+pub(crate) struct LoadedObject {
+    pub bias: usize,
+    pub lo: usize,
+    pub hi: usize,
+    pub path: String,
+}
+
+/// The loaded objects, in the dynamic linker's order.
+pub(crate) fn loaded_objects() -> Vec<LoadedObject> {
+    /// # Safety
+    /// Called by `dl_iterate_phdr` only, with its entry and `data` below.
+    unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
+        // SAFETY: the dynamic linker passes a valid entry; `data` is the
+        // vector below, borrowed for the call.
+        let (info, out) = unsafe { (&*info, &mut *data.cast::<Vec<LoadedObject>>()) };
+        let (mut lo, mut hi) = (usize::MAX, 0);
+        for i in 0..info.dlpi_phnum as usize {
+            // SAFETY: `dlpi_phdr` holds `dlpi_phnum` headers.
+            let ph = unsafe { &*info.dlpi_phdr.add(i) };
+            if ph.p_type == libc::PT_LOAD {
+                lo = lo.min(info.dlpi_addr as usize + ph.p_vaddr as usize);
+                hi = hi.max(info.dlpi_addr as usize + (ph.p_vaddr + ph.p_memsz) as usize);
+            }
+        }
+        let path = match info.dlpi_name.is_null() {
+            true => String::new(),
+            // SAFETY: a NUL-terminated name owned by the linker.
+            false => unsafe { CStr::from_ptr(info.dlpi_name) }.to_string_lossy().into_owned(),
+        };
+        out.push(LoadedObject {
+            bias: info.dlpi_addr as usize,
+            lo,
+            hi,
+            path,
+        });
+        0
+    }
+    let mut out: Vec<LoadedObject> = Vec::new();
+    // SAFETY: `each` only reads the entries and pushes to `out`.
+    unsafe { libc::dl_iterate_phdr(Some(each), (&mut out as *mut Vec<LoadedObject>).cast()) };
+    out
+}
+
 /// The extent of the loaded object holding this library's code.
 fn own_object() -> Option<(usize, usize)> {
     static EXTENT: OnceLock<Option<(usize, usize)>> = OnceLock::new();
     *EXTENT.get_or_init(|| {
-        struct Find {
-            addr: usize,
-            found: Option<(usize, usize)>,
-        }
-        /// # Safety
-        /// Called by `dl_iterate_phdr` only, with its entry and `data` below.
-        unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
-            // SAFETY: the dynamic linker passes a valid entry; `data` is
-            // the `Find` below, borrowed for the call.
-            let (info, find) = unsafe { (&*info, &mut *data.cast::<Find>()) };
-            let (mut lo, mut hi) = (usize::MAX, 0);
-            for i in 0..info.dlpi_phnum as usize {
-                // SAFETY: `dlpi_phdr` holds `dlpi_phnum` headers.
-                let ph = unsafe { &*info.dlpi_phdr.add(i) };
-                if ph.p_type == libc::PT_LOAD {
-                    lo = lo.min(info.dlpi_addr as usize + ph.p_vaddr as usize);
-                    hi = hi.max(info.dlpi_addr as usize + (ph.p_vaddr + ph.p_memsz) as usize);
-                }
-            }
-            if lo <= find.addr && find.addr < hi {
-                find.found = Some((lo, hi));
-                return 1;
-            }
-            0
-        }
-        let mut find = Find {
-            addr: c_caller_pc as fn() -> usize as usize,
-            found: None,
-        };
-        // SAFETY: `each` only reads the entries and writes `find`.
-        unsafe { libc::dl_iterate_phdr(Some(each), (&mut find as *mut Find).cast()) };
-        find.found
+        let here = c_caller_pc as fn() -> usize as usize;
+        loaded_objects()
+            .into_iter()
+            .find(|o| o.lo <= here && here < o.hi)
+            .map(|o| (o.lo, o.hi))
     })
 }
 

@@ -9,8 +9,8 @@
 //! A C call's site is the first return address outside this library
 //! (`crate::site::c_caller_pc`).
 
+use crate::site::{loaded_objects as objects, LoadedObject as Object};
 use std::collections::HashMap;
-use std::ffi::{c_int, c_void, CStr};
 use std::panic::Location;
 use std::sync::Mutex;
 
@@ -18,52 +18,7 @@ const RUST: u64 = 1 << 62;
 const C: u64 = 2 << 62;
 const OFFSET: u64 = (1 << 48) - 1;
 
-/// A loaded object: its load bias, its extent and its file.
-#[derive(Clone)]
-struct Object {
-    bias: usize,
-    lo: usize,
-    hi: usize,
-    path: String,
-}
-
 static OBJECTS: Mutex<Vec<Object>> = Mutex::new(Vec::new());
-
-/// The loaded objects, in the dynamic linker's order.
-fn objects() -> Vec<Object> {
-    /// # Safety
-    /// Called by `dl_iterate_phdr` only, with its entry and `data` below.
-    unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
-        // SAFETY: the dynamic linker passes a valid entry; `data` is the
-        // vector below, borrowed for the call.
-        let (info, out) = unsafe { (&*info, &mut *data.cast::<Vec<Object>>()) };
-        let (mut lo, mut hi) = (usize::MAX, 0);
-        for i in 0..info.dlpi_phnum as usize {
-            // SAFETY: `dlpi_phdr` holds `dlpi_phnum` headers.
-            let ph = unsafe { &*info.dlpi_phdr.add(i) };
-            if ph.p_type == libc::PT_LOAD {
-                lo = lo.min(info.dlpi_addr as usize + ph.p_vaddr as usize);
-                hi = hi.max(info.dlpi_addr as usize + (ph.p_vaddr + ph.p_memsz) as usize);
-            }
-        }
-        let path = match info.dlpi_name.is_null() {
-            true => String::new(),
-            // SAFETY: a NUL-terminated name owned by the linker.
-            false => unsafe { CStr::from_ptr(info.dlpi_name) }.to_string_lossy().into_owned(),
-        };
-        out.push(Object {
-            bias: info.dlpi_addr as usize,
-            lo,
-            hi,
-            path,
-        });
-        0
-    }
-    let mut out: Vec<Object> = Vec::new();
-    // SAFETY: `each` only reads the entries and pushes to `out`.
-    unsafe { libc::dl_iterate_phdr(Some(each), (&mut out as *mut Vec<Object>).cast()) };
-    out
-}
 
 /// The object holding `addr` and its place, refreshing the list once on
 /// a miss (a library loaded since).
