@@ -107,7 +107,7 @@ fn check(addr: usize, size: usize, kind: u8, pc: usize) {
     let op_site = site::code(op_site);
     let first = s
         .report
-        .first(&key(access, u8::from(matches!(kind, 1 | 2))), &key(op_site, op));
+        .first(key(access, u8::from(matches!(kind, 1 | 2))), key(op_site, op));
     if !first {
         return;
     }
@@ -147,7 +147,7 @@ fn check(addr: usize, size: usize, kind: u8, pc: usize) {
 fn two_pending((op, site): (u8, u64), (other, other_site): (u8, u64), len: usize) {
     let Some(s) = super::state() else { return };
     let (site, other_site) = (site::code(site), site::code(other_site));
-    if !s.report.first(&key(site, op), &key(other_site, other)) {
+    if !s.report.first(key(site, op), key(other_site, other)) {
         return;
     }
     let me = who(&(s.rank as usize));
@@ -164,17 +164,10 @@ fn two_pending((op, site): (u8, u64), (other, other_site): (u8, u64), len: usize
     }
 }
 
-fn key(site: u64, code: u8) -> super::check::Access {
-    super::check::Access {
-        offset: 0,
-        len: 0,
-        kind: super::check::Kind::Atomic(code),
-        op: 0,
-        done_at_return: true,
-        seq: 0,
-        site,
-        pe: 0,
-    }
+/// A place in `Reported`'s key: codes apart from the phase reports' (an
+/// atomic's code space, as before).
+fn key(site: u64, code: u8) -> (u64, u8) {
+    (site, super::check::Kind::Atomic(code).code())
 }
 
 fn describe_or_unknown(code: u64) -> String {

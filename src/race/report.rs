@@ -40,9 +40,9 @@ impl Reported {
         self.loss.swap(true, std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Whether the race between these two places is new.
-    pub fn first(&self, a: &Access, b: &Access) -> bool {
-        let (x, y) = ((a.site, a.kind.code()), (b.site, b.kind.code()));
+    /// Whether the race between these two places is new: each a site
+    /// and a code saying what was done there (a `Kind`'s code).
+    pub fn first(&self, x: (u64, u8), y: (u64, u8)) -> bool {
         let key = match x <= y {
             true => (x.0, x.1, y.0, y.1),
             false => (y.0, y.1, x.0, x.1),
@@ -113,7 +113,7 @@ pub(super) fn judge(s: &Races, phase: Phase) -> Result<()> {
         );
     }
     for (a, b) in check::races(me, &mut all, syncs, MOST) {
-        if !s.report.first(&a, &b) {
+        if !s.report.first((a.site, a.kind.code()), (b.site, b.kind.code())) {
             continue;
         }
         let other = if a.pe == me { b.pe } else { a.pe };
