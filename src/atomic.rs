@@ -104,19 +104,20 @@ impl World {
         operands: (T, T),
         fetch: bool,
     ) -> Result<T> {
-        if profile::active() {
-            return self.counted_atomic(channel, name, sym, target, index, op, operands, fetch);
+        if crate::hooks::any() {
+            return self.hooked_atomic(channel, name, sym, target, index, op, operands, fetch);
         }
-        self.uncounted_atomic(channel, name, sym, target, index, op, operands, fetch)
+        self.uncounted_atomic(channel, name, sym, target, index, op, operands, fetch, false)
     }
 
-    /// [`atomic_on`](World::atomic_on) while profiling, out of line: a
+    /// [`atomic_on`](World::atomic_on) with a hook on (`hooks`), out of
+    /// line: noted for the race checker, counted when profiling. A
     /// profiling branch inside the inlined path (`profile::leaf!`) cost a
     /// non-fetching add on shared memory a third of its rate with
     /// profiling off.
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
-    fn counted_atomic<T: AtomicElem>(
+    fn hooked_atomic<T: AtomicElem>(
         &self,
         channel: Channel<'_>,
         name: &'static str,
@@ -127,10 +128,14 @@ impl World {
         operands: (T, T),
         fetch: bool,
     ) -> Result<T> {
+        let races = crate::race::on();
+        if !profile::active() {
+            return self.uncounted_atomic(channel, name, sym, target, index, op, operands, fetch, races);
+        }
         match profile::count_leaf(Family::Atomic, Some(target), std::mem::size_of::<T>()) {
-            false => self.uncounted_atomic(channel, name, sym, target, index, op, operands, fetch),
+            false => self.uncounted_atomic(channel, name, sym, target, index, op, operands, fetch, races),
             true => profile::timed_leaf(Family::Atomic, || {
-                self.uncounted_atomic(channel, name, sym, target, index, op, operands, fetch)
+                self.uncounted_atomic(channel, name, sym, target, index, op, operands, fetch, races)
             }),
         }
     }
@@ -147,9 +152,10 @@ impl World {
         op: AmoOp,
         (operand, compare): (T, T),
         fetch: bool,
+        races: bool,
     ) -> Result<T> {
         let offset = self.checked_offset(name, sym, target, index, 1)?;
-        if crate::race::on() {
+        if races {
             let at = crate::site::call_site();
             let tag = crate::race::type_tag::<T>();
             let reads_only = matches!(op, AmoOp::Fetch);

@@ -268,6 +268,7 @@ mod error;
 mod futex;
 mod globals;
 mod heap;
+mod hooks;
 mod links;
 mod lock;
 mod nbi;

@@ -31,11 +31,11 @@ pub trait Rma: Endpoint {
         // (the data path's own errors name the ranks instead).
         let at = std::panic::Location::caller();
         let w = self.world();
-        profile::leaf!(Family::Put, Some(target), std::mem::size_of_val(src), {
+        profile::leaf!(Family::Put, Some(target), std::mem::size_of_val(src), |races| {
             let offset = w
                 .checked_offset("put", sym, target, index, src.len())
                 .map_err(|e| e.located_at(at))?;
-            if crate::race::on() {
+            if races {
                 race::put(at, target, offset, std::mem::size_of_val(src), ops::PUT);
             }
             w.links
@@ -51,11 +51,11 @@ pub trait Rma: Endpoint {
     fn get<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, dst: &mut [T]) -> Result<()> {
         let at = std::panic::Location::caller();
         let w = self.world();
-        profile::leaf!(Family::Get, Some(target), std::mem::size_of_val(dst), {
+        profile::leaf!(Family::Get, Some(target), std::mem::size_of_val(dst), |races| {
             let offset = w
                 .checked_offset("get", sym, target, index, dst.len())
                 .map_err(|e| e.located_at(at))?;
-            if crate::race::on() {
+            if races {
                 race::get(at, target, offset, std::mem::size_of_val(dst));
             }
             w.links
@@ -84,11 +84,11 @@ pub trait Rma: Endpoint {
     fn put_nbi<T: Pod>(&self, sym: &Sym<T>, target: usize, index: usize, src: &[T]) -> Result<()> {
         let at = std::panic::Location::caller();
         let w = self.world();
-        profile::leaf!(Family::PutNbi, Some(target), std::mem::size_of_val(src), {
+        profile::leaf!(Family::PutNbi, Some(target), std::mem::size_of_val(src), |races| {
             let offset = w
                 .checked_offset("put_nbi", sym, target, index, src.len())
                 .map_err(|e| e.located_at(at))?;
-            if crate::race::on() {
+            if races {
                 race::put(at, target, offset, std::mem::size_of_val(src), ops::PUT_NBI);
             }
             w.links
@@ -117,11 +117,11 @@ pub trait Rma: Endpoint {
         let at = std::panic::Location::caller();
         let w = self.world();
         let bytes = len * std::mem::size_of::<T>();
-        profile::leaf!(Family::PutNbi, Some(target), bytes, {
+        profile::leaf!(Family::PutNbi, Some(target), bytes, |races| {
             let offset = w
                 .checked_offset("put_nbi", sym, target, index, len)
                 .map_err(|e| e.located_at(at))?;
-            if crate::race::on() {
+            if races {
                 race::put(at, target, offset, bytes, ops::PUT_NBI);
                 race::nbi_buffer(at, src as usize, bytes, race::Use::Reads, ops::PUT_NBI);
             }
@@ -147,11 +147,11 @@ pub trait Rma: Endpoint {
         let at = std::panic::Location::caller();
         let w = self.world();
         let bytes = len * std::mem::size_of::<T>();
-        profile::leaf!(Family::GetNbi, Some(target), bytes, {
+        profile::leaf!(Family::GetNbi, Some(target), bytes, |races| {
             let offset = w
                 .checked_offset("get_nbi", sym, target, index, len)
                 .map_err(|e| e.located_at(at))?;
-            if crate::race::on() {
+            if races {
                 race::remote(at, target, (offset, bytes), (Kind::Read, ops::GET_NBI), false);
                 race::nbi_buffer(at, dst as usize, bytes, race::Use::Writes, ops::GET_NBI);
             }
@@ -164,10 +164,12 @@ pub trait Rma: Endpoint {
     /// atomics to each target before its later ones to the same target.
     #[track_caller]
     fn fence(&self) -> Result<()> {
-        if crate::race::on() {
-            race::release(false);
-        }
-        profile::leaf!(Family::Fence, None, 0, { self.world().links.fence_on(self.channel()) })
+        profile::leaf!(Family::Fence, None, 0, |races| {
+            if races {
+                race::release(false);
+            }
+            self.world().links.fence_on(self.channel())
+        })
     }
 
     /// Completes every earlier put, non-blocking get and non-fetching
@@ -176,11 +178,13 @@ pub trait Rma: Endpoint {
     #[inline]
     #[track_caller]
     fn quiet(&self) -> Result<()> {
-        let quiet = profile::leaf!(Family::Quiet, None, 0, { self.world().links.quiet_on(self.channel()) });
-        if crate::race::on() {
-            race::release(true);
-        }
-        quiet
+        profile::leaf!(Family::Quiet, None, 0, |races| {
+            let quiet = self.world().links.quiet_on(self.channel());
+            if races {
+                race::release(true);
+            }
+            quiet
+        })
     }
 
     /// Completes this endpoint's earlier puts, non-blocking gets and

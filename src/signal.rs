@@ -129,10 +129,10 @@ impl World {
         (signal, signal_index, op, value): SignalAt<'_>,
         nbi: bool,
     ) -> Result<()> {
-        profile::leaf!(Family::Signal, Some(target), std::mem::size_of_val(src) + 8, {
+        profile::leaf!(Family::Signal, Some(target), std::mem::size_of_val(src) + 8, |races| {
             let offset = self.checked_offset(name, sym, target, index, src.len())?;
             let signal_offset = self.checked_offset(name, signal, target, signal_index, 1)?;
-            if crate::race::on() {
+            if races {
                 let at = crate::site::call_site();
                 crate::race::put(
                     at,
@@ -173,9 +173,9 @@ impl World {
         (signal, index, op, value): SignalAt<'_>,
         target: usize,
     ) -> Result<()> {
-        profile::leaf!(Family::Signal, Some(target), 8, {
+        profile::leaf!(Family::Signal, Some(target), 8, |races| {
             let offset = self.checked_offset(name, signal, target, index, 1)?;
-            if crate::race::on() {
+            if races {
                 crate::race::atomic(
                     crate::site::call_site(),
                     target,

@@ -3,8 +3,9 @@
 //! target rank, and the time a rank spends blocked.
 //!
 //! With profiling off (no `ONESIDE_PROFILE`, or `shmem_pcontrol(0)`), a
-//! profiled call costs one relaxed load of `ACTIVE` and a branch: no
-//! clock is read, nothing is counted.
+//! profiled call costs one relaxed load and a branch (`hooks::any` for the
+//! cheap calls, `ACTIVE` for the others): no clock is read, nothing is
+//! counted.
 //!
 //! With it on, each thread counts into its own block of counters
 //! (`record::Block`: single-writer atomics, plain loads and stores, no
@@ -209,7 +210,9 @@ pub fn configured() -> bool {
 /// Follows `shmem_pcontrol`: level 0 pauses counting, 1 and above count.
 pub(crate) fn level_changed(level: i32) {
     TIME_EVERY_CALL.store(level >= 2, Ordering::Relaxed);
-    ACTIVE.store(configured() && level >= 1, Ordering::Relaxed);
+    let active = configured() && level >= 1;
+    ACTIVE.store(active, Ordering::Relaxed);
+    crate::hooks::set(crate::hooks::PROFILE, active);
 }
 
 /// Opens a span for one blocking call of `family`, or `None` when not
@@ -238,19 +241,25 @@ pub(crate) fn active() -> bool {
 }
 
 /// Runs one cheap call (`family`, to `target`, moving `bytes`) written as
-/// a block: with profiling off the block runs as written, with nothing
-/// around it but a load and a branch; on, it runs inside [`counted_leaf`]
-/// (out of line). The block appears twice so that the path taken with
-/// profiling off is not a closure: a closure around an 8-byte put cost
-/// 2-3x in examples/bench's message rate. The counted path is a closure
-/// and a call: inlined into the caller instead, it made profiling cost
-/// about a third less, and the message rate with profiling off about 10%
-/// less (the caller's loop grew).
+/// a block that names a flag, `|races| { ... }`: whether the race checker
+/// is on. With every hook off (`hooks::any`) the block runs as written,
+/// `races` false, with nothing around it but one load and a branch; the
+/// checker's own tests then fold away. With a hook on, it runs inside
+/// [`hooked_leaf`], counted when profiling. The block appears twice so
+/// that the path taken with everything off is not a closure: a closure
+/// around an 8-byte put cost 2-3x in examples/bench's message rate. The
+/// hooked path is a closure and a call: inlined into the caller instead,
+/// it made profiling cost about a third less, and the message rate with
+/// profiling off about 10% less (the caller's loop grew). A second test
+/// of the race checker's own flag in the plain path cost an 8-byte put
+/// 5 ns, a fifth (examples/bench, A/B).
 macro_rules! leaf {
-    ($family:expr, $target:expr, $bytes:expr, $call:block) => {
-        if $crate::profile::active() {
-            $crate::profile::counted_leaf($family, $target, $bytes, move || $call)
+    ($family:expr, $target:expr, $bytes:expr, |$races:ident| $call:block) => {
+        if $crate::hooks::any() {
+            let $races = $crate::race::on();
+            $crate::profile::hooked_leaf($family, $target, $bytes, move || $call)
         } else {
+            let $races = false;
             $call
         }
     };
@@ -325,6 +334,15 @@ impl Drop for Span {
 fn trace(block: &record::Block, family: Family, started: Instant, duration: u64) {
     if let (Some(ring), Some(counters)) = (&block.ring, COUNTERS.get()) {
         ring.push(family, counters.since_start(started), duration);
+    }
+}
+
+/// [`leaf`] with a hook on: counted when profiling, else run as it is.
+#[inline]
+pub(crate) fn hooked_leaf<R>(family: Family, target: Option<usize>, bytes: usize, call: impl FnOnce() -> R) -> R {
+    match active() {
+        true => counted_leaf(family, target, bytes, call),
+        false => call(),
     }
 }
 

@@ -174,6 +174,7 @@ pub(crate) fn start(memory: Memory, mode: Mode) {
         DATA_LEN.store(len, Relaxed);
     }
     ON.store(true, Relaxed);
+    crate::hooks::set(crate::hooks::RACES, true);
 }
 
 /// Says the program calls through the C API (`shmem_init`).
