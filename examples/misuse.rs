@@ -3,6 +3,8 @@
 //!
 //! * `mismatch`: the last rank calls a reduction where the others call a
 //!   broadcast (without `--debug`: a hang or garbage);
+//! * `barrier`: rank 1 calls a broadcast where the others sync (`--debug`
+//!   compares a sync's record after it, every other collective's before);
 //! * `alloc`: rank 0 allocates a different size than the others;
 //! * `reuse`: a reduction's destination is the next broadcast's
 //!   destination, with no barrier between (wrong answers at 8 ranks);
@@ -49,6 +51,8 @@ fn run(world: &oneside::World, mistake: &str) -> oneside::Result<()> {
     match mistake {
         "mismatch" if rank == size - 1 => world.reduce(team, Sum, &dst, &src, 4)?,
         "mismatch" => world.broadcast(team, &dst, &src, 4, 0)?,
+        "barrier" if rank == 1 => world.broadcast(team, &dst, &src, 4, 0)?,
+        "barrier" => world.team_sync(team)?,
         "alloc" => {
             let n = if rank == 0 { 16 } else { 8 };
             let extra = world.alloc::<u64>(n)?;
@@ -62,7 +66,7 @@ fn run(world: &oneside::World, mistake: &str) -> oneside::Result<()> {
             world.broadcast(team, &dst, &src, 4, 0)?;
         }
         other => {
-            eprintln!("misuse: unknown mistake {other:?}: use mismatch, alloc, reuse or fine");
+            eprintln!("misuse: unknown mistake {other:?}: use mismatch, barrier, alloc, reuse or fine");
             std::process::exit(2);
         }
     }

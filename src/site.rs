@@ -241,7 +241,16 @@ fn c_caller(text: &str) -> String {
             .iter()
             .any(|p| name.starts_with(p))
     });
-    match entry.and_then(|i| frames.get(i + 1)) {
+    // Past the last entry, frames still in this library's Rust: an entry
+    // whose code is shared with another one's (`shmem_my_pe` and
+    // `_my_pe`, folded into one body) is named by the other's frames.
+    let in_rust = |at: &Option<String>| {
+        at.as_deref()
+            .and_then(|at| at.rsplitn(3, ':').nth(2))
+            .is_some_and(|file| file.ends_with(".rs"))
+    };
+    let caller = entry.and_then(|i| frames.iter().skip(i + 1).find(|(_, at)| !in_rust(at)));
+    match caller {
         Some((_, Some(at))) => at.clone(),
         Some((name, None)) => format!("in {name} (build with -g for its file:line)"),
         None => String::new(),
@@ -296,6 +305,12 @@ mod tests {
     fn an_inline_wrapper_of_shmem_h_is_skipped() {
         let inlined = "   2: pshmem_long_put\n             at ./capi/src/rma.rs:10:1\n   3: oneside_direct_long_put\n             at ./capi/include/shmem.h:2280:1\n      main\n             at ./misuse.c:30:9\n";
         assert_eq!(c_caller(inlined), "./misuse.c:30:9");
+    }
+
+    #[test]
+    fn an_entry_folded_into_another_is_passed_over() {
+        let folded = "   8: shmem_my_pe\n             at ./capi/src/export.rs:40:17\n      p_my_pe\n             at ./capi/src/setup.rs:421:9\n      _my_pe\n             at ./capi/src/export.rs:40:17\n   9: main\n             at ./messages.c:13:16\n";
+        assert_eq!(c_caller(folded), "./messages.c:13:16");
     }
 
     #[test]

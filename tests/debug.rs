@@ -45,6 +45,20 @@ fn mismatched_collectives_are_reported_with_both_calls() {
 }
 
 #[test]
+fn a_collective_where_the_others_sync_is_reported() {
+    for (transport, _) in transports() {
+        let out = misuse(transport, "barrier");
+        assert_eq!(out.code, Some(1), "{transport}: {out:?}");
+        assert!(out.stderr.contains("collectives do not match"), "{out:?}");
+        assert!(
+            out.stderr.contains("broadcast(root 0, 4 elements of 8 bytes)"),
+            "{out:?}"
+        );
+        assert!(out.stderr.contains("a barrier or sync"), "{out:?}");
+    }
+}
+
+#[test]
 fn mismatched_allocations_are_reported() {
     for (transport, _) in transports() {
         let out = misuse(transport, "alloc");

@@ -10,6 +10,14 @@ use crate::error::Result;
 use crate::links::Channel;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// This rank's record of one collective call, published.
+pub(crate) struct Published {
+    sig: Signature,
+    at: String,
+    offset: usize,
+    call_name: &'static str,
+}
+
 impl Coll<'_> {
     /// Checks this call against the other members' (`sig`: what it is;
     /// `dst`: the heap offset and bytes of its destination, if it has one
@@ -36,29 +44,86 @@ impl Coll<'_> {
     }
 
     fn compare(&self, checks: &Checks, sig: Signature, dst: Option<(usize, usize)>) -> Result<()> {
+        let Some(mine) = self.publish_mine(checks, sig, dst)? else {
+            return Ok(());
+        };
+        self.compare_next(&mine)
+    }
+
+    /// A sync's half of [`agree`](Coll::agree), before it: its record
+    /// published, not yet compared. A sync cannot hang or write anything
+    /// whatever the other members called, so it is compared after it
+    /// ([`agreed_sync`](Coll::agreed_sync)), when every member's record is
+    /// there: no wait for the neighbour's, which cost a barrier under
+    /// `--debug` a second rendezvous. Every other collective compares
+    /// before it, and a sync's mismatch with one of them is found by that
+    /// one's member next to a sync's on the ring, which exists.
+    #[inline]
+    #[track_caller]
+    pub fn agree_sync(&self) -> Result<Option<Published>> {
+        crate::error::located(|| match self.w.debug.as_ref() {
+            None => Ok(None),
+            Some(checks) => {
+                let published = self.publish_mine(checks, Signature::of::<u8>("team_sync", None, 0), None);
+                if published.is_err() {
+                    self.w.links.mark_broken();
+                }
+                published
+            }
+        })
+    }
+
+    /// A sync's record compared with the next member's, after the sync.
+    #[inline]
+    #[track_caller]
+    pub fn agreed_sync(&self, published: Option<Published>) -> Result<()> {
+        crate::error::located(|| match published {
+            None => Ok(()),
+            Some(mine) => {
+                let checked = self.compare_next(&mine);
+                if checked.is_err() {
+                    self.w.links.mark_broken();
+                }
+                checked
+            }
+        })
+    }
+
+    /// Checks the destination and publishes this rank's record; `None`
+    /// when there is no other member to compare with.
+    fn publish_mine(&self, checks: &Checks, sig: Signature, dst: Option<(usize, usize)>) -> Result<Option<Published>> {
         let sig = match sig.op {
             "team_sync" => debug::barrier_signature(),
             _ => sig,
         };
         let at = crate::watch::here();
         let call_name = crate::watch::current_call().unwrap_or(sig.op);
-        let rank = self.w.rank;
-        checks.destination(rank, self.t.slot, (sig.op, call_name), &at, dst)?;
+        checks.destination(self.w.rank, self.t.slot, (sig.op, call_name), &at, dst)?;
         if self.n() == 1 {
-            return Ok(());
+            return Ok(None);
         }
         let offset = checks.record(self.t.slot, self.call);
         self.publish(offset, &sig, &at);
+        Ok(Some(Published {
+            sig,
+            at,
+            offset,
+            call_name,
+        }))
+    }
+
+    /// Compares `mine` with the next member's record of this call.
+    fn compare_next(&self, mine: &Published) -> Result<()> {
         let next = self.rank((self.me() + 1) % self.n());
-        let Some((theirs, their_at)) = self.read_record(next, offset)? else {
+        let Some((theirs, their_at)) = self.read_record(next, mine.offset)? else {
             return Ok(());
         };
-        match theirs == sig {
+        match theirs == mine.sig {
             true => Ok(()),
             false => Err(debug::mismatch(
-                (rank, call_name),
+                (self.w.rank, mine.call_name),
                 self.call,
-                (&sig, &at),
+                (&mine.sig, &mine.at),
                 next,
                 (&theirs, &their_at),
             )),
@@ -102,8 +167,9 @@ impl Coll<'_> {
         });
         loop {
             self.w.links.check_links()?;
-            self.w.links.copy_out(Channel::Default, from, offset, &mut bytes)?;
-            let (call, ..) = Checks::decode(&bytes);
+            let mut word = [0u8; 8];
+            self.w.links.copy_out(Channel::Default, from, offset, &mut word)?;
+            let call = u64::from_le_bytes(word);
             if call > self.call {
                 return Ok(None);
             }

@@ -11,7 +11,6 @@
 //! scale with nodes, not ranks.
 
 use super::{Coll, Members};
-use crate::debug::Signature;
 use crate::error::Result;
 use crate::rma::Rma;
 use crate::team::Team;
@@ -39,8 +38,9 @@ impl World {
             self.quiet()?;
         }
         let c = Coll::begin(self, team, "team_sync")?;
-        c.agree(Signature::of::<u8>("team_sync", None, 0), None)?;
+        let published = c.agree_sync()?;
         c.sync(0)?;
+        c.agreed_sync(published)?;
         crate::race::phase_ended(phase)
     }
 
