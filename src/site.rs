@@ -158,12 +158,16 @@ fn own_object() -> Option<(usize, usize)> {
     })
 }
 
-/// The return address of this thread's C caller: the first frame outside
-/// the object holding this library, unwound without symbols
-/// (`_Unwind_Backtrace`); 0 when the program and this library are one
-/// object (a static link) or nothing is found.
+/// The return address of this thread's C caller: the one its entry into
+/// the C API noted (`set_noted_caller`, under a checking mode), else the
+/// first frame outside the object holding this library, unwound without
+/// symbols (`_Unwind_Backtrace`); 0 when the program and this library are
+/// one object (a static link) or nothing is found.
 #[inline(never)]
 pub(crate) fn c_caller_pc() -> usize {
+    if let Some(pc) = NOTED.get().map(|noted| noted()).filter(|&pc| pc != 0) {
+        return pc;
+    }
     struct Walk {
         lo: usize,
         hi: usize,
@@ -205,6 +209,16 @@ pub(crate) fn c_caller_pc() -> usize {
 /// the C API: the Python line that called through shmem4py says more than
 /// the binding's generated C (`shmem4py.api.c:66826:5`, in a build
 /// directory long gone).
+/// The C API's noted caller of the current call (0 when none was noted):
+/// the return address its exported entry saw, with no unwinding.
+static NOTED: std::sync::OnceLock<fn() -> usize> = std::sync::OnceLock::new();
+
+/// Set once by the C API: how to read the current call's noted caller.
+#[doc(hidden)]
+pub fn set_noted_caller(noted: fn() -> usize) {
+    let _ = NOTED.set(noted);
+}
+
 static FOREIGN: std::sync::OnceLock<fn() -> Option<String>> = std::sync::OnceLock::new();
 
 /// Lets the C API name callers in a binding's language: `caller` gives
@@ -231,25 +245,28 @@ pub fn phrase(at: &str) -> String {
 }
 
 /// The frame that called the C API, from a backtrace's text: the first
-/// frame after the outermost `shmem_`/`pshmem_` function or `shmem.h`
-/// inline wrapper (`oneside_direct_`), as `file:line`
-/// when resolved, or `in <function>` with a hint.
+/// frame after the library's outermost one, as `file:line` when resolved,
+/// or `in <function>` with a hint.
 fn c_caller(text: &str) -> String {
     let frames = frames(text);
-    let entry = frames.iter().rposition(|(name, _)| {
-        ["shmem_", "pshmem_", "oneside_direct_"]
+    // The library's frames: its entries, by name (`pshmem_put`, shmem.h's
+    // `oneside_direct_put`, the body `oneside_shmem::rma::body_shmem_put`
+    // that the exported names run), and any frame in its Rust. An entry
+    // whose code is shared with another's (`shmem_my_pe` folded into
+    // `_my_pe`'s body) is named by the other's frames, in Rust.
+    let api = |name: &str| {
+        let last = name.rsplit("::").next().unwrap_or(name);
+        ["shmem_", "pshmem_", "oneside_direct_", "body_"]
             .iter()
-            .any(|p| name.starts_with(p))
-    });
-    // Past the last entry, frames still in this library's Rust: an entry
-    // whose code is shared with another one's (`shmem_my_pe` and
-    // `_my_pe`, folded into one body) is named by the other's frames.
+            .any(|p| last.starts_with(p))
+    };
     let in_rust = |at: &Option<String>| {
         at.as_deref()
             .and_then(|at| at.rsplitn(3, ':').nth(2))
             .is_some_and(|file| file.ends_with(".rs"))
     };
-    let caller = entry.and_then(|i| frames.iter().skip(i + 1).find(|(_, at)| !in_rust(at)));
+    let last_ours = frames.iter().rposition(|(name, at)| api(name) || in_rust(at));
+    let caller = last_ours.and_then(|i| frames.get(i + 1));
     match caller {
         Some((_, Some(at))) => at.clone(),
         Some((name, None)) => format!("in {name} (build with -g for its file:line)"),
@@ -311,6 +328,12 @@ mod tests {
     fn an_entry_folded_into_another_is_passed_over() {
         let folded = "   8: shmem_my_pe\n             at ./capi/src/export.rs:40:17\n      p_my_pe\n             at ./capi/src/setup.rs:421:9\n      _my_pe\n             at ./capi/src/export.rs:40:17\n   9: main\n             at ./messages.c:13:16\n";
         assert_eq!(c_caller(folded), "./messages.c:13:16");
+    }
+
+    #[test]
+    fn an_entry_body_without_line_tables_is_the_library_s() {
+        let stripped = "   1: oneside::watch::idle\n   2: oneside_shmem::setup::body_shmem_barrier_all\n   3: main\n             at /tmp/hang.c:17:5\n";
+        assert_eq!(c_caller(stripped), "/tmp/hang.c:17:5");
     }
 
     #[test]

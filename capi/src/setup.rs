@@ -38,6 +38,8 @@ fn init(api: &'static str, requested: c_int) {
     // Reports and errors name a Python program's own line, not shmem4py's C.
     oneside::site::set_foreign_caller(|| crate::python::caller().map(|at| format!("{at} (Python)")));
     let world = ok(api, oneside::init_with(Options::new().symmetric_globals(true)));
+    // Checking modes name the C caller of every call: noted at entry.
+    crate::caller::set_noting(world.checking());
     // SHMEM_TEAM_SHARED is the library's, not the program's: its
     // collectives are profiled as init's.
     let (shared, direct) = oneside::profile::runtime_own(|| {
