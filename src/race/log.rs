@@ -151,7 +151,45 @@ thread_local! {
     static MINE: Cell<*const Thread> = const { Cell::new(std::ptr::null()) };
 }
 
+/// The first thread to write anything down (the main thread, in nearly
+/// every program) and its thread pointer: found without a thread-local.
+/// A thread-local in this library is a call (`__tls_get_addr`, the model
+/// of a shared library's), which was most of a C load's cost.
+static FIRST: std::sync::atomic::AtomicPtr<Thread> = std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+static FIRST_TP: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// This thread's pointer (the TCB's address, `fs:0` on x86_64): another
+/// thread's is never the same while this one lives. A thread that reuses
+/// an exited one's block takes over its `Thread` too, which then still has
+/// one writer. 0 where it is not read this way.
+#[inline(always)]
+fn thread_pointer() -> usize {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    {
+        let tp: usize;
+        // SAFETY: reads the thread control block's self pointer, which
+        // glibc and musl keep at fs:0 for the thread's life.
+        unsafe { std::arch::asm!("mov {}, qword ptr fs:0", out(reg) tp, options(nostack, readonly, preserves_flags)) };
+        tp
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+    {
+        0
+    }
+}
+
+#[inline(always)]
 fn mine() -> Option<&'static Thread> {
+    let tp = thread_pointer();
+    if tp != 0 && tp == FIRST_TP.load(Relaxed) {
+        // SAFETY: FIRST is set before FIRST_TP (below), from a leaked `Arc`.
+        return Some(unsafe { &*FIRST.load(std::sync::atomic::Ordering::Acquire) });
+    }
+    mine_slow(tp)
+}
+
+#[inline(never)]
+fn mine_slow(tp: usize) -> Option<&'static Thread> {
     let ptr = MINE.try_with(|m| m.get()).ok()?;
     if !ptr.is_null() {
         // SAFETY: made below from an `Arc` that is never dropped.
@@ -165,6 +203,18 @@ fn mine() -> Option<&'static Thread> {
     crate::sync::lock(&THREADS).push(thread.clone());
     let ptr = Arc::into_raw(thread);
     MINE.try_with(|m| m.set(ptr)).ok()?;
+    if tp != 0
+        && FIRST
+            .compare_exchange(
+                std::ptr::null_mut(),
+                ptr.cast_mut(),
+                std::sync::atomic::Ordering::Release,
+                Relaxed,
+            )
+            .is_ok()
+    {
+        FIRST_TP.store(tp, std::sync::atomic::Ordering::Release);
+    }
     // SAFETY: as above: the `Arc` is leaked, so it lives for good.
     Some(unsafe { &*ptr })
 }
