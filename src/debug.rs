@@ -102,10 +102,10 @@ impl Signature {
         }
     }
 
-    fn words(&self, call: u64) -> [u64; WORDS] {
+    fn words(&self, call: u64, site: u64) -> [u64; WORDS] {
         let op = OPS.iter().position(|&o| o == self.op).unwrap_or(OPS.len() - 1);
         let root = self.root.map_or(u64::MAX, |r| r as u64);
-        [call, op as u64, root, self.count as u64, self.size as u64, 0, 0, 0]
+        [call, op as u64, root, self.count as u64, self.size as u64, site, 0, 0]
     }
 
     fn from_words(w: &[u64; WORDS]) -> Signature {
@@ -128,11 +128,32 @@ impl Signature {
     }
 }
 
+/// Where a collective was called, as its record carries it: a Rust
+/// caller's words, or a C caller's site code (`race::site`), which another
+/// rank can read too. A C place is put in words only for a message: doing
+/// it at the first collective cost a short program a tenth of a second
+/// (the library's debug information, decompressed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Place {
+    Words(String),
+    Code(u64),
+}
+
+impl Place {
+    /// The place in words (`file:line`), or "" when unknown.
+    pub fn words(&self) -> String {
+        match self {
+            Place::Words(words) => words.clone(),
+            Place::Code(code) => crate::race::site::describe(*code),
+        }
+    }
+}
+
 /// A team's previous collective, for the destination check.
 #[derive(Debug, Clone)]
 struct Previous {
     op: &'static str,
-    at: String,
+    at: Place,
     dst: (usize, usize),
 }
 
@@ -156,22 +177,34 @@ impl Checks {
         self.area + (slot * RING + (call as usize % RING)) * RECORD
     }
 
-    /// Encodes this rank's record of `sig` for call `call`, made at `at`;
-    /// the call number comes last in memory order (see `store`).
-    pub fn encode(sig: &Signature, call: u64, at: &str) -> ([u64; WORDS], [u8; RECORD - WORDS * 8]) {
+    /// Encodes this rank's record of `sig` for call `call`, made at `at`
+    /// (a C site's code in a word, other places as text); the call number
+    /// comes last in memory order (see `store`).
+    pub fn encode(sig: &Signature, call: u64, at: &Place) -> ([u64; WORDS], [u8; RECORD - WORDS * 8]) {
         let mut text = [0u8; RECORD - WORDS * 8];
-        let n = at.len().min(text.len());
-        text[..n].copy_from_slice(&at.as_bytes()[..n]);
-        (sig.words(call), text)
+        let site = match at {
+            Place::Code(code) => *code,
+            Place::Words(words) => {
+                let n = words.len().min(text.len());
+                text[..n].copy_from_slice(&words.as_bytes()[..n]);
+                0
+            }
+        };
+        (sig.words(call, site), text)
     }
 
     /// Decodes a record read from a member: its call number, signature and location.
-    pub fn decode(bytes: &[u8; RECORD]) -> (u64, Signature, String) {
+    pub fn decode(bytes: &[u8; RECORD]) -> (u64, Signature, Place) {
         let words: [u64; WORDS] =
             std::array::from_fn(|i| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().expect("8 bytes")));
-        let text = &bytes[WORDS * 8..];
-        let end = text.iter().position(|&b| b == 0).unwrap_or(text.len());
-        let at = String::from_utf8_lossy(&text[..end]).into_owned();
+        let at = match words[5] {
+            0 => {
+                let text = &bytes[WORDS * 8..];
+                let end = text.iter().position(|&b| b == 0).unwrap_or(text.len());
+                Place::Words(String::from_utf8_lossy(&text[..end]).into_owned())
+            }
+            code => Place::Code(code),
+        };
         (words[0], Signature::from_words(&words), at)
     }
 
@@ -184,7 +217,7 @@ impl Checks {
         rank: usize,
         slot: usize,
         (op, name): (&'static str, &str),
-        at: &str,
+        at: &Place,
         dst: Option<(usize, usize)>,
     ) -> Result<()> {
         let mut previous = crate::sync::lock(&self.previous);
@@ -205,17 +238,18 @@ impl Checks {
                 return Err(Error::Check {
                     rank,
                     call: name.to_string(),
-                    at: at.to_string(),
+                    at: at.words(),
                     detail: format!(
                         "its destination (heap offset {offset}, {len} bytes) is the destination of the team's previous collective, {} at {}, which some member may still be in: {op} writes every member's destination, so put a barrier or sync between the two (OpenSHMEM: the destination must be ready on every PE)",
-                        p.op, p.at
+                        p.op,
+                        p.at.words()
                     ),
                 });
             }
         }
         previous[slot] = Some(Previous {
             op,
-            at: at.to_string(),
+            at: at.clone(),
             dst: (offset, len),
         });
         Ok(())
@@ -227,21 +261,22 @@ impl Checks {
 pub(crate) fn mismatch(
     (rank, name): (usize, &str),
     call: u64,
-    (mine, at): (&Signature, &str),
+    (mine, at): (&Signature, &Place),
     other: usize,
-    (theirs, their_at): (&Signature, &str),
+    (theirs, their_at): (&Signature, &Place),
 ) -> Error {
+    let (at, their_at) = (at.words(), their_at.words());
     Error::Check {
         rank,
         call: name.to_string(),
-        at: at.to_string(),
+        at: at.clone(),
         detail: format!(
             "collectives do not match: as the {} collective call on the team since init, this rank called {}{}, but rank {other} called {}{}; every member must make the same collective calls, with the same root, count and type, in the same order",
             crate::words::ordinal(call),
             mine.describe(),
-            crate::site::phrase(at),
+            crate::site::phrase(&at),
             theirs.describe(),
-            crate::site::phrase(their_at)
+            crate::site::phrase(&their_at)
         ),
     }
 }
@@ -258,36 +293,47 @@ mod tests {
             count: 4,
             size: 8,
         };
-        let (words, text) = Checks::encode(&sig, 7, "x.rs:3:5");
-        let mut bytes = [0u8; RECORD];
-        for (i, w) in words.iter().enumerate() {
-            bytes[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+        for at in [Place::Words("x.rs:3:5".to_string()), Place::Code(0x8000_0000_0000_1234)] {
+            let (words, text) = Checks::encode(&sig, 7, &at);
+            let mut bytes = [0u8; RECORD];
+            for (i, w) in words.iter().enumerate() {
+                bytes[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+            }
+            bytes[WORDS * 8..].copy_from_slice(&text);
+            assert_eq!(Checks::decode(&bytes), (7, sig.clone(), at));
         }
-        bytes[WORDS * 8..].copy_from_slice(&text);
-        assert_eq!(Checks::decode(&bytes), (7, sig, "x.rs:3:5".to_string()));
     }
 
     #[test]
     fn reusing_a_destination_without_a_sync_is_an_error_and_a_sync_clears_it() {
         let checks = Checks::new(0);
         let call = |op| (op, op);
+        let at = |words: &str| Place::Words(words.to_string());
         checks
-            .destination(1, 0, call("reduce"), "a.rs:1", Some((64, 8)))
+            .destination(1, 0, call("reduce"), &at("a.rs:1"), Some((64, 8)))
             .unwrap();
         let e = checks
-            .destination(1, 0, ("broadcast", "shmem_long_broadcast"), "a.rs:2", Some((64, 8)))
+            .destination(
+                1,
+                0,
+                ("broadcast", "shmem_long_broadcast"),
+                &at("a.rs:2"),
+                Some((64, 8)),
+            )
             .unwrap_err();
         assert!(e.to_string().contains("reduce at a.rs:1"), "{e}");
         assert!(e.to_string().contains("shmem_long_broadcast at a.rs:2"), "{e}");
-        checks.destination(1, 0, call("team_sync"), "a.rs:3", None).unwrap();
         checks
-            .destination(1, 0, call("broadcast"), "a.rs:4", Some((64, 8)))
+            .destination(1, 0, call("team_sync"), &at("a.rs:3"), None)
             .unwrap();
         checks
-            .destination(1, 0, call("reduce"), "a.rs:5", Some((64, 8)))
+            .destination(1, 0, call("broadcast"), &at("a.rs:4"), Some((64, 8)))
             .unwrap();
         checks
-            .destination(1, 0, call("reduce"), "a.rs:6", Some((64, 8)))
+            .destination(1, 0, call("reduce"), &at("a.rs:5"), Some((64, 8)))
+            .unwrap();
+        checks
+            .destination(1, 0, call("reduce"), &at("a.rs:6"), Some((64, 8)))
             .unwrap();
     }
 }

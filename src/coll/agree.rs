@@ -5,15 +5,28 @@
 
 use super::Coll;
 use crate::backoff::Backoff;
-use crate::debug::{self, Checks, Signature};
+use crate::debug::{self, Checks, Place, Signature};
 use crate::error::Result;
 use crate::links::Channel;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// Where this rank's collective was called: a C caller as its site's code,
+/// put in words only if a message needs it (a Python program's line, and
+/// a Rust caller's, are words already).
+fn place_here() -> Place {
+    if crate::watch::in_c_call() && crate::site::foreign_caller().is_none() {
+        let pc = crate::site::c_caller_pc();
+        if pc != 0 {
+            return Place::Code(crate::race::site::code(crate::race::site::raw_c(pc)));
+        }
+    }
+    Place::Words(crate::watch::here())
+}
+
 /// This rank's record of one collective call, published.
 pub(crate) struct Published {
     sig: Signature,
-    at: String,
+    at: Place,
     offset: usize,
     call_name: &'static str,
 }
@@ -96,7 +109,7 @@ impl Coll<'_> {
             "team_sync" => debug::barrier_signature(),
             _ => sig,
         };
-        let at = crate::watch::here();
+        let at = place_here();
         let call_name = crate::watch::current_call().unwrap_or(sig.op);
         checks.destination(self.w.rank, self.t.slot, (sig.op, call_name), &at, dst)?;
         if self.n() == 1 {
@@ -133,7 +146,7 @@ impl Coll<'_> {
     /// Writes this rank's record of this call: the text and signature
     /// first, the call number last (Release), so a reader that sees the
     /// number and reads again sees the rest.
-    fn publish(&self, offset: usize, sig: &Signature, at: &str) {
+    fn publish(&self, offset: usize, sig: &Signature, at: &Place) {
         let (words, text) = Checks::encode(sig, self.call, at);
         let base = self.own(offset);
         // SAFETY: the record lies in this rank's checking area (allocated
@@ -151,7 +164,7 @@ impl Coll<'_> {
     /// Reads rank `from`'s record of this call once `from` has written it;
     /// `None` when `from` has run a whole ring of calls ahead (nothing left
     /// to compare).
-    fn read_record(&self, from: usize, offset: usize) -> Result<Option<(Signature, String)>> {
+    fn read_record(&self, from: usize, offset: usize) -> Result<Option<(Signature, Place)>> {
         let mut bytes = [0u8; debug::RECORD];
         let mut backoff = Backoff::new(self.w.spin_waits);
         let _blocked = crate::watch::blocked(crate::watch::Waiting::Step {

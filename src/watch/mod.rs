@@ -196,6 +196,11 @@ pub(crate) fn here() -> String {
     })
 }
 
+/// Whether this thread is in a call of the C API (named by `c_entered`).
+pub(crate) fn in_c_call() -> bool {
+    LOCAL.with(|local| local.c_call.get().is_some())
+}
+
 /// The name of this thread's current outermost call, if one is named.
 pub(crate) fn current_call() -> Option<&'static str> {
     LOCAL.with(|local| local.c_call.get().or(local.call.get().map(|c| c.name)))
