@@ -79,7 +79,7 @@ impl ThreadLog {
 
 /// No run in a slot.
 const EMPTY: u64 = u64::MAX;
-const SLOTS: usize = 8;
+const SLOTS: usize = 16;
 
 /// The current run of loads or stores from one place.
 struct Slot {
@@ -235,31 +235,72 @@ pub(crate) fn extend(stamp: u64, site: u64, kind: u8, offset: u64, len: u64) -> 
         2 | 3 => u64::from(kind) | (len << 8),
         k => u64::from(k),
     };
-    for slot in &thread.slots {
-        if slot.site.load(Relaxed) != site || slot.stamp.load(Relaxed) != stamp || slot.kind.load(Relaxed) != code {
+    // A place's run is looked for first in its two home slots, where it
+    // begins when one is free: the loads and stores of a loop's body, each
+    // from its own place, mostly find theirs at the first or second look.
+    let (a, b) = homes(site);
+    for i in [a, b] {
+        let slot = &thread.slots[i];
+        if let Some(extended) = slot.extend(thread, stamp, site, code, offset, len) {
+            return extended;
+        }
+    }
+    for (i, slot) in thread.slots.iter().enumerate() {
+        if i == a || i == b {
             continue;
         }
-        let (lo, hi) = (slot.lo.load(Relaxed), slot.hi.load(Relaxed));
-        if lo <= offset && offset <= hi {
-            if offset + len > hi {
-                slot.hi.store(offset + len, Relaxed);
-            }
-            return true;
+        if let Some(extended) = slot.extend(thread, stamp, site, code, offset, len) {
+            return extended;
         }
-        if offset < lo && offset + len >= lo {
-            slot.lo.store(offset, Relaxed);
-            if offset + len > hi {
-                slot.hi.store(offset + len, Relaxed);
-            }
-            return true;
-        }
-        // The same place elsewhere: a new run, in this slot.
-        begin(thread, slot, (stamp, site, code), offset, len);
-        return false;
     }
-    let slot = &thread.slots[thread.next.fetch_add(1, Relaxed) as usize % SLOTS];
+    let slot = match (
+        thread.slots[a].stamp.load(Relaxed) == stamp,
+        thread.slots[b].stamp.load(Relaxed) == stamp,
+    ) {
+        (false, _) => &thread.slots[a],
+        (true, false) => &thread.slots[b],
+        (true, true) => &thread.slots[thread.next.fetch_add(1, Relaxed) as usize % SLOTS],
+    };
     begin(thread, slot, (stamp, site, code), offset, len);
     false
+}
+
+/// A place's two home slots, from its return address's bits.
+#[inline(always)]
+fn homes(site: u64) -> (usize, usize) {
+    let h = site ^ (site >> 17);
+    let a = (h % SLOTS as u64) as usize;
+    let b = ((h >> 4) % SLOTS as u64) as usize;
+    (a, if b == a { (a + 1) % SLOTS } else { b })
+}
+
+impl Slot {
+    /// Extends this slot's run with an access of place `(stamp, site,
+    /// code)`, if the run is that place's: `Some(true)` when it touched
+    /// the run, `Some(false)` when it began a new one here (the same place
+    /// elsewhere), `None` when the slot holds another place.
+    #[inline(always)]
+    fn extend(&self, thread: &Thread, stamp: u64, site: u64, code: u64, offset: u64, len: u64) -> Option<bool> {
+        if self.site.load(Relaxed) != site || self.stamp.load(Relaxed) != stamp || self.kind.load(Relaxed) != code {
+            return None;
+        }
+        let (lo, hi) = (self.lo.load(Relaxed), self.hi.load(Relaxed));
+        if lo <= offset && offset <= hi {
+            if offset + len > hi {
+                self.hi.store(offset + len, Relaxed);
+            }
+            return Some(true);
+        }
+        if offset < lo && offset + len >= lo {
+            self.lo.store(offset, Relaxed);
+            if offset + len > hi {
+                self.hi.store(offset + len, Relaxed);
+            }
+            return Some(true);
+        }
+        begin(thread, self, (stamp, site, code), offset, len);
+        Some(false)
+    }
 }
 
 /// Starts a new run in `slot`, moving its old one into the log.

@@ -83,7 +83,7 @@ pub(super) fn acquired() {
 }
 
 /// A C program's load (`kind` 0), store (1), atomic (2) or atomic load (3) at `addr`.
-#[inline]
+#[inline(always)]
 pub(super) fn touched(addr: usize, size: usize, kind: u8, pc: usize) {
     if COUNT.load(Relaxed) != 0 {
         check(addr, size, kind, pc);
