@@ -9,10 +9,13 @@
 //! between, the flag waited for), `get-put` (a read-modify-write of a
 //! counter on rank 0 with get and put), `atomic-mix` (an atomic add and a
 //! plain write of one word), `two-puts` (two ranks put into the same
-//! bytes).
+//! bytes), `put-get` (rank 0 gets bytes its own put, not yet completed,
+//! writes), `reduce-put` (a put into a member's reduction destination,
+//! which that member may still be writing).
 //!
 //! Race-free: `halo`, `quiet-flag`, `fence-flag`, `signal`, `lock`,
-//! `atomic`, `test-flag`, `owned` (each rank writes its own part).
+//! `atomic`, `test-flag`, `owned` (each rank writes its own part),
+//! `put-quiet-get`, `reduce-barrier-put`.
 
 use oneside::prelude::*;
 use oneside::{Cmp, SignalOp};
@@ -110,6 +113,30 @@ fn run(case: &str) -> oneside::Result<()> {
                 _ => 0,
             };
             world.put_value(&data, 0, at, me as u64)?;
+            world.barrier()?;
+        }
+        "put-get" | "put-quiet-get" => {
+            if me == 0 {
+                world.put(&data, right, 0, &[7; 8])?;
+                if case == "put-quiet-get" {
+                    world.quiet()?;
+                }
+                let v = world.get_value(&data, right, 3)?;
+                assert!(case == "put-get" || v == 7);
+            }
+            world.barrier()?;
+        }
+        "reduce-put" | "reduce-barrier-put" => {
+            let one = world.alloc::<u64>(1)?;
+            world.local_write(&one, 0, &[1])?;
+            world.barrier()?;
+            world.reduce(world.team_world(), oneside::Sum, &data, &one, 1)?;
+            if case == "reduce-barrier-put" {
+                world.barrier()?;
+            }
+            if me == 0 {
+                world.put_value(&data, right, 0, 0)?;
+            }
             world.barrier()?;
         }
         other => panic!("races: no case {other:?}"),

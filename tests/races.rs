@@ -12,8 +12,16 @@ use common::capi::{build_capi, scratch, tool};
 use common::*;
 use std::process::Command;
 
-const RUST_RACY: [&str; 5] = ["halo-early", "no-fence", "get-put", "atomic-mix", "two-puts"];
-const RUST_FREE: [&str; 8] = [
+const RUST_RACY: [&str; 7] = [
+    "halo-early",
+    "no-fence",
+    "get-put",
+    "atomic-mix",
+    "two-puts",
+    "put-get",
+    "reduce-put",
+];
+const RUST_FREE: [&str; 10] = [
     "halo",
     "quiet-flag",
     "fence-flag",
@@ -22,8 +30,10 @@ const RUST_FREE: [&str; 8] = [
     "lock",
     "atomic",
     "owned",
+    "put-quiet-get",
+    "reduce-barrier-put",
 ];
-const C_RACY: [&str; 10] = [
+const C_RACY: [&str; 14] = [
     "halo-early",
     "no-fence",
     "get-put",
@@ -34,8 +44,12 @@ const C_RACY: [&str; 10] = [
     "get-nbi-twice",
     "fetch-nbi-early",
     "atomic-types",
+    "put-get",
+    "put-put",
+    "get-nbi-fence-put",
+    "reduce-put",
 ];
-const C_FREE: [&str; 10] = [
+const C_FREE: [&str; 14] = [
     "halo",
     "fence-flag",
     "quiet-flag",
@@ -46,6 +60,10 @@ const C_FREE: [&str; 10] = [
     "get-nbi-quiet",
     "atomic-fetch-load",
     "ping-pong",
+    "put-quiet-get",
+    "put-fence-put",
+    "get-nbi-quiet-put",
+    "reduce-barrier-put",
 ];
 
 /// Checks one run's verdict; `file` is the source the reports must name.
@@ -223,6 +241,25 @@ fn the_guide_quotes_the_reports_as_they_are() {
         .map(|b| b.split("```").next().unwrap())
         .collect();
     assert_eq!(blocks.len(), 3, "three programs");
+    assert_eq!(outputs.len(), 4, "their three reports, and tests/c/races.c's put-get");
+    // The report of one PE's own put and get, from tests/c/races.c.
+    let exe = compile_races("gcc");
+    let run = rlaunch(&[
+        "-n",
+        "2",
+        "--timeout",
+        "60",
+        "--check-races",
+        &exe.to_string_lossy(),
+        "put-get",
+    ]);
+    assert_eq!(run.code, Some(66), "put-get: {run:?}");
+    for line in outputs[3].lines().filter(|l| !l.is_empty()) {
+        assert!(
+            run.stderr.contains(line),
+            "put-get: the guide quotes {line:?}, the run printed {run:?}"
+        );
+    }
     let dir = scratch().join("guide-races");
     std::fs::create_dir_all(&dir).unwrap();
     for (code, quoted) in blocks.iter().zip(&outputs) {

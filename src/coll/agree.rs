@@ -38,6 +38,7 @@ impl Coll<'_> {
     #[inline]
     #[track_caller]
     pub fn agree(&self, sig: Signature, dst: Option<(usize, usize)>) -> Result<()> {
+        self.dst.set(dst);
         crate::error::located(|| match self.w.debug.as_ref() {
             None => Ok(()),
             Some(checks) => self.check(checks, sig, dst),

@@ -96,15 +96,29 @@ pub(crate) struct Coll<'a> {
     pub op: &'static str,
     call: u64,
     layout: Layout,
+    /// Where the program called it, and its destination in this rank's
+    /// heap if it has one (`agree`): written down for the race checker
+    /// when the call ends.
+    at: &'static std::panic::Location<'static>,
+    dst: std::cell::Cell<Option<(usize, usize)>>,
     _entered: InCollective<'a>,
     _span: Option<crate::profile::Span>,
     _call: Option<crate::watch::CallGuard>,
+}
+
+impl Drop for Coll<'_> {
+    fn drop(&mut self) {
+        if let Some(dst) = self.dst.get().filter(|_| crate::race::on()) {
+            crate::race::collective_wrote(self.at, dst);
+        }
+    }
 }
 
 impl<'a> Coll<'a> {
     /// Starts a call of `op` on `team`.
     #[track_caller]
     pub fn begin(w: &'a World, t: &'a Team, op: &'static str) -> Result<Coll<'a>> {
+        let at = std::panic::Location::caller();
         crate::error::located_call(|| {
             let call_guard = crate::watch::call(op);
             let span = crate::profile::span(crate::profile::Family::of_collective(op));
@@ -121,6 +135,8 @@ impl<'a> Coll<'a> {
                 op,
                 call,
                 layout: w.team_layout(),
+                at,
+                dst: std::cell::Cell::new(None),
                 _entered: entered,
                 _span: span,
                 _call: call_guard,

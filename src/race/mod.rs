@@ -22,6 +22,7 @@ pub(crate) mod check;
 pub(crate) mod exchange;
 pub(crate) mod log;
 mod nbi;
+mod origin;
 mod report;
 pub(crate) mod site;
 
@@ -67,9 +68,10 @@ pub mod ops {
     pub const LOCAL_READ: u8 = 8;
     pub const LOCAL_WRITE: u8 = 9;
     pub const WAIT: u8 = 10;
+    pub const COLLECTIVE: u8 = 11;
     /// In words, for a report: `a put`.
     pub(crate) fn words(op: u8) -> &'static str {
-        const WORDS: [&str; 11] = [
+        const WORDS: [&str; 12] = [
             "a load",
             "a store",
             "an atomic",
@@ -81,6 +83,7 @@ pub mod ops {
             "a local read",
             "a local write",
             "a wait",
+            "a collective",
         ];
         WORDS.get(op as usize).copied().unwrap_or("an access")
     }
@@ -235,6 +238,7 @@ pub(crate) fn remote(
     if done_at_return {
         DIRTY.store(true, Relaxed);
     }
+    origin::issued(access.site, target, (offset, len), (kind, op), done_at_return);
     log::with(|l| l.add(target as u32, access));
 }
 
@@ -348,8 +352,12 @@ pub(crate) fn release(quiet: bool) {
         s.released.store(n, Relaxed);
         s.issued.store(n, Relaxed);
     }
-    if quiet {
-        nbi::completed();
+    match quiet {
+        true => {
+            nbi::completed();
+            origin::completed();
+        }
+        false => origin::fenced(),
     }
 }
 
@@ -372,6 +380,7 @@ pub(crate) fn issued() {
 pub(crate) fn acquire(seen: Option<(usize, usize)>) {
     let Some(s) = state() else { return };
     nbi::acquired();
+    origin::completed();
     let n = next_seq();
     let _ = s.acquired.compare_exchange(u32::MAX, n, Relaxed, Relaxed);
     if let Some((offset, len)) = seen {
@@ -395,6 +404,16 @@ pub(crate) fn observed(offset: Option<usize>, len: usize) {
     if on() {
         acquire(offset.map(|offset| (offset, len)));
     }
+}
+
+/// A collective wrote this PE's destination, `len` bytes at heap
+/// `offset`, before it returned: another PE's access to them after its
+/// own return from the collective is not ordered with that write (the
+/// collective ends at each member on its own), unless a synchronization
+/// after it orders them.
+#[inline(never)]
+pub(crate) fn collective_wrote(at: &'static Location<'static>, (offset, len): (usize, usize)) {
+    local(at, (offset, len), Kind::Write, ops::COLLECTIVE);
 }
 
 /// A collective other than a world barrier: a release and an acquire.

@@ -12,12 +12,18 @@
  * destination read before the quiet), signal-nbi-reuse (the same for
  * put_signal_nbi), get-nbi-twice (two get_nbi into one buffer),
  * fetch-nbi-early (a fetching atomic's nbi destination read before the
- * quiet), atomic-types (one PE's int and float atomics on one word).
+ * quiet), atomic-types (one PE's int and float atomics on one word),
+ * put-get (a get of bytes the same PE's put, not completed, writes),
+ * put-put (two puts to the same bytes with no fence between),
+ * get-nbi-fence-put (a put to bytes a pending get_nbi reads: a fence
+ * does not order a get), reduce-put (a put into a member's reduction
+ * destination, which that member may still be writing).
  *
  * Race-free: halo, fence-flag, quiet-flag, signal, atomic, lock,
  * nbi-quiet, get-nbi-quiet, atomic-fetch-load (an atomic fetch and a
  * plain load: both read), ping-pong (a put_signal_nbi's source reused once
- * the answer to its signal arrived).
+ * the answer to its signal arrived), put-quiet-get, put-fence-put,
+ * get-nbi-quiet-put, reduce-barrier-put.
  */
 #include <shmem.h>
 #include <stdio.h>
@@ -31,6 +37,7 @@ long data[8];
 long flag;
 long counter;
 long lock;
+long total, one = 1;
 uint64_t sig;
 union {
     int i;
@@ -158,6 +165,40 @@ int main(int argc, char **argv) {
             shmem_signal_wait_until(&sig, SHMEM_CMP_EQ, 1);
             shmem_long_put_signal(data, buf, 8, &sig, 2, SHMEM_SIGNAL_SET, 0);
         }
+        shmem_barrier_all();
+    } else if (!strcmp(c, "put-get") || !strcmp(c, "put-quiet-get")) {
+        if (me == 0) {
+            shmem_long_put(data, buf, 8, 1);
+            if (!strcmp(c, "put-quiet-get"))
+                shmem_quiet();
+            if (shmem_long_g(&data[3], 1) != 4)
+                printf("PE 0: read before the put landed\n");
+        }
+        shmem_barrier_all();
+    } else if (!strcmp(c, "put-put") || !strcmp(c, "put-fence-put")) {
+        if (me == 0) {
+            shmem_long_put(data, buf, 8, 1);
+            if (!strcmp(c, "put-fence-put"))
+                shmem_fence();
+            shmem_long_p(&data[7], 0, 1);
+        }
+        shmem_barrier_all();
+    } else if (!strcmp(c, "get-nbi-fence-put") || !strcmp(c, "get-nbi-quiet-put")) {
+        if (me == 0) {
+            shmem_long_get_nbi(buf, data, 8, 1);
+            if (!strcmp(c, "get-nbi-fence-put"))
+                shmem_fence();
+            else
+                shmem_quiet();
+            shmem_long_p(&data[0], 5, 1);
+        }
+        shmem_barrier_all();
+    } else if (!strcmp(c, "reduce-put") || !strcmp(c, "reduce-barrier-put")) {
+        shmem_long_sum_reduce(SHMEM_TEAM_WORLD, &total, &one, 1);
+        if (!strcmp(c, "reduce-barrier-put"))
+            shmem_barrier_all();
+        if (me == 0)
+            shmem_long_p(&total, 0, 1);
         shmem_barrier_all();
     } else {
         printf("races: no case '%s'\n", c);

@@ -1,0 +1,159 @@
+//! One PE's own operations on another PE's bytes, in the order it issued
+//! them. OpenSHMEM completes a put, a non-blocking get and a non-fetching
+//! atomic only at the next quiet, and orders one PE's puts only by a
+//! fence. So, with no quiet between them:
+//!
+//! * a get (or fetching atomic) of bytes a pending put writes may read
+//!   them before the put lands;
+//! * a put to bytes a pending put also writes, with no fence between, may
+//!   land first;
+//! * a put to bytes a pending non-blocking get reads may land before the
+//!   get reads them.
+//!
+//! Each is a race found at once, at the PE that made both, as `nbi` finds
+//! a buffer reused too early. Two atomics are never one. An acquire (a
+//! wait or test that returned true, a fetching atomic, a lock) forgets
+//! every pending operation: what it saw may be another PE's answer to
+//! one, which then has landed. That can hide a race, never invent one.
+
+use super::check::Kind;
+use super::{ops, site};
+use crate::words::who;
+use std::sync::Mutex;
+
+/// An operation not yet completed by a quiet.
+struct Pending {
+    target: u32,
+    lo: u64,
+    hi: u64,
+    /// A put or non-fetching atomic (else a non-blocking get).
+    writes: bool,
+    atomic: bool,
+    /// A fence came after it: later puts land after it.
+    fenced: bool,
+    op: u8,
+    site: u64,
+}
+
+static PENDING: Mutex<Vec<Pending>> = Mutex::new(Vec::new());
+
+/// Pending operations kept; past it the oldest are forgotten (a race may
+/// then be missed, never invented).
+const MOST: usize = 4096;
+
+/// This PE issued `kind` (`op`, from raw site `raw`) on `target`'s bytes
+/// `[offset, offset + len)`; `done_at_return`: complete when its call
+/// returned (a blocking get, a fetching atomic).
+pub(super) fn issued(
+    raw: u64,
+    target: usize,
+    (offset, len): (usize, usize),
+    (kind, op): (Kind, u8),
+    done_at_return: bool,
+) {
+    let (lo, hi) = (offset as u64, (offset + len) as u64);
+    let writes = matches!(kind, Kind::Write | Kind::Atomic(_));
+    let atomic = matches!(kind, Kind::Atomic(_) | Kind::AtomicRead(_));
+    let target = target as u32;
+    let mut pending = crate::sync::lock(&PENDING);
+    let clash = pending
+        .iter()
+        .rev()
+        .find(|p| {
+            p.target == target
+                && lo < p.hi
+                && p.lo < hi
+                && !(atomic && p.atomic)
+                && match (p.writes, writes) {
+                    // A pending put, then a get: may read before it lands.
+                    (true, false) => true,
+                    // Two puts: ordered by a fence between them only.
+                    (true, true) => !p.fenced,
+                    // A pending get, then a put: may land before it reads.
+                    (false, true) => true,
+                    (false, false) => false,
+                }
+        })
+        .map(|p| (p.op, p.site, p.writes, p.lo.max(lo), p.hi.min(hi)));
+    if !done_at_return {
+        if pending.len() >= MOST {
+            pending.remove(0);
+        }
+        pending.push(Pending {
+            target,
+            lo,
+            hi,
+            writes,
+            atomic,
+            fenced: false,
+            op,
+            site: raw,
+        });
+    }
+    drop(pending);
+    if let Some(first) = clash {
+        report((op, raw, writes), first, target);
+    }
+}
+
+/// A fence: every pending put is ordered before later ones.
+pub(super) fn fenced() {
+    for p in crate::sync::lock(&PENDING).iter_mut() {
+        p.fenced = true;
+    }
+}
+
+/// A quiet, or an acquire (see the module's header): nothing is pending.
+pub(super) fn completed() {
+    crate::sync::lock(&PENDING).clear();
+}
+
+fn report(
+    (op, raw, writes): (u8, u64, bool),
+    (first_op, first_raw, first_writes, lo, hi): (u8, u64, bool, u64, u64),
+    target: u32,
+) {
+    let Some(s) = super::state() else { return };
+    let (later, first) = (site::code(raw), site::code(first_raw));
+    if !s.report.first(key(later, op), key(first, first_op)) {
+        return;
+    }
+    let me = who(&(s.rank as usize));
+    let them = who(&(target as usize));
+    let what = match (first_writes, writes) {
+        (true, false) => "may read them before the first lands",
+        (true, true) => "may land before the first",
+        _ => "may land before the first reads them",
+    };
+    let fix = match (first_writes, writes) {
+        (true, true) => "no fence or quiet orders them: call shmem_fence (or shmem_quiet) between them",
+        _ => "no quiet completes the first before the second: call shmem_quiet between them",
+    };
+    let text = format!(
+        "oneside: data race on {them}: {me} issues two operations on {} of {them}'s memory with nothing completing the first, and the second {what}\n  {me} {} with {}{}, not completed\n  {me} then {} with {}{}\n  {fix}",
+        super::report::object(&s.memory, lo, hi - lo),
+        verb(first_writes),
+        ops::words(first_op),
+        crate::site::phrase(&site::describe(first)),
+        verb(writes),
+        ops::words(op),
+        crate::site::phrase(&site::describe(later)),
+    );
+    super::report::say(&text);
+    if s.count(&text).is_err() {
+        // Abort mode: end this PE as a failed call would.
+        std::process::exit(66);
+    }
+}
+
+fn verb(writes: bool) -> &'static str {
+    match writes {
+        true => "writes them",
+        false => "reads them",
+    }
+}
+
+/// A place in `Reported`'s key, apart from the phase reports' (as `nbi`).
+fn key(site: u64, code: u8) -> (u64, u8) {
+    (site, Kind::Atomic(code).code())
+}
