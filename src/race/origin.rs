@@ -35,11 +35,24 @@ struct Pending {
     site: u64,
 }
 
+impl Pending {
+    /// Whether `other` can join this entry: the same kind of operation
+    /// from the same place, on touching bytes of the same target. A run
+    /// of puts from one loop stays one entry, so the list stays short.
+    fn joins(&self, other: &Pending) -> bool {
+        self.target == other.target
+            && (self.writes, self.atomic, self.fenced, self.op, self.site)
+                == (other.writes, other.atomic, other.fenced, other.op, other.site)
+            && self.lo <= other.hi
+            && other.lo <= self.hi
+    }
+}
+
 static PENDING: Mutex<Vec<Pending>> = Mutex::new(Vec::new());
 
 /// Pending operations kept; past it the oldest are forgotten (a race may
-/// then be missed, never invented).
-const MOST: usize = 4096;
+/// then be missed, never invented). Each operation looks at every one.
+const MOST: usize = 1024;
 
 /// This PE issued `kind` (`op`, from raw site `raw`) on `target`'s bytes
 /// `[offset, offset + len)`; `done_at_return`: complete when its call
@@ -76,10 +89,7 @@ pub(super) fn issued(
         })
         .map(|p| (p.op, p.site, p.writes, p.lo.max(lo), p.hi.min(hi)));
     if !done_at_return {
-        if pending.len() >= MOST {
-            pending.remove(0);
-        }
-        pending.push(Pending {
+        let new = Pending {
             target,
             lo,
             hi,
@@ -88,7 +98,19 @@ pub(super) fn issued(
             fenced: false,
             op,
             site: raw,
-        });
+        };
+        match pending.iter_mut().rev().find(|p| p.joins(&new)) {
+            Some(p) => {
+                p.lo = p.lo.min(lo);
+                p.hi = p.hi.max(hi);
+            }
+            None => {
+                if pending.len() >= MOST {
+                    pending.remove(0);
+                }
+                pending.push(new);
+            }
+        }
     }
     drop(pending);
     if let Some(first) = clash {
@@ -96,11 +118,25 @@ pub(super) fn issued(
     }
 }
 
-/// A fence: every pending put is ordered before later ones.
+/// A fence: every pending put is ordered before later ones. Entries that
+/// differed only in that now join.
 pub(super) fn fenced() {
-    for p in crate::sync::lock(&PENDING).iter_mut() {
+    let mut pending = crate::sync::lock(&PENDING);
+    if pending.is_empty() {
+        return;
+    }
+    for p in pending.iter_mut() {
         p.fenced = true;
     }
+    pending.sort_by_key(|p| (p.target, p.site, p.op, p.writes, p.atomic, p.lo));
+    let mut joined: Vec<Pending> = Vec::with_capacity(pending.len());
+    for p in pending.drain(..) {
+        match joined.last_mut().filter(|last| last.joins(&p)) {
+            Some(last) => last.hi = last.hi.max(p.hi),
+            None => joined.push(p),
+        }
+    }
+    *pending = joined;
 }
 
 /// A quiet, or an acquire (see the module's header): nothing is pending.
