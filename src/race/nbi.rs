@@ -105,10 +105,7 @@ fn check(addr: usize, size: usize, kind: u8, pc: usize) {
     let Some(s) = super::state() else { return };
     let access = site::code(site::raw_c(pc));
     let op_site = site::code(op_site);
-    let first = s
-        .report
-        .first(key(access, u8::from(matches!(kind, 1 | 2))), key(op_site, op));
-    if !first {
+    if !super::report::first_at_once(s, (access, u8::from(matches!(kind, 1 | 2))), (op_site, op)) {
         return;
     }
     let me = who(&(s.rank as usize));
@@ -136,18 +133,14 @@ fn check(addr: usize, size: usize, kind: u8, pc: usize) {
         me,
         crate::site::phrase(&site::describe(op_site)),
     );
-    super::report::say(&text);
-    if s.count(&text).is_err() {
-        // Abort mode: end this PE as a failed call would.
-        std::process::exit(66);
-    }
+    super::report::said_at_once(s, &text);
 }
 
 /// Two non-blocking operations pending on one buffer, one writing it.
 fn two_pending((op, site): (u8, u64), (other, other_site): (u8, u64), len: usize) {
     let Some(s) = super::state() else { return };
     let (site, other_site) = (site::code(site), site::code(other_site));
-    if !s.report.first(key(site, op), key(other_site, other)) {
+    if !super::report::first_at_once(s, (site, op), (other_site, other)) {
         return;
     }
     let me = who(&(s.rank as usize));
@@ -158,16 +151,7 @@ fn two_pending((op, site): (u8, u64), (other, other_site): (u8, u64), len: usize
         ops::words(other),
         crate::site::phrase(&site::describe(other_site)),
     );
-    super::report::say(&text);
-    if s.count(&text).is_err() {
-        std::process::exit(66);
-    }
-}
-
-/// A place in `Reported`'s key: codes apart from the phase reports' (an
-/// atomic's code space, as before).
-fn key(site: u64, code: u8) -> (u64, u8) {
-    (site, super::check::Kind::Atomic(code).code())
+    super::report::said_at_once(s, &text);
 }
 
 fn describe_or_unknown(code: u64) -> String {

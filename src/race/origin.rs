@@ -151,7 +151,7 @@ fn report(
 ) {
     let Some(s) = super::state() else { return };
     let (later, first) = (site::code(raw), site::code(first_raw));
-    if !s.report.first(key(later, op), key(first, first_op)) {
+    if !super::report::first_at_once(s, (later, op), (first, first_op)) {
         return;
     }
     let me = who(&(s.rank as usize));
@@ -175,11 +175,7 @@ fn report(
         ops::words(op),
         crate::site::phrase(&site::describe(later)),
     );
-    super::report::say(&text);
-    if s.count(&text).is_err() {
-        // Abort mode: end this PE as a failed call would.
-        std::process::exit(66);
-    }
+    super::report::said_at_once(s, &text);
 }
 
 fn verb(writes: bool) -> &'static str {
@@ -187,9 +183,4 @@ fn verb(writes: bool) -> &'static str {
         true => "writes them",
         false => "reads them",
     }
-}
-
-/// A place in `Reported`'s key, apart from the phase reports' (as `nbi`).
-fn key(site: u64, code: u8) -> (u64, u8) {
-    (site, Kind::Atomic(code).code())
 }

@@ -133,6 +133,23 @@ pub(super) fn judge(s: &Races, phase: Phase) -> Result<()> {
     Ok(())
 }
 
+/// Whether a race one PE finds alone, at once (`nbi`, `origin`), between
+/// operation `op` at site `x` and `other` at site `y`, is new. Its codes
+/// lie apart from the phase reports' `Kind` codes (an atomic's space).
+pub(super) fn first_at_once(s: &Races, (x, op): (u64, u8), (y, other): (u64, u8)) -> bool {
+    let code = |op: u8| Kind::Atomic(op).code();
+    s.report.first((x, code(op)), (y, code(other)))
+}
+
+/// Says a race found at once and counts it; in abort mode it ends this
+/// PE, as a failed call would (the hooks that find these return nothing).
+pub(super) fn said_at_once(s: &Races, text: &str) {
+    say(text);
+    if s.count(text).is_err() {
+        std::process::exit(66);
+    }
+}
+
 /// Writes a report to standard error in one write.
 pub(super) fn say(text: &str) {
     let mut line = text.to_string();
