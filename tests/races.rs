@@ -173,18 +173,24 @@ fn c_programs_built_with_gcc_and_clang_get_exactly_the_expected_verdict() {
     }
 }
 
-#[test]
-fn the_stencil_report_names_the_global_both_lines_and_the_last_barrier() {
+/// Runs tests/c/races.c's `case`, built with GCC, at 2 PEs under
+/// `--check-races`.
+fn run_gcc_case(case: &str) -> Outcome {
     let exe = compile_races("gcc");
-    let out = rlaunch(&[
+    rlaunch(&[
         "-n",
         "2",
         "--timeout",
         "60",
         "--check-races",
         &exe.to_string_lossy(),
-        "halo-early",
-    ]);
+        case,
+    ])
+}
+
+#[test]
+fn the_stencil_report_names_the_global_both_lines_and_the_last_barrier() {
+    let out = run_gcc_case("halo-early");
     assert_eq!(out.code, Some(66), "{out:?}");
     assert!(out.stderr.contains("the global 'grid'"), "{out:?}");
     assert!(out.stderr.contains("writes 8 bytes with a put at races.c:"), "{out:?}");
@@ -243,16 +249,7 @@ fn the_guide_quotes_the_reports_as_they_are() {
     assert_eq!(blocks.len(), 3, "three programs");
     assert_eq!(outputs.len(), 4, "their three reports, and tests/c/races.c's put-get");
     // The report of one PE's own put and get, from tests/c/races.c.
-    let exe = compile_races("gcc");
-    let run = rlaunch(&[
-        "-n",
-        "2",
-        "--timeout",
-        "60",
-        "--check-races",
-        &exe.to_string_lossy(),
-        "put-get",
-    ]);
+    let run = run_gcc_case("put-get");
     assert_eq!(run.code, Some(66), "put-get: {run:?}");
     for line in outputs[3].lines().filter(|l| !l.is_empty()) {
         assert!(

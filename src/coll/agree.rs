@@ -14,7 +14,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// put in words only if a message needs it (a Python program's line, and
 /// a Rust caller's, are words already).
 fn place_here() -> Place {
-    if crate::watch::in_c_call() && crate::site::foreign_caller().is_none() {
+    if crate::watch::in_c_call() {
+        if let Some(foreign) = crate::site::foreign_caller() {
+            return Place::Words(foreign);
+        }
         let pc = crate::site::c_caller_pc();
         if pc != 0 {
             return Place::Code(crate::race::site::code(crate::race::site::raw_c(pc)));
@@ -45,16 +48,9 @@ impl Coll<'_> {
         })
     }
 
-    /// A mistake found leaves the rank unable to finish any collective
-    /// (the members disagree about which call comes next), so the world is
-    /// marked broken: dropping it then skips the farewell barrier.
     #[inline(never)]
     fn check(&self, checks: &Checks, sig: Signature, dst: Option<(usize, usize)>) -> Result<()> {
-        let checked = self.compare(checks, sig, dst);
-        if checked.is_err() {
-            self.w.links.mark_broken();
-        }
-        checked
+        self.broken_if_err(self.compare(checks, sig, dst))
     }
 
     fn compare(&self, checks: &Checks, sig: Signature, dst: Option<(usize, usize)>) -> Result<()> {
@@ -62,6 +58,16 @@ impl Coll<'_> {
             return Ok(());
         };
         self.compare_next(&mine)
+    }
+
+    /// A mistake found leaves the rank unable to finish any collective
+    /// (the members disagree about which call comes next), so the world is
+    /// marked broken: dropping it then skips the farewell barrier.
+    fn broken_if_err<T>(&self, checked: Result<T>) -> Result<T> {
+        if checked.is_err() {
+            self.w.links.mark_broken();
+        }
+        checked
     }
 
     /// A sync's half of [`agree`](Coll::agree), before it: its record
@@ -78,11 +84,7 @@ impl Coll<'_> {
         crate::error::located(|| match self.w.debug.as_ref() {
             None => Ok(None),
             Some(checks) => {
-                let published = self.publish_mine(checks, Signature::of::<u8>("team_sync", None, 0), None);
-                if published.is_err() {
-                    self.w.links.mark_broken();
-                }
-                published
+                self.broken_if_err(self.publish_mine(checks, Signature::of::<u8>("team_sync", None, 0), None))
             }
         })
     }
@@ -93,13 +95,7 @@ impl Coll<'_> {
     pub fn agreed_sync(&self, published: Option<Published>) -> Result<()> {
         crate::error::located(|| match published {
             None => Ok(()),
-            Some(mine) => {
-                let checked = self.compare_next(&mine);
-                if checked.is_err() {
-                    self.w.links.mark_broken();
-                }
-                checked
-            }
+            Some(mine) => self.broken_if_err(self.compare_next(&mine)),
         })
     }
 
