@@ -42,11 +42,12 @@ printf 'localhost slots=1\n198.18.2.2 slots=1\n' > "$control/hosts"
 printf 'localhost slots=2\n198.18.2.2 slots=2\n' > "$control/hosts2"
 ssh="ssh -i $control/client_key -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
 port=$((20000 + RANDOM % 20000))
+while ss -Hltn "sport = :$port" | grep -q .; do port=$((20000 + RANDOM % 20000)); done
 
 echo "== guest B (198.18.2.2): sshd"
 VM_NET=listen:$port:198.18.2.2/24 VM_TIMEOUT=900 tests/vm/vm.sh "mkdir -p /run/sshd && /usr/sbin/sshd -f $control/sshd_config || exit 1
 for i in \$(seq 850); do [ -f $control/stop ] && exit 0; sleep 1; done; exit 1" > "$control/b.log" 2>&1 &
-sleep 2
+# (vm.sh starts guest A once guest B's QEMU listens on the port)
 
 echo "== guest A (198.18.2.1): rlaunch -n 2 -f hosts hello_put --transport verbs"
 set +e

@@ -37,6 +37,19 @@ if [ -n "${VM_NET:-}" ]; then
   mac=52:54:00:00:00:$([ "$mode" = listen ] && echo 02 || echo 01)
   net_args=(-nic none -netdev "socket,id=n0,$mode=127.0.0.1:$port" -device "virtio-net-pci,netdev=n0,mac=$mac,romfile=")
   guest_net="eth:$address"
+  # QEMU connects without blocking and keeps a dead link when nothing
+  # listens yet (on loopback connect() says EINPROGRESS, then the refusal
+  # comes late), so the connecting guest waits until its peer's QEMU
+  # listens: looked at with ss, since a probe connection would be the one
+  # the listener accepts.
+  if [ "$mode" = connect ]; then
+    for _ in $(seq 240); do
+      ss -Hltn "sport = :$port" | grep -q . && break
+      sleep 0.5
+    done
+    ss -Hltn "sport = :$port" | grep -q . \
+      || { echo "vm: nothing listens on 127.0.0.1:$port after 120 s: the listening guest did not start"; exit 1; }
+  fi
 fi
 
 timeout --signal=KILL "$timeout" qemu-system-x86_64 \
