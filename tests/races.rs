@@ -5,7 +5,9 @@
 //! tcp (and ofi, under tests/ofi/run.sh). A racy case exits 66 with a
 //! `data race` report whose two access lines each name a source line; a
 //! race-free one exits 0 and reports nothing. `--check-races=abort` ends
-//! the job at the first race.
+//! the job at the first race. Races between a PE's OpenMP threads
+//! (tests/c/races_omp.c) are judged likewise, built with GCC (Debian's
+//! Clang has no OpenMP runtime).
 
 mod common;
 use common::capi::{build_capi, scratch, tool};
@@ -123,18 +125,25 @@ fn rust_programs_get_exactly_the_expected_verdict() {
 /// once per test binary (tests run side by side, and a second build
 /// would rewrite the executable while another test runs it).
 fn compile_races(cc: &str) -> std::path::PathBuf {
+    compile("races", cc, &[])
+}
+
+/// Builds tests/c/`name`.c so, with `flags` more.
+fn compile(name: &str, cc: &str, flags: &[&str]) -> std::path::PathBuf {
     static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    let exe = scratch().join(format!("races-{cc}"));
-    if built.iter().any(|done| done == cc) {
+    let exe = scratch().join(format!("{name}-{cc}"));
+    if built.iter().any(|done| *done == format!("{name}-{cc}")) {
         return exe;
     }
     build_capi();
     let out = Command::new(tool("oshcc"))
         .env("ONESIDE_CC", cc)
-        .args(["--check-races", "-std=c11", "-Wall", "-Werror", "-g", "-o"])
+        .args(["--check-races", "-std=c11", "-Wall", "-Werror", "-g"])
+        .args(flags)
+        .arg("-o")
         .arg(&exe)
-        .arg(repo_file("tests/c/races.c"))
+        .arg(repo_file(&format!("tests/c/{name}.c")))
         .output()
         .expect("oshcc starts");
     assert!(
@@ -142,8 +151,48 @@ fn compile_races(cc: &str) -> std::path::PathBuf {
         "oshcc --check-races with {cc} failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    built.push(cc.to_string());
+    built.push(format!("{name}-{cc}"));
     exe
+}
+
+const OMP_RACY: [&str; 4] = ["master-read", "sections", "flag-volatile", "nbi-volatile"];
+const OMP_FREE: [&str; 6] = [
+    "master-barrier-read",
+    "sections-end-read",
+    "flag-critical",
+    "flag-lock",
+    "flag-atomic",
+    "nbi-barrier",
+];
+
+#[test]
+fn openmp_threads_of_one_pe_get_exactly_the_expected_verdict() {
+    let exe = compile("races_omp", "gcc", &["-fopenmp"]);
+    let exe = exe.to_string_lossy();
+    for (transport, _) in transports() {
+        let transport = if transport == "auto" { "shm" } else { transport };
+        for (cases, racy) in [(&OMP_RACY[..], true), (&OMP_FREE[..], false)] {
+            for case in cases {
+                let out = rlaunch(&[
+                    "-n",
+                    "2",
+                    "--transport",
+                    transport,
+                    "--timeout",
+                    "60",
+                    "--check-races",
+                    &exe,
+                    case,
+                ]);
+                verdict(
+                    &out,
+                    racy,
+                    "races_omp.c",
+                    &format!("{case} (gcc -fopenmp) over {transport}"),
+                );
+            }
+        }
+    }
 }
 
 #[test]

@@ -63,6 +63,7 @@ mod ctx;
 mod direct;
 #[cfg(test)]
 mod header;
+mod omp;
 mod python;
 mod rma;
 mod session;

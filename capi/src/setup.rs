@@ -44,6 +44,13 @@ fn init(api: &'static str, requested: c_int) {
     // collectives are profiled as init's.
     let (shared, direct) = oneside::profile::runtime_own(|| {
         let shared = ok(api, world.split_node());
+        // The race checker's phase then begins after the split, whose
+        // acquires would otherwise count as the program's first (and
+        // order every access of the phase after them).
+        if world.checking() {
+            ok(api, world.barrier());
+            oneside::race::init_ended();
+        }
         (shared, crate::direct::publish(&world))
     });
     state::install(State {

@@ -11,7 +11,9 @@
 //! address in the sixth argument register and jumps to the Rust function
 //! that does the work: the place costs one load, never a backtrace. The
 //! atomics also do what they are asked (sequentially consistent, whatever
-//! order was asked: never weaker). 128-bit atomics are not provided.
+//! order was asked: never weaker), and in an OpenMP team each is a
+//! release before and an acquire after between the team's threads
+//! (`oneside::race::threads`). 128-bit atomics are not provided.
 //! x86_64 and aarch64 only.
 
 #![cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -101,6 +103,7 @@ pub extern "C" fn __tsan_vptr_read(_vptr: *mut *mut libc::c_void) {}
 
 #[no_mangle]
 pub extern "C" fn __tsan_atomic_thread_fence(_order: libc::c_int) {
+    let _edge = oneside::race::threads::Edge::new(oneside::race::threads::TEAM);
     std::sync::atomic::fence(SeqCst);
 }
 
@@ -131,34 +134,44 @@ macro_rules! atomics {
                 unsafe { <$a>::from_ptr(a) }
             }
             pub unsafe extern "C" fn load(a: *mut $t, _: i32, _: usize, _: usize, _: usize, pc: usize) -> $t {
+                let _edge = oneside::race::threads::Edge::new(a as usize);
                 read(a, pc).load(SeqCst)
             }
             pub unsafe extern "C" fn store(a: *mut $t, v: $t, _: i32, _: usize, _: usize, pc: usize) {
+                let _edge = oneside::race::threads::Edge::new(a as usize);
                 at(a, pc).store(v, SeqCst)
             }
             pub unsafe extern "C" fn xchg(a: *mut $t, v: $t, _: i32, _: usize, _: usize, pc: usize) -> $t {
+                let _edge = oneside::race::threads::Edge::new(a as usize);
                 at(a, pc).swap(v, SeqCst)
             }
             pub unsafe extern "C" fn add(a: *mut $t, v: $t, _: i32, _: usize, _: usize, pc: usize) -> $t {
+                let _edge = oneside::race::threads::Edge::new(a as usize);
                 at(a, pc).fetch_add(v, SeqCst)
             }
             pub unsafe extern "C" fn sub(a: *mut $t, v: $t, _: i32, _: usize, _: usize, pc: usize) -> $t {
+                let _edge = oneside::race::threads::Edge::new(a as usize);
                 at(a, pc).fetch_sub(v, SeqCst)
             }
             pub unsafe extern "C" fn and(a: *mut $t, v: $t, _: i32, _: usize, _: usize, pc: usize) -> $t {
+                let _edge = oneside::race::threads::Edge::new(a as usize);
                 at(a, pc).fetch_and(v, SeqCst)
             }
             pub unsafe extern "C" fn or(a: *mut $t, v: $t, _: i32, _: usize, _: usize, pc: usize) -> $t {
+                let _edge = oneside::race::threads::Edge::new(a as usize);
                 at(a, pc).fetch_or(v, SeqCst)
             }
             pub unsafe extern "C" fn xor(a: *mut $t, v: $t, _: i32, _: usize, _: usize, pc: usize) -> $t {
+                let _edge = oneside::race::threads::Edge::new(a as usize);
                 at(a, pc).fetch_xor(v, SeqCst)
             }
             pub unsafe extern "C" fn nand(a: *mut $t, v: $t, _: i32, _: usize, _: usize, pc: usize) -> $t {
+                let _edge = oneside::race::threads::Edge::new(a as usize);
                 at(a, pc).fetch_nand(v, SeqCst)
             }
             /// `*a == *c`: stores `v`, 1; else `*c = *a`, 0.
             pub unsafe extern "C" fn cas(a: *mut $t, c: *mut $t, v: $t, _: i32, _: i32, pc: usize) -> libc::c_int {
+                let _edge = oneside::race::threads::Edge::new(a as usize);
                 // SAFETY: `c` is the caller's expected value, a plain
                 // object the compiler passes by address.
                 let expected = unsafe { c.read() };
@@ -172,6 +185,7 @@ macro_rules! atomics {
                 }
             }
             pub unsafe extern "C" fn casv(a: *mut $t, c: $t, v: $t, _: i32, _: i32, pc: usize) -> $t {
+                let _edge = oneside::race::threads::Edge::new(a as usize);
                 match at(a, pc).compare_exchange(c, v, SeqCst, SeqCst) {
                     Ok(old) | Err(old) => old,
                 }

@@ -37,6 +37,10 @@ pub(crate) struct Entry {
 #[derive(Default)]
 pub(crate) struct ThreadLog {
     entries: Vec<Entry>,
+    /// Loads and stores of the phase before, by a team thread that no
+    /// synchronization has brought into this one (`threads`): judged
+    /// against that phase at this one's end.
+    late: Vec<Entry>,
     /// The last entry of each of a few sites (by a hash of the site).
     recent: [Option<u32>; 16],
     lost: u64,
@@ -70,8 +74,9 @@ impl ThreadLog {
         self.entries.push(Entry { target, access: a });
     }
 
-    fn drain(&mut self, into: &mut Vec<Entry>) -> u64 {
+    fn drain(&mut self, into: &mut Vec<Entry>, late: &mut Vec<Entry>) -> u64 {
         into.append(&mut self.entries);
+        late.append(&mut self.late);
         self.recent = [None; 16];
         std::mem::take(&mut self.lost)
     }
@@ -104,10 +109,11 @@ impl Slot {
         }
     }
 
-    /// Moves the slot's run, if it belongs to `phase`, into `log`.
+    /// Moves the slot's run into `log`: its entries if it belongs to
+    /// `phase`, its late ones if to the phase before.
     fn flush(&self, phase: u64, log: &mut ThreadLog) {
         let stamp = self.stamp.swap(EMPTY, Relaxed);
-        if stamp == EMPTY || stamp >> 32 != phase {
+        if stamp == EMPTY || (stamp >> 32 != phase && (stamp >> 32) + 1 != phase) {
             return;
         }
         let (lo, hi) = (self.lo.load(Relaxed), self.hi.load(Relaxed));
@@ -130,13 +136,23 @@ impl Slot {
             site: self.site.load(Relaxed),
             pe: 0,
         };
-        log.add(LOCAL, access);
+        match stamp >> 32 == phase {
+            true => log.add(LOCAL, access),
+            false if log.late.len() < MOST => log.late.push(Entry { target: LOCAL, access }),
+            false => log.lost += 1,
+        }
     }
 }
 
 /// One thread's slots and log.
-struct Thread {
+pub(crate) struct Thread {
     slots: [Slot; SLOTS],
+    /// In an OpenMP team (`threads`), the stamp of the last synchronization
+    /// that happens before this thread's next access; `FOLLOW` otherwise
+    /// (the PE's count, `race::STAMP`).
+    view: AtomicU64,
+    /// The view its sections begin in (`threads::next_section`).
+    section_base: AtomicU64,
     /// The slot the next new run takes (round robin).
     next: AtomicU64,
     log: Mutex<ThreadLog>,
@@ -198,6 +214,8 @@ fn mine_slow(tp: usize) -> Option<&'static Thread> {
     let thread = Arc::new(Thread {
         slots: [const { Slot::new() }; SLOTS],
         next: AtomicU64::new(0),
+        view: AtomicU64::new(FOLLOW),
+        section_base: AtomicU64::new(FOLLOW),
         log: Mutex::new(ThreadLog::default()),
     });
     crate::sync::lock(&THREADS).push(thread.clone());
@@ -219,6 +237,54 @@ fn mine_slow(tp: usize) -> Option<&'static Thread> {
     Some(unsafe { &*ptr })
 }
 
+/// A thread's view outside a team: the PE's own count.
+pub(crate) const FOLLOW: u64 = u64::MAX;
+
+/// The stamp this thread's next access carries: its view in a team, else
+/// `global` (`race::STAMP`).
+#[inline(always)]
+fn stamp_of(thread: &Thread, global: u64) -> u64 {
+    match thread.view.load(Relaxed) {
+        FOLLOW => global,
+        view => view,
+    }
+}
+
+/// [`stamp_of`] for the calling thread.
+pub(crate) fn stamp(global: u64) -> u64 {
+    mine().map_or(global, |t| stamp_of(t, global))
+}
+
+/// The calling thread's view (`FOLLOW` outside a team).
+pub(crate) fn view() -> u64 {
+    mine().map_or(FOLLOW, |t| t.view.load(Relaxed))
+}
+
+/// Sets the calling thread's view.
+pub(crate) fn set_view(view: u64) {
+    if let Some(t) = mine() {
+        t.view.store(view, Relaxed);
+    }
+}
+
+/// The view the calling thread's next section begins in.
+pub(crate) fn section_base() -> u64 {
+    mine().map_or(FOLLOW, |t| t.section_base.load(Relaxed))
+}
+
+pub(crate) fn set_section_base(view: u64) {
+    if let Some(t) = mine() {
+        t.section_base.store(view, Relaxed);
+    }
+}
+
+/// Every thread back to the PE's count, as outside a team.
+pub(crate) fn follow_all() {
+    for thread in crate::sync::lock(&THREADS).iter() {
+        thread.view.store(FOLLOW, Relaxed);
+    }
+}
+
 /// Runs `f` on this thread's log.
 #[inline]
 pub(crate) fn with<R>(f: impl FnOnce(&mut ThreadLog) -> R) -> Option<R> {
@@ -231,6 +297,7 @@ pub(crate) fn with<R>(f: impl FnOnce(&mut ThreadLog) -> R) -> Option<R> {
 #[inline]
 pub(crate) fn extend(stamp: u64, site: u64, kind: u8, offset: u64, len: u64) -> bool {
     let Some(thread) = mine() else { return true };
+    let stamp = stamp_of(thread, stamp);
     let code = match kind {
         2 | 3 => u64::from(kind) | (len << 8),
         k => u64::from(k),
@@ -307,7 +374,8 @@ impl Slot {
 #[inline(never)]
 fn begin(thread: &Thread, slot: &Slot, (stamp, site, code): (u64, u64, u64), offset: u64, len: u64) {
     let mut log = crate::sync::lock(&thread.log);
-    slot.flush(stamp >> 32, &mut log);
+    // The PE's phase: a team thread's view may be a phase behind it.
+    slot.flush((stamp >> 32).max(super::STAMP.load(Relaxed) >> 32), &mut log);
     slot.site.store(site, Relaxed);
     slot.kind.store(code, Relaxed);
     slot.lo.store(offset, Relaxed);
@@ -315,20 +383,31 @@ fn begin(thread: &Thread, slot: &Slot, (stamp, site, code): (u64, u64, u64), off
     slot.stamp.store(stamp, Relaxed);
 }
 
-/// Takes every thread's entries of `phase` (slots first); returns them
-/// and how many accesses were lost to a full log.
-pub(crate) fn drain(phase: u64) -> (Vec<Entry>, u64) {
+/// What a phase's end takes from the threads' logs.
+pub(crate) struct Drained {
+    pub entries: Vec<Entry>,
+    /// Entries of the phase before (`ThreadLog::late`).
+    pub late: Vec<Entry>,
+    /// Accesses lost to a full log.
+    pub lost: u64,
+}
+
+/// Takes every thread's entries of `phase` (slots first).
+pub(crate) fn drain(phase: u64) -> Drained {
     let threads: Vec<_> = crate::sync::lock(&THREADS).clone();
-    let mut all = Vec::new();
-    let mut lost = 0;
+    let mut d = Drained {
+        entries: Vec::new(),
+        late: Vec::new(),
+        lost: 0,
+    };
     for thread in threads {
         let mut log = crate::sync::lock(&thread.log);
         for slot in &thread.slots {
             slot.flush(phase, &mut log);
         }
-        lost += log.drain(&mut all);
+        d.lost += log.drain(&mut d.entries, &mut d.late);
     }
-    (all, lost)
+    d
 }
 
 #[cfg(test)]
@@ -367,12 +446,22 @@ mod tests {
             assert!(extend(stamp, 0x40, 0, 64 + 8 * i, 8), "the next ones extend it");
         }
         assert!(!extend(stamp + 1, 0x40, 0, 864, 8), "a new number begins another run");
-        let (entries, _) = drain(5);
+        let entries = drain(5).entries;
         let mine: Vec<_> = entries.iter().filter(|e| e.access.site == 0x40).collect();
         assert_eq!(mine.len(), 2, "{mine:?}");
         let first = mine.iter().find(|e| e.access.seq == 2).unwrap();
         assert_eq!((first.access.offset, first.access.len), (64, 800));
-        assert!(drain(5).0.iter().all(|e| e.access.site != 0x40), "drained once");
+        assert!(drain(5).entries.iter().all(|e| e.access.site != 0x40), "drained once");
+    }
+
+    #[test]
+    fn a_run_of_the_phase_before_is_drained_as_late() {
+        assert!(!extend(7 << 32 | 1, 0x77, 0, 64, 8));
+        let d = drain(8);
+        assert!(d.entries.iter().all(|e| e.access.site != 0x77));
+        let late: Vec<_> = d.late.iter().filter(|e| e.access.site == 0x77).collect();
+        assert_eq!(late.len(), 1, "{late:?}");
+        assert_eq!((late[0].access.seq, late[0].access.offset), (1, 64));
     }
 
     #[test]
@@ -383,7 +472,7 @@ mod tests {
         log.add(3, load(72, 7));
         assert_eq!(log.entries.len(), 3);
         let mut out = Vec::new();
-        assert_eq!(log.drain(&mut out), 0);
+        assert_eq!(log.drain(&mut out, &mut Vec::new()), 0);
         assert_eq!(out.len(), 3);
         assert!(log.entries.is_empty());
     }

@@ -25,6 +25,8 @@ mod nbi;
 mod origin;
 mod report;
 pub(crate) mod site;
+#[doc(hidden)]
+pub mod threads;
 
 use crate::error::{Error, Result};
 use crate::links::Links;
@@ -137,6 +139,8 @@ pub(crate) struct Races {
     /// Races reported by this PE.
     found: AtomicUsize,
     report: report::Reported,
+    /// The last phase judged, while an OpenMP team runs (`threads`).
+    kept: std::sync::Mutex<Option<report::Kept>>,
 }
 
 static STATE: OnceLock<Races> = OnceLock::new();
@@ -165,6 +169,7 @@ pub(crate) fn start(memory: Memory, mode: Mode) {
         began_at: AtomicU64::new(0),
         found: AtomicUsize::new(0),
         report: report::Reported::default(),
+        kept: std::sync::Mutex::new(None),
     };
     if STATE.set(races).is_err() {
         return;
@@ -186,6 +191,15 @@ pub fn set_c_program() {
     C_PROGRAM.store(true, Relaxed);
 }
 
+/// Init's last world barrier is passed: a report of a race in the phases
+/// so far names init as the last synchronization.
+#[doc(hidden)]
+pub fn init_ended() {
+    if let Some(s) = state() {
+        report::INIT_PHASES.store(s.phase.load(Relaxed), Relaxed);
+    }
+}
+
 /// Races this PE reported (0 when the checker is off).
 pub fn found() -> usize {
     state().map_or(0, |s| s.found.load(Relaxed))
@@ -200,9 +214,15 @@ fn api_site(at: &'static Location<'static>) -> u64 {
     }
 }
 
-/// The number of this PE's synchronizations so far in the phase.
+/// The number of this PE's synchronizations so far in the phase that
+/// happen before the calling thread's next access (`threads`: a view from
+/// a phase before this one counts none of this phase's).
 fn seq() -> u32 {
-    STAMP.load(Relaxed) as u32
+    let global = STAMP.load(Relaxed);
+    match log::stamp(global) {
+        mine if mine >> 32 == global >> 32 => mine as u32,
+        _ => 0,
+    }
 }
 
 /// The phase (high half) and this PE's synchronizations in it so far
@@ -211,7 +231,9 @@ static STAMP: AtomicU64 = AtomicU64::new(0);
 
 /// Counts a synchronization; returns its number in the phase.
 fn next_seq() -> u32 {
-    STAMP.fetch_add(1, Relaxed) as u32 + 1
+    let stamp = STAMP.fetch_add(1, Relaxed) + 1;
+    threads::synced(stamp);
+    stamp as u32
 }
 
 /// A put, get or atomic of this PE to `target`'s bytes `[offset, offset + len)`.
@@ -448,6 +470,7 @@ impl Races {
         };
         let phase = self.phase.fetch_add(1, Relaxed);
         STAMP.store((phase + 1) << 32, Relaxed);
+        threads::synced((phase + 1) << 32);
         let previous = self.began_at.swap(began_at, Relaxed);
         (phase, syncs, previous)
     }

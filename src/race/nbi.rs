@@ -4,6 +4,11 @@
 //! may still write, until the quiet that completes it. A C program's load
 //! or store of such a buffer before that quiet is a race, reported at
 //! once: no other PE is needed to see it.
+//!
+//! In an OpenMP team (`threads`) a quiet completes the buffer only for
+//! the threads it happens before: the buffer is kept, marked with the
+//! quiet's stamp, and another thread's access whose view is older races
+//! with the operation too, until the team ends.
 
 use super::{ops, site};
 use crate::words::who;
@@ -26,6 +31,8 @@ struct Pending {
     used: Use,
     op: u8,
     site: u64,
+    /// The stamp of the quiet that completed it in a team (0: pending).
+    done_at: u64,
 }
 
 static PENDING: Mutex<Vec<Pending>> = Mutex::new(Vec::new());
@@ -45,7 +52,7 @@ pub fn nbi_buffer(at: &'static Location<'static>, addr: usize, len: usize, used:
     // it (a get's destination): the order they use it in is not defined.
     let clash = pending
         .iter()
-        .find(|p| addr < p.hi && p.lo < addr + len && (used == Use::Writes || p.used == Use::Writes))
+        .find(|p| p.done_at == 0 && addr < p.hi && p.lo < addr + len && (used == Use::Writes || p.used == Use::Writes))
         .map(|p| (p.op, p.site));
     if let Some((other, other_site)) = clash {
         drop(pending);
@@ -58,15 +65,36 @@ pub fn nbi_buffer(at: &'static Location<'static>, addr: usize, len: usize, used:
         used,
         op,
         site,
+        done_at: 0,
     });
     COUNT.store(pending.len(), Relaxed);
 }
 
-/// Every pending operation completed (a quiet).
+/// Every pending operation completed (a quiet), for the calling thread
+/// and, outside a team, for all.
 pub(super) fn completed() {
+    if COUNT.load(Relaxed) == 0 {
+        return;
+    }
+    let mut pending = crate::sync::lock(&PENDING);
+    match super::threads::active() {
+        true => {
+            let stamp = super::log::stamp(super::STAMP.load(Relaxed));
+            for p in pending.iter_mut().filter(|p| p.done_at == 0) {
+                p.done_at = stamp;
+            }
+        }
+        false => pending.clear(),
+    }
+    COUNT.store(pending.len(), Relaxed);
+}
+
+/// The last team ended: its threads are all ordered after every quiet.
+pub(super) fn team_ended() {
     if COUNT.load(Relaxed) != 0 {
-        crate::sync::lock(&PENDING).clear();
-        COUNT.store(0, Relaxed);
+        let mut pending = crate::sync::lock(&PENDING);
+        pending.retain(|p| p.done_at == 0);
+        COUNT.store(pending.len(), Relaxed);
     }
 }
 
@@ -77,7 +105,7 @@ pub(super) fn completed() {
 pub(super) fn acquired() {
     if COUNT.load(Relaxed) != 0 {
         let mut pending = crate::sync::lock(&PENDING);
-        pending.retain(|p| p.op != ops::PUT_SIGNAL);
+        pending.retain(|p| p.op != ops::PUT_SIGNAL || p.done_at != 0);
         COUNT.store(pending.len(), Relaxed);
     }
 }
@@ -92,14 +120,19 @@ pub(super) fn touched(addr: usize, size: usize, kind: u8, pc: usize) {
 
 #[inline(never)]
 fn check(addr: usize, size: usize, kind: u8, pc: usize) {
+    // A buffer a quiet completed races only with a team thread that the
+    // quiet does not happen before.
+    let view = super::log::view();
+    let stamp = super::log::stamp(super::STAMP.load(Relaxed));
     let hit = {
         let pending = crate::sync::lock(&PENDING);
         pending
             .iter()
+            .filter(|p| p.done_at == 0 || (view != super::log::FOLLOW && stamp < p.done_at))
             .find(|p| addr < p.hi && p.lo < addr + size && (matches!(kind, 1 | 2) || p.used == Use::Writes))
-            .map(|p| (p.lo, p.hi, p.used, p.op, p.site))
+            .map(|p| (p.lo, p.hi, p.used, p.op, p.site, p.done_at != 0))
     };
-    let Some((lo, hi, used, op, op_site)) = hit else {
+    let Some((lo, hi, used, op, op_site, other_thread)) = hit else {
         return;
     };
     let Some(s) = super::state() else { return };
@@ -110,6 +143,7 @@ fn check(addr: usize, size: usize, kind: u8, pc: usize) {
     }
     let me = who(&(s.rank as usize));
     let (verb, what) = match kind {
+        0 | 3 if other_thread => ("reads", "which another thread completed"),
         0 | 3 => ("reads", "before it has arrived"),
         _ => match used {
             Use::Reads => ("writes", "which it may still be reading"),
@@ -117,7 +151,7 @@ fn check(addr: usize, size: usize, kind: u8, pc: usize) {
         },
     };
     let text = format!(
-        "oneside: data race on {me}: a {} at {} {verb} {} of the buffer of {}{}, {what}\n  {me} {verb} byte {} of that {}-byte buffer{}\n  {} made the operation{}\n  no quiet completes the operation between them: call shmem_quiet (or a barrier) first",
+        "oneside: data race on {me}: a {} at {} {verb} {} of the buffer of {}{}, {what}\n  {me} {verb} byte {} of that {}-byte buffer{}\n  {} made the operation{}\n  {}",
         match kind {
             0 => "load",
             1 => "store",
@@ -132,6 +166,10 @@ fn check(addr: usize, size: usize, kind: u8, pc: usize) {
         crate::site::phrase(&site::describe(access)),
         me,
         crate::site::phrase(&site::describe(op_site)),
+        match other_thread {
+            false => "no quiet completes the operation between them: call shmem_quiet (or a barrier) first",
+            true => "another thread's quiet completed it, but nothing orders that quiet before this thread's access: an OpenMP barrier, taskwait, critical section or lock between them would",
+        },
     );
     super::report::said_at_once(s, &text);
 }

@@ -24,12 +24,34 @@ pub(crate) struct Phase {
     /// Where this PE's barrier that began the phase was called.
     began_at: u64,
     lost: u64,
+    /// This PE's loads and stores of the phase before, made late (`log`).
+    late: Vec<Access>,
+}
+
+/// A judged phase, kept while an OpenMP team runs, for the loads and
+/// stores its threads make late (`threads`).
+pub(crate) struct Kept {
+    number: u64,
+    all: Vec<Access>,
+    syncs: HashMap<u32, Syncs>,
+    began: HashMap<u32, u64>,
+}
+
+/// An access as it is judged: its site a code, its PE this one.
+fn judged(s: &Races, entry: &log::Entry) -> Access {
+    let mut a = entry.access;
+    a.site = site::code(a.site);
+    a.pe = s.rank;
+    a
 }
 
 /// The races said already, so each is said once.
 #[derive(Default)]
 pub(crate) struct Reported {
     said: std::sync::Mutex<HashSet<(u64, u8, u64, u8)>>,
+    /// The same by places in words: two loads on one line (`x[0] + x[1]`)
+    /// are two sites but one place for the reader.
+    said_at: std::sync::Mutex<HashSet<(String, u8, String, u8)>>,
     loss: std::sync::atomic::AtomicBool,
 }
 
@@ -47,19 +69,29 @@ impl Reported {
             true => (x.0, x.1, y.0, y.1),
             false => (y.0, y.1, x.0, x.1),
         };
-        crate::sync::lock(&self.said).insert(key)
+        if !crate::sync::lock(&self.said).insert(key) {
+            return false;
+        }
+        let (a, b) = (site::describe(key.0), site::describe(key.2));
+        if a.is_empty() || b.is_empty() {
+            return true;
+        }
+        let words = match (&a, key.1) <= (&b, key.3) {
+            true => (a, key.1, b, key.3),
+            false => (b, key.3, a, key.1),
+        };
+        crate::sync::lock(&self.said_at).insert(words)
     }
 }
 
 pub(super) fn phase_ends(s: &Races, links: &Links, at: u64) -> Result<Option<Phase>> {
-    let (entries, lost) = log::drain(s.phase.load(std::sync::atomic::Ordering::Relaxed));
+    let drained = log::drain(s.phase.load(std::sync::atomic::Ordering::Relaxed));
     let (number, mine, began_at) = s.next_phase(site::code(at));
     let mut local = Vec::new();
     let mut sent: BTreeMap<u32, Vec<Access>> = BTreeMap::new();
-    for entry in entries {
-        let mut a = entry.access;
-        a.site = site::code(a.site);
-        a.pe = s.rank;
+    let late = drained.late.iter().map(|e| judged(s, e)).collect();
+    for entry in drained.entries {
+        let a = judged(s, &entry);
         match entry.target {
             log::LOCAL => local.push(a),
             t if t == s.rank => local.push(a),
@@ -84,7 +116,8 @@ pub(super) fn phase_ends(s: &Races, links: &Links, at: u64) -> Result<Option<Pha
         mine,
         local,
         began_at,
-        lost,
+        lost: drained.lost,
+        late,
     }))
 }
 
@@ -112,15 +145,16 @@ pub(super) fn judge(s: &Races, phase: Phase) -> Result<()> {
             phase.number, phase.mine, headers, all
         );
     }
+    judge_late(s, phase.number, phase.late)?;
     for (a, b) in check::races(me, &mut all, syncs, MOST) {
-        if !s.report.first((a.site, a.kind.code()), (b.site, b.kind.code())) {
-            continue;
-        }
-        let other = if a.pe == me { b.pe } else { a.pe };
-        let text = race_words(&s.memory, me, (&a, &b), (began(other), phase.number));
-        say(&text);
-        s.count(&text)?;
+        tell(s, (&a, &b), (began(if a.pe == me { b.pe } else { a.pe }), phase.number))?;
     }
+    *crate::sync::lock(&s.kept) = super::threads::active().then(|| Kept {
+        number: phase.number,
+        all,
+        syncs: (0..s.memory.size as u32).map(|pe| (pe, syncs(pe))).collect(),
+        began: (0..s.memory.size as u32).map(|pe| (pe, began(pe))).collect(),
+    });
     if (phase.lost > 0 || headers.values().any(|h| h.squeezed)) && !s.report.noted_loss() {
         say(&format!(
             "oneside: --check-races on {}: in phase {} (after {} world barriers), more accesses than the checker keeps for one phase were made to this {}'s memory; races among those not kept may be missed (this note is printed once)",
@@ -131,6 +165,33 @@ pub(super) fn judge(s: &Races, phase: Phase) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Judges the loads and stores a team's threads made in the phase before
+/// `number` after it had ended for their PE, with that phase's kept
+/// accesses.
+fn judge_late(s: &Races, number: u64, late: Vec<Access>) -> Result<()> {
+    let kept = crate::sync::lock(&s.kept).take();
+    let Some(mut kept) = kept.filter(|k| k.number + 1 == number && !late.is_empty()) else {
+        return Ok(());
+    };
+    kept.all.extend(late);
+    let syncs = |pe: u32| kept.syncs.get(&pe).copied().unwrap_or(Syncs::NONE);
+    for (a, b) in check::races(s.rank, &mut kept.all, syncs, MOST) {
+        let other = if a.pe == s.rank { b.pe } else { a.pe };
+        tell(s, (&a, &b), (kept.began.get(&other).copied().unwrap_or(0), kept.number))?;
+    }
+    Ok(())
+}
+
+/// Reports the race between `a` and `b`, once.
+fn tell(s: &Races, (a, b): (&Access, &Access), (began, phase): (u64, u64)) -> Result<()> {
+    if !s.report.first((a.site, a.kind.code()), (b.site, b.kind.code())) {
+        return Ok(());
+    }
+    let text = race_words(&s.memory, s.rank, (a, b), (began, phase));
+    say(&text);
+    s.count(&text)
 }
 
 /// Whether a race one PE finds alone, at once (`nbi`, `origin`), between
@@ -198,6 +259,10 @@ pub(super) fn object(m: &super::Memory, offset: u64, len: u64) -> String {
     }
 }
 
+/// The phases init begins: 1 (its barrier), or 2 where the C library's
+/// init ends with one more (`race::init_ended`).
+pub(super) static INIT_PHASES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 /// A race in words; `began`: where the other PE's barrier that began the
 /// phase was called, and the phase's number (1: the barrier in init).
 fn race_words(m: &super::Memory, me: u32, (a, b): (&Access, &Access), (began, phase): (u64, u64)) -> String {
@@ -214,9 +279,12 @@ fn race_words(m: &super::Memory, me: u32, (a, b): (&Access, &Access), (began, ph
             "{}'s last synchronization with {} was {} at {at}",
             who(&(other as usize)),
             who(&(me as usize)),
-            match (phase, crate::words::speaks_of_pes()) {
-                (1, true) => "shmem_init",
-                (1, false) => "init",
+            match (
+                phase <= INIT_PHASES.load(std::sync::atomic::Ordering::Relaxed),
+                crate::words::speaks_of_pes()
+            ) {
+                (true, true) => "shmem_init",
+                (true, false) => "init",
                 _ => "the barrier",
             }
         ),
