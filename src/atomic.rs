@@ -159,7 +159,13 @@ impl World {
             let at = crate::site::call_site();
             let tag = crate::race::type_tag::<T>();
             let reads_only = matches!(op, AmoOp::Fetch);
-            crate::race::atomic(at, target, (offset, std::mem::size_of::<T>()), (tag, reads_only), fetch);
+            crate::race::atomic(
+                at,
+                target,
+                (offset, std::mem::size_of::<T>()),
+                (tag, reads_only),
+                (fetch, channel.race_id()),
+            );
         }
         let amo = Amo {
             op,

@@ -126,7 +126,7 @@ impl Ctx<'_> {
         crate::error::located(|| {
             self.world.links.quiet_on(self.channel())?;
             if crate::race::on() {
-                crate::race::release(true);
+                crate::race::release(true, self.channel().race_id());
             }
             Ok(())
         })

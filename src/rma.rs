@@ -36,7 +36,13 @@ pub trait Rma: Endpoint {
                 .checked_offset("put", sym, target, index, src.len())
                 .map_err(|e| e.located_at(at))?;
             if races {
-                race::put(at, target, offset, std::mem::size_of_val(src), ops::PUT);
+                race::put(
+                    at,
+                    target,
+                    offset,
+                    std::mem::size_of_val(src),
+                    (ops::PUT, self.channel().race_id()),
+                );
             }
             w.links
                 .copy_in(self.channel(), target, offset, bytemuck::cast_slice(src))
@@ -56,7 +62,7 @@ pub trait Rma: Endpoint {
                 .checked_offset("get", sym, target, index, dst.len())
                 .map_err(|e| e.located_at(at))?;
             if races {
-                race::get(at, target, offset, std::mem::size_of_val(dst));
+                race::get(at, target, offset, std::mem::size_of_val(dst), self.channel().race_id());
             }
             w.links
                 .copy_out(self.channel(), target, offset, bytemuck::cast_slice_mut(dst))
@@ -89,7 +95,13 @@ pub trait Rma: Endpoint {
                 .checked_offset("put_nbi", sym, target, index, src.len())
                 .map_err(|e| e.located_at(at))?;
             if races {
-                race::put(at, target, offset, std::mem::size_of_val(src), ops::PUT_NBI);
+                race::put(
+                    at,
+                    target,
+                    offset,
+                    std::mem::size_of_val(src),
+                    (ops::PUT_NBI, self.channel().race_id()),
+                );
             }
             w.links
                 .copy_in_nbi(self.channel(), target, offset, bytemuck::cast_slice(src))
@@ -122,7 +134,7 @@ pub trait Rma: Endpoint {
                 .checked_offset("put_nbi", sym, target, index, len)
                 .map_err(|e| e.located_at(at))?;
             if races {
-                race::put(at, target, offset, bytes, ops::PUT_NBI);
+                race::put(at, target, offset, bytes, (ops::PUT_NBI, self.channel().race_id()));
                 race::nbi_buffer(at, src as usize, bytes, race::Use::Reads, ops::PUT_NBI);
             }
             // SAFETY: forwarded from this function's contract.
@@ -152,7 +164,13 @@ pub trait Rma: Endpoint {
                 .checked_offset("get_nbi", sym, target, index, len)
                 .map_err(|e| e.located_at(at))?;
             if races {
-                race::remote(at, target, (offset, bytes), (Kind::Read, ops::GET_NBI), false);
+                race::remote(
+                    at,
+                    (target, self.channel().race_id()),
+                    (offset, bytes),
+                    (Kind::Read, ops::GET_NBI),
+                    false,
+                );
                 race::nbi_buffer(at, dst as usize, bytes, race::Use::Writes, ops::GET_NBI);
             }
             // SAFETY: forwarded from this function's contract.
@@ -166,7 +184,7 @@ pub trait Rma: Endpoint {
     fn fence(&self) -> Result<()> {
         profile::leaf!(Family::Fence, None, 0, |races| {
             if races {
-                race::release(false);
+                race::release(false, self.channel().race_id());
             }
             self.world().links.fence_on(self.channel())
         })
@@ -181,7 +199,7 @@ pub trait Rma: Endpoint {
         profile::leaf!(Family::Quiet, None, 0, |races| {
             let quiet = self.world().links.quiet_on(self.channel());
             if races {
-                race::release(true);
+                race::release(true, self.channel().race_id());
             }
             quiet
         })
@@ -201,7 +219,7 @@ pub trait Rma: Endpoint {
             }
             w.links.quiet_pes_on(self.channel(), targets)?;
             if crate::race::on() {
-                race::release(true);
+                race::release(true, self.channel().race_id());
             }
             Ok(())
         })

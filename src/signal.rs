@@ -139,20 +139,20 @@ impl World {
                     target,
                     offset,
                     std::mem::size_of_val(src),
-                    crate::race::ops::PUT_SIGNAL,
+                    (crate::race::ops::PUT_SIGNAL, channel.race_id()),
                 );
                 if nbi {
                     let (addr, len) = (src.as_ptr() as usize, std::mem::size_of_val(src));
                     crate::race::nbi_buffer(at, addr, len, crate::race::Use::Reads, crate::race::ops::PUT_SIGNAL);
                 }
                 // The signal is written after the data, in order: a release.
-                crate::race::release(false);
+                crate::race::release(false, channel.race_id());
                 crate::race::atomic(
                     at,
                     target,
                     (signal_offset, 8),
                     (crate::race::type_tag::<u64>(), false),
-                    false,
+                    (false, channel.race_id()),
                 );
             }
             match nbi {
@@ -181,7 +181,7 @@ impl World {
                     target,
                     (offset, 8),
                     (crate::race::type_tag::<u64>(), false),
-                    false,
+                    (false, channel.race_id()),
                 );
             }
             self.links.signal(channel, target, offset, op, value)

@@ -35,7 +35,7 @@ const RUST_FREE: [&str; 10] = [
     "put-quiet-get",
     "reduce-barrier-put",
 ];
-const C_RACY: [&str; 14] = [
+const C_RACY: [&str; 15] = [
     "halo-early",
     "no-fence",
     "get-put",
@@ -48,10 +48,11 @@ const C_RACY: [&str; 14] = [
     "atomic-types",
     "put-get",
     "put-put",
+    "ctx-put-get",
     "get-nbi-fence-put",
     "reduce-put",
 ];
-const C_FREE: [&str; 14] = [
+const C_FREE: [&str; 15] = [
     "halo",
     "fence-flag",
     "quiet-flag",
@@ -64,6 +65,7 @@ const C_FREE: [&str; 14] = [
     "ping-pong",
     "put-quiet-get",
     "put-fence-put",
+    "ctx-quiet-get",
     "get-nbi-quiet-put",
     "reduce-barrier-put",
 ];

@@ -17,6 +17,16 @@ pub enum Channel<'a> {
 }
 
 impl Channel<'_> {
+    /// The race checker's name for the channel (`race::origin`): 0 for the
+    /// default context, a created one's address otherwise.
+    #[inline(always)]
+    pub(crate) fn race_id(self) -> usize {
+        match self {
+            Channel::Default => 0,
+            Channel::Ctx(links) => links as *const CtxLinks as usize,
+        }
+    }
+
     /// The NIC lane the channel's operations take (0: the default's).
     #[inline(always)]
     pub(crate) fn lane(self) -> usize {

@@ -37,6 +37,9 @@ use std::sync::OnceLock;
 
 pub use nbi::{nbi_buffer, Use};
 
+/// Every context, for [`release`].
+pub(crate) const ALL: usize = usize::MAX;
+
 /// What the checker does on a race.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Mode {
@@ -240,9 +243,10 @@ fn next_seq() -> u32 {
 #[inline(never)]
 /// `done`: complete when the call returns (a blocking get, a fetching
 /// atomic), not only at the next quiet.
+/// `ctx`: the context (`Channel::race_id`).
 pub(crate) fn remote(
     at: &'static Location<'static>,
-    target: usize,
+    (target, ctx): (usize, usize),
     (offset, len): (usize, usize),
     (kind, op): (Kind, u8),
     done_at_return: bool,
@@ -260,23 +264,23 @@ pub(crate) fn remote(
     if done_at_return {
         DIRTY.store(true, Relaxed);
     }
-    origin::issued(access.site, target, (offset, len), (kind, op), done_at_return);
+    origin::issued(access.site, (target, ctx), (offset, len), (kind, op), done_at_return);
     log::with(|l| l.add(target as u32, access));
 }
 
 /// A put (`op`: blocking, non-blocking, with signal) of `len` bytes to
 /// `target` at heap `offset`: written down, then counted as an issued write.
 #[inline(never)]
-pub(crate) fn put(at: &'static Location<'static>, target: usize, offset: usize, len: usize, op: u8) {
-    remote(at, target, (offset, len), (Kind::Write, op), false);
+pub(crate) fn put(at: &'static Location<'static>, target: usize, offset: usize, len: usize, (op, ctx): (u8, usize)) {
+    remote(at, (target, ctx), (offset, len), (Kind::Write, op), false);
     issued();
 }
 
 /// A blocking get: complete when it returns, and read as a flag may be
 /// (a loop of gets is a wait), so an acquire after it.
 #[inline(never)]
-pub(crate) fn get(at: &'static Location<'static>, target: usize, offset: usize, len: usize) {
-    remote(at, target, (offset, len), (Kind::Read, ops::GET), true);
+pub(crate) fn get(at: &'static Location<'static>, target: usize, offset: usize, len: usize, ctx: usize) {
+    remote(at, (target, ctx), (offset, len), (Kind::Read, ops::GET), true);
     acquire(None);
 }
 
@@ -290,13 +294,13 @@ pub(crate) fn atomic(
     target: usize,
     (offset, width): (usize, usize),
     (tag, reads_only): (u8, bool),
-    fetch: bool,
+    (fetch, ctx): (bool, usize),
 ) {
     let kind = match reads_only {
         true => Kind::AtomicRead(tag),
         false => Kind::Atomic(tag),
     };
-    remote(at, target, (offset, width), (kind, ops::ATOMIC), fetch);
+    remote(at, (target, ctx), (offset, width), (kind, ops::ATOMIC), fetch);
     issued();
     if fetch {
         acquire(None);
@@ -364,10 +368,12 @@ fn symmetric(addr: usize, offset: usize, size: usize, kind: u8, pc: usize) {
     }
 }
 
-/// A release: a quiet, fence, signal, lock release or collective. A quiet
-/// also completes every non-blocking buffer (`nbi`).
+/// A release: a quiet, fence, signal, lock release or collective, on
+/// context `ctx` (`ALL`: every one). A quiet also completes every
+/// non-blocking buffer (`nbi`), and the context's own operations
+/// (`origin`).
 #[inline(never)]
-pub(crate) fn release(quiet: bool) {
+pub(crate) fn release(quiet: bool, ctx: usize) {
     DIRTY.store(false, Relaxed);
     if let Some(s) = state() {
         let n = next_seq();
@@ -377,9 +383,9 @@ pub(crate) fn release(quiet: bool) {
     match quiet {
         true => {
             nbi::completed();
-            origin::completed();
+            origin::completed_on(ctx);
         }
-        false => origin::fenced(),
+        false => origin::fenced(ctx),
     }
 }
 
@@ -440,7 +446,7 @@ pub(crate) fn collective_wrote(at: &'static Location<'static>, (offset, len): (u
 
 /// A collective other than a world barrier: a release and an acquire.
 pub(crate) fn collective() {
-    release(false);
+    release(false, ALL);
     acquire(None);
 }
 

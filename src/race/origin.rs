@@ -24,6 +24,8 @@ use std::sync::Mutex;
 /// An operation not yet completed by a quiet.
 struct Pending {
     target: u32,
+    /// The context that issued it (`Channel::race_id`).
+    ctx: usize,
     lo: u64,
     hi: u64,
     /// A put or non-fetching atomic (else a non-blocking get).
@@ -41,6 +43,7 @@ impl Pending {
     /// of puts from one loop stays one entry, so the list stays short.
     fn joins(&self, other: &Pending) -> bool {
         self.target == other.target
+            && self.ctx == other.ctx
             && (self.writes, self.atomic, self.fenced, self.op, self.site)
                 == (other.writes, other.atomic, other.fenced, other.op, other.site)
             && self.lo <= other.hi
@@ -59,7 +62,7 @@ const MOST: usize = 1024;
 /// returned (a blocking get, a fetching atomic).
 pub(super) fn issued(
     raw: u64,
-    target: usize,
+    (target, ctx): (usize, usize),
     (offset, len): (usize, usize),
     (kind, op): (Kind, u8),
     done_at_return: bool,
@@ -80,8 +83,9 @@ pub(super) fn issued(
                 && match (p.writes, writes) {
                     // A pending put, then a get: may read before it lands.
                     (true, false) => true,
-                    // Two puts: ordered by a fence between them only.
-                    (true, true) => !p.fenced,
+                    // Two puts: ordered by a fence of their context
+                    // between them only.
+                    (true, true) => !(p.fenced && p.ctx == ctx),
                     // A pending get, then a put: may land before it reads.
                     (false, true) => true,
                     (false, false) => false,
@@ -91,6 +95,7 @@ pub(super) fn issued(
     if !done_at_return {
         let new = Pending {
             target,
+            ctx,
             lo,
             hi,
             writes,
@@ -118,14 +123,15 @@ pub(super) fn issued(
     }
 }
 
-/// A fence: every pending put is ordered before later ones. Entries that
-/// differed only in that now join.
-pub(super) fn fenced() {
+/// A fence on context `ctx` (`race::ALL`: every one): its pending puts
+/// are ordered before its later ones. Entries that differed only in that
+/// now join.
+pub(super) fn fenced(ctx: usize) {
     let mut pending = crate::sync::lock(&PENDING);
     if pending.is_empty() {
         return;
     }
-    for p in pending.iter_mut() {
+    for p in pending.iter_mut().filter(|p| ctx == super::ALL || p.ctx == ctx) {
         p.fenced = true;
     }
     pending.sort_by_key(|p| (p.target, p.site, p.op, p.writes, p.atomic, p.lo));
@@ -142,6 +148,16 @@ pub(super) fn fenced() {
 /// A quiet, or an acquire (see the module's header): nothing is pending.
 pub(super) fn completed() {
     crate::sync::lock(&PENDING).clear();
+}
+
+/// A quiet on context `ctx` (`race::ALL`: every one): its operations are
+/// complete; another context's are not (OpenSHMEM's `shmem_quiet` is the
+/// default context's).
+pub(super) fn completed_on(ctx: usize) {
+    match ctx {
+        super::ALL => completed(),
+        ctx => crate::sync::lock(&PENDING).retain(|p| p.ctx != ctx),
+    }
 }
 
 fn report(

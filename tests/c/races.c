@@ -17,13 +17,16 @@
  * put-put (two puts to the same bytes with no fence between),
  * get-nbi-fence-put (a put to bytes a pending get_nbi reads: a fence
  * does not order a get), reduce-put (a put into a member's reduction
- * destination, which that member may still be writing).
+ * destination, which that member may still be writing), ctx-put-get (a
+ * context's put, then shmem_quiet, which completes only the default
+ * context's, then a get of the same bytes).
  *
  * Race-free: halo, fence-flag, quiet-flag, signal, atomic, lock,
  * nbi-quiet, get-nbi-quiet, atomic-fetch-load (an atomic fetch and a
  * plain load: both read), ping-pong (a put_signal_nbi's source reused once
  * the answer to its signal arrived), put-quiet-get, put-fence-put,
- * get-nbi-quiet-put, reduce-barrier-put.
+ * get-nbi-quiet-put, reduce-barrier-put, ctx-quiet-get (the context's
+ * own quiet).
  */
 #include <shmem.h>
 #include <stdio.h>
@@ -174,6 +177,21 @@ int main(int argc, char **argv) {
             if (shmem_long_g(&data[3], 1) != 4)
                 printf("PE 0: read before the put landed\n");
         }
+        shmem_barrier_all();
+    } else if (!strcmp(c, "ctx-put-get") || !strcmp(c, "ctx-quiet-get")) {
+        shmem_ctx_t ctx;
+        if (shmem_ctx_create(0, &ctx) != 0)
+            return 3;
+        if (me == 0) {
+            shmem_ctx_long_put(ctx, data, buf, 8, 1);
+            if (!strcmp(c, "ctx-quiet-get"))
+                shmem_ctx_quiet(ctx);
+            else
+                shmem_quiet();
+            if (shmem_long_g(&data[3], 1) != 4)
+                printf("PE 0: read before the put landed\n");
+        }
+        shmem_ctx_destroy(ctx);
         shmem_barrier_all();
     } else if (!strcmp(c, "put-put") || !strcmp(c, "put-fence-put")) {
         if (me == 0) {
