@@ -298,7 +298,28 @@ fn the_guide_quotes_the_reports_as_they_are() {
         .map(|b| b.split("```").next().unwrap())
         .collect();
     assert_eq!(blocks.len(), 3, "three programs");
-    assert_eq!(outputs.len(), 4, "their three reports, and tests/c/races.c's put-get");
+    assert_eq!(
+        outputs.len(),
+        5,
+        "their three reports, tests/c/races.c's put-get and tests/c/races_omp.c's master-read"
+    );
+    // The report of a race between two OpenMP threads' PE and another PE.
+    let omp = compile("races_omp", "gcc", &["-fopenmp"]);
+    let run = rlaunch(&[
+        "-n",
+        "2",
+        "--timeout",
+        "60",
+        "--check-races",
+        &omp.to_string_lossy(),
+        "master-read",
+    ]);
+    for line in outputs[4].lines().filter(|l| !l.is_empty()) {
+        assert!(
+            run.stderr.contains(line),
+            "master-read: the guide quotes {line:?}, the run printed {run:?}"
+        );
+    }
     // The report of one PE's own put and get, from tests/c/races.c.
     let run = run_gcc_case("put-get");
     assert_eq!(run.code, Some(66), "put-get: {run:?}");

@@ -83,9 +83,12 @@ trampoline! {
     __tsan_write_range => store_range;
 }
 
-/// The instrumented program's start-up call.
+/// The instrumented program's start-up call: its atomics will be seen,
+/// so its OpenMP threads may keep views of their own.
 #[no_mangle]
-pub extern "C" fn __tsan_init() {}
+pub extern "C" fn __tsan_init() {
+    oneside::race::threads::set_instrumented();
+}
 
 /// Function entry and exit: the checker keeps no shadow stack.
 #[no_mangle]

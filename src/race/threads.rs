@@ -23,6 +23,8 @@
 //! The C library's OpenMP entry points (`capi`'s `omp`) and its atomics
 //! call these; a construct it does not model (a taskloop, a doacross
 //! loop) sends every thread back to the PE's count until the team ends.
+//! Only a program built by `oshcc --check-races` keeps views: in another
+//! its atomics, unseen, may be what orders two threads.
 
 use super::{log, on, STAMP};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -43,6 +45,17 @@ fn word(key: usize) -> &'static AtomicU64 {
     };
     &WORDS[i]
 }
+/// The program was built by `oshcc --check-races` (its `__tsan_init`
+/// ran): its atomics are seen, so threads may keep views. A program
+/// built without it has atomics the checker cannot see, which may be the
+/// only thing ordering two of its threads.
+static INSTRUMENTED: AtomicBool = AtomicBool::new(false);
+
+/// Says the program's code is instrumented (`__tsan_init`).
+pub fn set_instrumented() {
+    INSTRUMENTED.store(true, Relaxed);
+}
+
 /// A construct the checker does not model ran: views are off until no
 /// team runs.
 static UNMODELED: AtomicBool = AtomicBool::new(false);
@@ -64,7 +77,7 @@ pub const OFF: u64 = log::FOLLOW;
 /// A team is forked by the calling thread: the stamp its threads begin
 /// with ([`OFF`] while the checker is off).
 pub fn forked() -> u64 {
-    if !on() {
+    if !on() || !INSTRUMENTED.load(Relaxed) {
         return OFF;
     }
     ACTIVE.fetch_add(1, Relaxed);
@@ -130,7 +143,7 @@ pub fn next_section() {
 
 /// The calling thread's stamp, for a task it creates ([`OFF`] while off).
 pub fn task_created() -> u64 {
-    match on() {
+    match on() && INSTRUMENTED.load(Relaxed) {
         true => log::stamp(STAMP.load(Relaxed)),
         false => OFF,
     }
