@@ -382,7 +382,7 @@ pub(crate) fn release(quiet: bool, ctx: usize) {
     }
     match quiet {
         true => {
-            nbi::completed();
+            nbi::completed(threads::active());
             origin::completed_on(ctx);
         }
         false => origin::fenced(ctx),
@@ -461,7 +461,7 @@ pub(crate) fn phase_ends(links: &Links, at: &'static Location<'static>) -> Resul
 /// After the world barrier's sync: judges the phase at this PE.
 pub(crate) fn phase_ended(phase: Option<report::Phase>) -> Result<()> {
     match (state(), phase) {
-        (Some(s), Some(phase)) => report::judge(s, phase),
+        (Some(s), Some(phase)) => report::judge(s, phase, threads::active()),
         _ => Ok(()),
     }
 }

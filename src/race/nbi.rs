@@ -71,13 +71,13 @@ pub fn nbi_buffer(at: &'static Location<'static>, addr: usize, len: usize, used:
 }
 
 /// Every pending operation completed (a quiet), for the calling thread
-/// and, outside a team, for all.
-pub(super) fn completed() {
+/// and, outside a team (`team`: whether one runs), for all.
+pub(super) fn completed(team: bool) {
     if COUNT.load(Relaxed) == 0 {
         return;
     }
     let mut pending = crate::sync::lock(&PENDING);
-    match super::threads::active() {
+    match team {
         true => {
             let stamp = super::log::stamp(super::STAMP.load(Relaxed));
             for p in pending.iter_mut().filter(|p| p.done_at == 0) {

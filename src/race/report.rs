@@ -121,7 +121,9 @@ pub(super) fn phase_ends(s: &Races, links: &Links, at: u64) -> Result<Option<Pha
     }))
 }
 
-pub(super) fn judge(s: &Races, phase: Phase) -> Result<()> {
+/// Judges `phase` at this PE; `keep`: an OpenMP team runs, whose threads
+/// may still make loads of this phase (`threads`), so it is kept.
+pub(super) fn judge(s: &Races, phase: Phase, keep: bool) -> Result<()> {
     let me = s.rank;
     let mut all = phase.local;
     let mut headers: HashMap<u32, Header> = HashMap::new();
@@ -149,7 +151,7 @@ pub(super) fn judge(s: &Races, phase: Phase) -> Result<()> {
     for (a, b) in check::races(me, &mut all, syncs, MOST) {
         tell(s, (&a, &b), (began(if a.pe == me { b.pe } else { a.pe }), phase.number))?;
     }
-    *crate::sync::lock(&s.kept) = super::threads::active().then(|| Kept {
+    *crate::sync::lock(&s.kept) = keep.then(|| Kept {
         number: phase.number,
         all,
         syncs: (0..s.memory.size as u32).map(|pe| (pe, syncs(pe))).collect(),
