@@ -170,10 +170,23 @@ const OMP_FREE: [&str; 6] = [
 #[test]
 fn openmp_threads_of_one_pe_get_exactly_the_expected_verdict() {
     let exe = compile("races_omp", "gcc", &["-fopenmp"]);
+    judge_cases(&exe, (&OMP_RACY, &OMP_FREE), "races_omp.c", "gcc -fopenmp");
+}
+
+#[test]
+fn c_programs_built_with_gcc_and_clang_get_exactly_the_expected_verdict() {
+    for cc in ["gcc", "clang"] {
+        judge_cases(&compile_races(cc), (&C_RACY, &C_FREE), "races.c", cc);
+    }
+}
+
+/// Runs each of C program `exe`'s racy and race-free cases at 2 PEs over
+/// each transport, and checks its verdict.
+fn judge_cases(exe: &std::path::Path, (racy, free): (&[&str], &[&str]), file: &str, built: &str) {
     let exe = exe.to_string_lossy();
     for (transport, _) in transports() {
         let transport = if transport == "auto" { "shm" } else { transport };
-        for (cases, racy) in [(&OMP_RACY[..], true), (&OMP_FREE[..], false)] {
+        for (cases, racy) in [(racy, true), (free, false)] {
             for case in cases {
                 let out = rlaunch(&[
                     "-n",
@@ -186,39 +199,7 @@ fn openmp_threads_of_one_pe_get_exactly_the_expected_verdict() {
                     &exe,
                     case,
                 ]);
-                verdict(
-                    &out,
-                    racy,
-                    "races_omp.c",
-                    &format!("{case} (gcc -fopenmp) over {transport}"),
-                );
-            }
-        }
-    }
-}
-
-#[test]
-fn c_programs_built_with_gcc_and_clang_get_exactly_the_expected_verdict() {
-    for cc in ["gcc", "clang"] {
-        let exe = compile_races(cc);
-        let exe = exe.to_string_lossy();
-        for (transport, _) in transports() {
-            let transport = if transport == "auto" { "shm" } else { transport };
-            for (cases, racy) in [(&C_RACY[..], true), (&C_FREE[..], false)] {
-                for case in cases {
-                    let out = rlaunch(&[
-                        "-n",
-                        "2",
-                        "--transport",
-                        transport,
-                        "--timeout",
-                        "60",
-                        "--check-races",
-                        &exe,
-                        case,
-                    ]);
-                    verdict(&out, racy, "races.c", &format!("{case} ({cc}) over {transport}"));
-                }
+                verdict(&out, racy, file, &format!("{case} ({built}) over {transport}"));
             }
         }
     }

@@ -325,7 +325,18 @@ pub unsafe extern "C" fn GOMP_task(
     );
     let real = real!(GOMP_task: Real);
     let stamp = threads::task_created();
-    if stamp == threads::OFF || flags & !PLAIN_TASK != 0 || size < 0 || align < 1 {
+    // The buffer that carries a `Head` before the program's data, aligned
+    // as the data asks (and as a `Head` needs).
+    let wrapped = (stamp != threads::OFF && flags & !PLAIN_TASK == 0 && size >= 0 && align >= 1)
+        .then(|| {
+            let align = (align as usize).max(std::mem::align_of::<Head>());
+            let offset = std::mem::size_of::<Head>().next_multiple_of(align);
+            std::alloc::Layout::from_size_align(offset + size as usize, align)
+                .ok()
+                .map(|layout| (layout, offset))
+        })
+        .flatten();
+    let Some((layout, offset)) = wrapped else {
         if stamp != threads::OFF {
             threads::unmodeled();
         }
@@ -333,26 +344,6 @@ pub unsafe extern "C" fn GOMP_task(
         return unsafe {
             real(
                 body, data, copy, size, align, if_clause, flags, depend, priority, detach,
-            )
-        };
-    }
-    let align = (align as usize).max(std::mem::align_of::<Head>());
-    let offset = std::mem::size_of::<Head>().next_multiple_of(align);
-    let Ok(layout) = std::alloc::Layout::from_size_align(offset + size as usize, align) else {
-        threads::unmodeled();
-        // SAFETY: as above.
-        return unsafe {
-            real(
-                body,
-                data,
-                copy,
-                size,
-                align as i64,
-                if_clause,
-                flags,
-                depend,
-                priority,
-                detach,
             )
         };
     };
@@ -380,8 +371,8 @@ pub unsafe extern "C" fn GOMP_task(
             task,
             buffer.cast(),
             copier,
-            (offset + size as usize) as i64,
-            align as i64,
+            layout.size() as i64,
+            layout.align() as i64,
             if_clause,
             flags,
             depend,
