@@ -27,6 +27,8 @@ const RING: usize = 16;
 /// Bytes per record: 8 words, then the source location's text.
 pub(crate) const RECORD: usize = 128;
 const WORDS: usize = 8;
+/// The bytes of a record's words, before its text.
+pub(crate) const RECORD_WORDS: usize = WORDS * 8;
 /// Heap bytes the checking mode takes (allocated at start, on every rank).
 pub(crate) const AREA_BYTES: usize = MAX_TEAMS * RING * RECORD;
 
@@ -191,6 +193,11 @@ impl Checks {
             }
         };
         (sig.words(call, site), text)
+    }
+
+    /// Whether a record (its words read) has a place in words after them.
+    pub fn has_text(bytes: &[u8; RECORD]) -> bool {
+        bytes[40..48] == [0; 8]
     }
 
     /// Decodes a record read from a member: its call number, signature and location.

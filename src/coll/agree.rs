@@ -57,7 +57,7 @@ impl Coll<'_> {
         let Some(mine) = self.publish_mine(checks, sig, dst)? else {
             return Ok(());
         };
-        self.compare_next(&mine)
+        self.compare_next(&mine, false)
     }
 
     /// A mistake found leaves the rank unable to finish any collective
@@ -95,7 +95,7 @@ impl Coll<'_> {
     pub fn agreed_sync(&self, published: Option<Published>) -> Result<()> {
         crate::error::located(|| match published {
             None => Ok(()),
-            Some(mine) => self.broken_if_err(self.compare_next(&mine)),
+            Some(mine) => self.broken_if_err(self.compare_next(&mine, true)),
         })
     }
 
@@ -122,10 +122,16 @@ impl Coll<'_> {
         }))
     }
 
-    /// Compares `mine` with the next member's record of this call.
-    fn compare_next(&self, mine: &Published) -> Result<()> {
+    /// Compares `mine` with the next member's record of this call;
+    /// `synced`: after the sync, which every member entered having
+    /// published its record, so it is there to read at once.
+    fn compare_next(&self, mine: &Published, synced: bool) -> Result<()> {
         let next = self.rank((self.me() + 1) % self.n());
-        let Some((theirs, their_at)) = self.read_record(next, mine.offset)? else {
+        let record = match synced {
+            true => self.read_written(next, mine.offset).map(Some),
+            false => self.read_record(next, mine.offset),
+        };
+        let Some((theirs, their_at)) = record? else {
             return Ok(());
         };
         match theirs == mine.sig {
@@ -148,9 +154,13 @@ impl Coll<'_> {
         let base = self.own(offset);
         // SAFETY: the record lies in this rank's checking area (allocated
         // at start, 8-byte aligned); only this rank writes it, and the
-        // call-number word is accessed atomically.
+        // call-number word is accessed atomically. A C site's record is
+        // its words alone (`Checks::decode` reads no text then): one cache
+        // line, not two.
         unsafe {
-            std::ptr::copy_nonoverlapping(text.as_ptr(), base.add(words.len() * 8), text.len());
+            if matches!(at, Place::Words(_)) {
+                std::ptr::copy_nonoverlapping(text.as_ptr(), base.add(words.len() * 8), text.len());
+            }
             for (i, w) in words.iter().enumerate().skip(1) {
                 base.add(i * 8).cast::<u64>().write_volatile(*w);
             }
@@ -162,7 +172,6 @@ impl Coll<'_> {
     /// `None` when `from` has run a whole ring of calls ahead (nothing left
     /// to compare).
     fn read_record(&self, from: usize, offset: usize) -> Result<Option<(Signature, Place)>> {
-        let mut bytes = [0u8; debug::RECORD];
         let mut backoff = Backoff::new(self.w.spin_waits);
         let _blocked = crate::watch::blocked(crate::watch::Waiting::Step {
             op: "--debug's check of the collective",
@@ -184,11 +193,29 @@ impl Coll<'_> {
                 return Ok(None);
             }
             if call == self.call {
-                self.w.links.copy_out(Channel::Default, from, offset, &mut bytes)?;
-                let (_, sig, at) = Checks::decode(&bytes);
-                return Ok(Some((sig, at)));
+                return self.read_written(from, offset).map(Some);
             }
             backoff.pause();
         }
+    }
+
+    /// Reads rank `from`'s record of this call, written already: its
+    /// words, and its text only for a place in words. The other member
+    /// cannot have written a later call's record over it: that slot comes
+    /// round again only after a whole ring of calls, each needing this
+    /// rank.
+    fn read_written(&self, from: usize, offset: usize) -> Result<(Signature, Place)> {
+        let mut bytes = [0u8; debug::RECORD];
+        let words = debug::RECORD_WORDS;
+        self.w
+            .links
+            .copy_out(Channel::Default, from, offset, &mut bytes[..words])?;
+        if Checks::has_text(&bytes) {
+            self.w
+                .links
+                .copy_out(Channel::Default, from, offset + words, &mut bytes[words..])?;
+        }
+        let (_, sig, at) = Checks::decode(&bytes);
+        Ok((sig, at))
     }
 }
