@@ -164,6 +164,9 @@ pub(crate) struct Checks {
     /// Heap offset of this rank's records.
     area: usize,
     previous: Mutex<[Option<Previous>; MAX_TEAMS]>,
+    /// Whether any team has a previous collective: a barrier with none
+    /// takes no lock.
+    any_previous: std::sync::atomic::AtomicBool,
 }
 
 impl Checks {
@@ -171,6 +174,7 @@ impl Checks {
         Checks {
             area,
             previous: Mutex::new(std::array::from_fn(|_| None)),
+            any_previous: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -227,8 +231,12 @@ impl Checks {
         at: &Place,
         dst: Option<(usize, usize)>,
     ) -> Result<()> {
+        let sync = matches!(op, "team_sync" | "alloc" | "free");
+        if sync && !self.any_previous.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(());
+        }
         let mut previous = crate::sync::lock(&self.previous);
-        if matches!(op, "team_sync" | "alloc" | "free") {
+        if sync {
             match slot {
                 0 => previous.iter_mut().for_each(|p| *p = None),
                 s => previous[s] = None,
@@ -254,6 +262,7 @@ impl Checks {
                 });
             }
         }
+        self.any_previous.store(true, std::sync::atomic::Ordering::Relaxed);
         previous[slot] = Some(Previous {
             op,
             at: at.clone(),

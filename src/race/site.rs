@@ -12,6 +12,7 @@
 use crate::site::{loaded_objects as objects, LoadedObject as Object};
 use std::collections::HashMap;
 use std::panic::Location;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 const RUST: u64 = 1 << 62;
@@ -62,11 +63,52 @@ pub(crate) fn raw_c(pc: usize) -> u64 {
     }
 }
 
+/// The last sites coded, by a hash of the raw site: a sequence lock each
+/// (odd while written), the raw site and its code, read without a lock.
+struct Recent {
+    seq: AtomicU64,
+    raw: AtomicU64,
+    code: AtomicU64,
+}
+
+static RECENT: [Recent; 64] = [const {
+    Recent {
+        seq: AtomicU64::new(0),
+        raw: AtomicU64::new(0),
+        code: AtomicU64::new(0),
+    }
+}; 64];
+
 /// A kept site as a code another PE can read (0 when unknown).
 pub(crate) fn code(raw: u64) -> u64 {
     if raw == 0 {
         return 0;
     }
+    let recent = &RECENT[((raw ^ (raw >> 6) ^ (raw >> 17)) % 64) as usize];
+    let seq = recent.seq.load(Ordering::Acquire);
+    if seq % 2 == 0 && recent.raw.load(Ordering::Relaxed) == raw {
+        let code = recent.code.load(Ordering::Relaxed);
+        std::sync::atomic::fence(Ordering::Acquire);
+        if recent.seq.load(Ordering::Relaxed) == seq && code != 0 {
+            return code;
+        }
+    }
+    let code = coded(raw);
+    // Cached when no other thread writes this entry now; else not.
+    if seq % 2 == 0
+        && recent
+            .seq
+            .compare_exchange(seq, seq + 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    {
+        recent.raw.store(raw, Ordering::Relaxed);
+        recent.code.store(code, Ordering::Relaxed);
+        recent.seq.store(seq + 2, Ordering::Release);
+    }
+    code
+}
+
+fn coded(raw: u64) -> u64 {
     let mut codes = crate::sync::lock(&CODES);
     let codes = codes.get_or_insert_with(HashMap::new);
     *codes
