@@ -86,7 +86,7 @@ pub(crate) fn code(raw: u64) -> u64 {
     }
     let recent = &RECENT[((raw ^ (raw >> 6) ^ (raw >> 17)) % 64) as usize];
     let seq = recent.seq.load(Ordering::Acquire);
-    if seq % 2 == 0 && recent.raw.load(Ordering::Relaxed) == raw {
+    if seq.is_multiple_of(2) && recent.raw.load(Ordering::Relaxed) == raw {
         let code = recent.code.load(Ordering::Relaxed);
         std::sync::atomic::fence(Ordering::Acquire);
         if recent.seq.load(Ordering::Relaxed) == seq && code != 0 {
@@ -95,7 +95,7 @@ pub(crate) fn code(raw: u64) -> u64 {
     }
     let code = coded(raw);
     // Cached when no other thread writes this entry now; else not.
-    if seq % 2 == 0
+    if seq.is_multiple_of(2)
         && recent
             .seq
             .compare_exchange(seq, seq + 1, Ordering::Acquire, Ordering::Relaxed)
