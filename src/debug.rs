@@ -29,6 +29,8 @@ pub(crate) const RECORD: usize = 128;
 const WORDS: usize = 8;
 /// The bytes of a record's words, before its text.
 pub(crate) const RECORD_WORDS: usize = WORDS * 8;
+/// The word that holds a C place's site code (0: the place is text).
+const SITE: usize = 5;
 /// Heap bytes the checking mode takes (allocated at start, on every rank).
 pub(crate) const AREA_BYTES: usize = MAX_TEAMS * RING * RECORD;
 
@@ -201,14 +203,14 @@ impl Checks {
 
     /// Whether a record (its words read) has a place in words after them.
     pub fn has_text(bytes: &[u8; RECORD]) -> bool {
-        bytes[40..48] == [0; 8]
+        bytes[SITE * 8..SITE * 8 + 8] == [0; 8]
     }
 
     /// Decodes a record read from a member: its call number, signature and location.
     pub fn decode(bytes: &[u8; RECORD]) -> (u64, Signature, Place) {
         let words: [u64; WORDS] =
             std::array::from_fn(|i| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().expect("8 bytes")));
-        let at = match words[5] {
+        let at = match words[SITE] {
             0 => {
                 let text = &bytes[WORDS * 8..];
                 let end = text.iter().position(|&b| b == 0).unwrap_or(text.len());

@@ -232,6 +232,12 @@ fn seq() -> u32 {
 /// (low half): what the log's entries are stamped with.
 static STAMP: AtomicU64 = AtomicU64::new(0);
 
+/// The stamp the calling thread's next access carries: its view in an
+/// OpenMP team (`threads`), else `STAMP`.
+fn thread_stamp() -> u64 {
+    log::stamp(STAMP.load(Relaxed))
+}
+
 /// Counts a synchronization; returns its number in the phase.
 fn next_seq() -> u32 {
     let stamp = STAMP.fetch_add(1, Relaxed) + 1;

@@ -79,7 +79,7 @@ pub(super) fn completed(team: bool) {
     let mut pending = crate::sync::lock(&PENDING);
     match team {
         true => {
-            let stamp = super::log::stamp(super::STAMP.load(Relaxed));
+            let stamp = super::thread_stamp();
             for p in pending.iter_mut().filter(|p| p.done_at == 0) {
                 p.done_at = stamp;
             }
@@ -123,7 +123,7 @@ fn check(addr: usize, size: usize, kind: u8, pc: usize) {
     // A buffer a quiet completed races only with a team thread that the
     // quiet does not happen before.
     let view = super::log::view();
-    let stamp = super::log::stamp(super::STAMP.load(Relaxed));
+    let stamp = super::thread_stamp();
     let hit = {
         let pending = crate::sync::lock(&PENDING);
         pending

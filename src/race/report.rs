@@ -33,8 +33,33 @@ pub(crate) struct Phase {
 pub(crate) struct Kept {
     number: u64,
     all: Vec<Access>,
-    syncs: HashMap<u32, Syncs>,
-    began: HashMap<u32, u64>,
+    peers: Peers,
+}
+
+/// What each PE said of its phase: this PE's synchronizations and the
+/// site of the barrier that began it, and the other PEs' headers.
+struct Peers {
+    me: u32,
+    mine: Syncs,
+    began_at: u64,
+    headers: HashMap<u32, Header>,
+}
+
+impl Peers {
+    fn syncs(&self, pe: u32) -> Syncs {
+        match pe == self.me {
+            true => self.mine,
+            false => self.headers.get(&pe).map_or(Syncs::NONE, |h| h.syncs),
+        }
+    }
+
+    /// Where `pe`'s barrier that began the phase was called.
+    fn began(&self, pe: u32) -> u64 {
+        match pe == self.me {
+            true => self.began_at,
+            false => self.headers.get(&pe).map_or(0, |h| h.began_at),
+        }
+    }
 }
 
 /// An access as it is judged: its site a code, its PE this one.
@@ -133,31 +158,29 @@ pub(super) fn judge(s: &Races, phase: Phase, keep: bool) -> Result<()> {
             all.extend(records);
         }
     }
-    let syncs = |pe: u32| match pe == me {
-        true => phase.mine,
-        false => headers.get(&pe).map_or(Syncs::NONE, |h| h.syncs),
-    };
-    let began = |pe: u32| match pe == me {
-        true => phase.began_at,
-        false => headers.get(&pe).map_or(0, |h| h.began_at),
+    let peers = Peers {
+        me,
+        mine: phase.mine,
+        began_at: phase.began_at,
+        headers,
     };
     if std::env::var_os("ONESIDE_RACE_DEBUG").is_some() {
         eprintln!(
             "phase {} at {me}: mine {:?} headers {:?}\n  {:?}",
-            phase.number, phase.mine, headers, all
+            phase.number, phase.mine, peers.headers, all
         );
     }
     judge_late(s, phase.number, phase.late)?;
-    for (a, b) in check::races(me, &mut all, syncs, MOST) {
-        tell(s, (&a, &b), (began(if a.pe == me { b.pe } else { a.pe }), phase.number))?;
+    for (a, b) in check::races(me, &mut all, |pe| peers.syncs(pe), MOST) {
+        tell(s, (&a, &b), &peers, phase.number)?;
     }
-    *crate::sync::lock(&s.kept) = keep.then(|| Kept {
+    let squeezed = peers.headers.values().any(|h| h.squeezed);
+    *crate::sync::lock(&s.kept) = keep.then_some(Kept {
         number: phase.number,
         all,
-        syncs: (0..s.memory.size as u32).map(|pe| (pe, syncs(pe))).collect(),
-        began: (0..s.memory.size as u32).map(|pe| (pe, began(pe))).collect(),
+        peers,
     });
-    if (phase.lost > 0 || headers.values().any(|h| h.squeezed)) && !s.report.noted_loss() {
+    if (phase.lost > 0 || squeezed) && !s.report.noted_loss() {
         say(&format!(
             "oneside: --check-races on {}: in phase {} (after {} world barriers), more accesses than the checker keeps for one phase were made to this {}'s memory; races among those not kept may be missed (this note is printed once)",
             who(&(me as usize)),
@@ -178,20 +201,20 @@ fn judge_late(s: &Races, number: u64, late: Vec<Access>) -> Result<()> {
         return Ok(());
     };
     kept.all.extend(late);
-    let syncs = |pe: u32| kept.syncs.get(&pe).copied().unwrap_or(Syncs::NONE);
-    for (a, b) in check::races(s.rank, &mut kept.all, syncs, MOST) {
-        let other = if a.pe == s.rank { b.pe } else { a.pe };
-        tell(s, (&a, &b), (kept.began.get(&other).copied().unwrap_or(0), kept.number))?;
+    let peers = &kept.peers;
+    for (a, b) in check::races(s.rank, &mut kept.all, |pe| peers.syncs(pe), MOST) {
+        tell(s, (&a, &b), peers, kept.number)?;
     }
     Ok(())
 }
 
-/// Reports the race between `a` and `b`, once.
-fn tell(s: &Races, (a, b): (&Access, &Access), (began, phase): (u64, u64)) -> Result<()> {
+/// Reports the race between `a` and `b` in phase `phase`, once.
+fn tell(s: &Races, (a, b): (&Access, &Access), peers: &Peers, phase: u64) -> Result<()> {
     if !s.report.first((a.site, a.kind.code()), (b.site, b.kind.code())) {
         return Ok(());
     }
-    let text = race_words(&s.memory, s.rank, (a, b), (began, phase));
+    let other = if a.pe == s.rank { b.pe } else { a.pe };
+    let text = race_words(&s.memory, s.rank, (a, b), (peers.began(other), phase));
     say(&text);
     s.count(&text)
 }

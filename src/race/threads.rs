@@ -26,7 +26,7 @@
 //! Only a program built by `oshcc --check-races` keeps views: in another
 //! its atomics, unseen, may be what orders two threads.
 
-use super::{log, on, STAMP};
+use super::{log, on};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 /// Teams running in this PE.
@@ -45,6 +45,7 @@ fn word(key: usize) -> &'static AtomicU64 {
     };
     &WORDS[i]
 }
+
 /// The program was built by `oshcc --check-races` (its `__tsan_init`
 /// ran): its atomics are seen, so threads may keep views. A program
 /// built without it has atomics the checker cannot see, which may be the
@@ -77,11 +78,11 @@ pub const OFF: u64 = log::FOLLOW;
 /// A team is forked by the calling thread: the stamp its threads begin
 /// with ([`OFF`] while the checker is off).
 pub fn forked() -> u64 {
-    if !on() || !INSTRUMENTED.load(Relaxed) {
-        return OFF;
+    let stamp = task_created();
+    if stamp != OFF {
+        ACTIVE.fetch_add(1, Relaxed);
     }
-    ACTIVE.fetch_add(1, Relaxed);
-    log::stamp(STAMP.load(Relaxed))
+    stamp
 }
 
 /// The team forked with [`forked`]'s `stamp` is joined: the forking
@@ -141,10 +142,11 @@ pub fn next_section() {
     }
 }
 
-/// The calling thread's stamp, for a task it creates ([`OFF`] while off).
+/// The calling thread's stamp, for a task (or team) it creates ([`OFF`]
+/// while off, or in a program whose atomics are not seen).
 pub fn task_created() -> u64 {
     match on() && INSTRUMENTED.load(Relaxed) {
-        true => log::stamp(STAMP.load(Relaxed)),
+        true => super::thread_stamp(),
         false => OFF,
     }
 }
