@@ -145,6 +145,7 @@ impl World {
             self.grow(offset, bytes, &growth)?;
         }
         crate::watch::allocated(offset, bytes);
+        crate::race::allocated(self.own.heap_base() as usize + offset, bytes);
         Ok(offset)
     }
 

@@ -1,7 +1,8 @@
 //! The race checker (`rlaunch --check-races`) gives exactly the expected
 //! verdict on the course's mistakes and on their race-free twins: in Rust
 //! (examples/races.rs) at 2 and 4 ranks, and in C (tests/c/races.c, built
-//! by `oshcc --check-races` with GCC and with Clang) at 2 PEs, over shm and
+//! by `oshcc --check-races` with GCC, and with Clang in each of its two
+//! instrumentations) at 2 PEs, over shm and
 //! tcp (and ofi, under tests/ofi/run.sh). A racy case exits 66 with a
 //! `data race` report whose two access lines each name a source line; a
 //! race-free one exits 0 and reports nothing. `--check-races=abort` ends
@@ -130,7 +131,11 @@ fn compile_races(cc: &str) -> std::path::PathBuf {
     compile("races", cc, &[])
 }
 
-/// Builds tests/c/`name`.c so, with `flags` more.
+/// Builds tests/c/`name`.c so, with `flags` more. `cc` is the compiler,
+/// or `clang+thread`: Clang with ThreadSanitizer's instrumentation instead
+/// of AddressSanitizer's (`ONESIDE_RACE_INSTRUMENT`). Checks which
+/// instrumentation oshcc chose: Clang without OpenMP gets ASan's, whose
+/// inline checks call the library only for watched memory.
 fn compile(name: &str, cc: &str, flags: &[&str]) -> std::path::PathBuf {
     static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
@@ -139,8 +144,10 @@ fn compile(name: &str, cc: &str, flags: &[&str]) -> std::path::PathBuf {
         return exe;
     }
     build_capi();
+    let (compiler, instrument) = cc.split_once('+').unwrap_or((cc, ""));
     let out = Command::new(tool("oshcc"))
-        .env("ONESIDE_CC", cc)
+        .env("ONESIDE_CC", compiler)
+        .env("ONESIDE_RACE_INSTRUMENT", instrument)
         .args(["--check-races", "-std=c11", "-Wall", "-Werror", "-g"])
         .args(flags)
         .arg("-o")
@@ -152,6 +159,13 @@ fn compile(name: &str, cc: &str, flags: &[&str]) -> std::path::PathBuf {
         out.status.success(),
         "oshcc --check-races with {cc} failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    let image = std::fs::read(&exe).expect("the program was built");
+    let asan = image.windows(11).any(|w| w == b"__asan_init");
+    let expected = compiler == "clang" && instrument.is_empty() && !flags.contains(&"-fopenmp");
+    assert_eq!(
+        asan, expected,
+        "{cc} {flags:?}: AddressSanitizer's instrumentation expected: {expected}"
     );
     built.push(format!("{name}-{cc}"));
     exe
@@ -175,7 +189,7 @@ fn openmp_threads_of_one_pe_get_exactly_the_expected_verdict() {
 
 #[test]
 fn c_programs_built_with_gcc_and_clang_get_exactly_the_expected_verdict() {
-    for cc in ["gcc", "clang"] {
+    for cc in ["gcc", "clang", "clang+thread"] {
         judge_cases(&compile_races(cc), (&C_RACY, &C_FREE), "races.c", cc);
     }
 }

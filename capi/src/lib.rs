@@ -57,6 +57,7 @@ mod convert;
 mod active_set;
 mod alloc_note;
 mod amo;
+mod asan;
 mod caller;
 mod coll;
 mod ctx;

@@ -35,20 +35,21 @@ macro_rules! trampoline {
         }
     )*};
 }
+pub(crate) use trampoline;
 
-extern "C" fn load<const N: usize>(addr: usize, _: usize, _: usize, _: usize, _: usize, pc: usize) {
+pub(crate) extern "C" fn load<const N: usize>(addr: usize, _: usize, _: usize, _: usize, _: usize, pc: usize) {
     oneside::race::access(addr, N, 0, pc);
 }
 
-extern "C" fn store<const N: usize>(addr: usize, _: usize, _: usize, _: usize, _: usize, pc: usize) {
+pub(crate) extern "C" fn store<const N: usize>(addr: usize, _: usize, _: usize, _: usize, _: usize, pc: usize) {
     oneside::race::access(addr, N, 1, pc);
 }
 
-extern "C" fn load_range(addr: usize, size: usize, _: usize, _: usize, _: usize, pc: usize) {
+pub(crate) extern "C" fn load_range(addr: usize, size: usize, _: usize, _: usize, _: usize, pc: usize) {
     oneside::race::access(addr, size, 0, pc);
 }
 
-extern "C" fn store_range(addr: usize, size: usize, _: usize, _: usize, _: usize, pc: usize) {
+pub(crate) extern "C" fn store_range(addr: usize, size: usize, _: usize, _: usize, _: usize, pc: usize) {
     oneside::race::access(addr, size, 1, pc);
 }
 

@@ -24,6 +24,7 @@ pub(crate) mod log;
 mod nbi;
 mod origin;
 mod report;
+pub mod shadow;
 pub(crate) mod site;
 #[doc(hidden)]
 pub mod threads;
@@ -183,6 +184,7 @@ pub(crate) fn start(memory: Memory, mode: Mode) {
     if let Some((start, len)) = memory.data {
         DATA_LO.store(start, Relaxed);
         DATA_LEN.store(len, Relaxed);
+        shadow::mark(start, len);
     }
     ON.store(true, Relaxed);
     crate::hooks::set(crate::hooks::RACES, true);
@@ -362,6 +364,21 @@ pub fn access(addr: usize, size: usize, kind: u8, pc: usize) {
         return symmetric(addr, heap_len + d, size, kind, pc);
     }
     nbi::touched(addr, size, kind, pc);
+}
+
+/// Whether `[addr, addr + len)` touches this PE's symmetric memory.
+pub(crate) fn symmetric_range(addr: usize, len: usize) -> bool {
+    let (heap, data) = (HEAP_LO.load(Relaxed), DATA_LO.load(Relaxed));
+    (addr < heap + HEAP_LEN.load(Relaxed) && heap < addr + len)
+        || (addr < data + DATA_LEN.load(Relaxed) && data < addr + len)
+}
+
+/// A symmetric allocation of `len` bytes at `addr`: a C program's
+/// accesses to it come to [`access`] (`shadow`).
+pub(crate) fn allocated(addr: usize, len: usize) {
+    if on() {
+        shadow::mark(addr, len);
+    }
 }
 
 /// [`access`] of symmetric memory, at heap offset `offset`.

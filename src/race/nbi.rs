@@ -67,6 +67,20 @@ pub fn nbi_buffer(at: &'static Location<'static>, addr: usize, len: usize, used:
         site,
         done_at: 0,
     });
+    super::shadow::mark(addr, len);
+    COUNT.store(pending.len(), Relaxed);
+}
+
+/// Keeps the pending buffers `keep` says, and unmarks the others' shadow
+/// where nothing else watched lies (`shadow`).
+fn retain(pending: &mut Vec<Pending>, keep: impl Fn(&Pending) -> bool) {
+    let gone: Vec<(usize, usize)> = pending.iter().filter(|p| !keep(p)).map(|p| (p.lo, p.hi)).collect();
+    pending.retain(|p| keep(p));
+    for (lo, hi) in gone {
+        super::shadow::unmark(lo, hi - lo, |g, n| {
+            super::symmetric_range(g, n) || pending.iter().any(|p| g < p.hi && p.lo < g + n)
+        });
+    }
     COUNT.store(pending.len(), Relaxed);
 }
 
@@ -84,7 +98,7 @@ pub(super) fn completed(team: bool) {
                 p.done_at = stamp;
             }
         }
-        false => pending.clear(),
+        false => retain(&mut pending, |_| false),
     }
     COUNT.store(pending.len(), Relaxed);
 }
@@ -93,8 +107,7 @@ pub(super) fn completed(team: bool) {
 pub(super) fn team_ended() {
     if COUNT.load(Relaxed) != 0 {
         let mut pending = crate::sync::lock(&PENDING);
-        pending.retain(|p| p.done_at == 0);
-        COUNT.store(pending.len(), Relaxed);
+        retain(&mut pending, |p| p.done_at == 0);
     }
 }
 
@@ -105,8 +118,7 @@ pub(super) fn team_ended() {
 pub(super) fn acquired() {
     if COUNT.load(Relaxed) != 0 {
         let mut pending = crate::sync::lock(&PENDING);
-        pending.retain(|p| p.op != ops::PUT_SIGNAL || p.done_at != 0);
-        COUNT.store(pending.len(), Relaxed);
+        retain(&mut pending, |p| p.op != ops::PUT_SIGNAL || p.done_at != 0);
     }
 }
 

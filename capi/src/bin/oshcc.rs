@@ -21,15 +21,15 @@
 //!   the compiler's.
 //! - a linking command whose library is missing fails with the command
 //!   that builds it, instead of the linker's `cannot find -loneside_shmem`.
-//! - `--check-races` builds for the race checker (`rlaunch --check-races`):
-//!   sources are compiled with `-fsanitize=thread`, whose calls at every
-//!   load and store the library answers, and linked without
-//!   ThreadSanitizer's runtime. GCC puts that runtime first on any link line
-//!   that has the flag, so a command that compiles and links is run as one
-//!   compile per source, into a temporary directory, then the link.
+//! - `--check-races` builds for the race checker (`rlaunch --check-races`),
+//!   with a sanitizer's instrumentation and without its runtime (`races`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
+
+#[path = "oshcc/races.rs"]
+mod races;
+use races::{race_plan, CHECK_RACES};
 
 const SHOW_FLAGS: [&str; 4] = ["-show", "--show", "-showme", "--showme"];
 
@@ -60,66 +60,6 @@ fn plan(args: &[String], compiler: &str, include: &str, libdir: &str) -> Vec<Str
         line.push("-loneside_shmem".to_string());
     }
     line
-}
-
-/// The flag that asks for the race checker's build.
-const CHECK_RACES: &str = "--check-races";
-
-/// Whether `arg` names a C or C++ source file.
-fn is_source(arg: &str) -> bool {
-    !arg.starts_with('-')
-        && [".c", ".cc", ".cpp", ".cxx", ".C", ".c++", ".i"]
-            .iter()
-            .any(|ext| arg.ends_with(ext))
-}
-
-/// The commands for `--check-races` (`args` without it): compile-only
-/// commands get `-fsanitize=thread`; a command that also links becomes a
-/// compile of each source into `tmp/` with it, then the plain link of
-/// those objects.
-fn race_plan(args: &[String], compiler: &str, include: &str, libdir: &str, tmp: &Path) -> Vec<Vec<String>> {
-    const TSAN: &str = "-fsanitize=thread";
-    if !links(args) {
-        let mut line = plan(args, compiler, include, libdir);
-        line.push(TSAN.to_string());
-        return vec![line];
-    }
-    let mut compile_flags = Vec::new();
-    let mut skip_next = false;
-    for a in args {
-        if std::mem::take(&mut skip_next) {
-            continue;
-        }
-        match a.as_str() {
-            "-o" => skip_next = true,
-            a if is_source(a) || a.starts_with("-l") || a.starts_with("-Wl,") || a.starts_with("-L") => {}
-            a if !a.starts_with('-') && [".o", ".a", ".so"].iter().any(|e| a.ends_with(e)) => {}
-            a => compile_flags.push(a.to_string()),
-        }
-    }
-    let mut commands = Vec::new();
-    let mut link_args = Vec::new();
-    for (i, a) in args.iter().enumerate() {
-        if !is_source(a) || args.get(i.wrapping_sub(1)).is_some_and(|p| p == "-o") {
-            link_args.push(a.clone());
-            continue;
-        }
-        let object = tmp.join(format!("{i}.o")).to_string_lossy().into_owned();
-        let mut line = vec![compiler.to_string()];
-        line.extend(compile_flags.iter().cloned());
-        line.extend([
-            "-c".into(),
-            a.clone(),
-            "-o".into(),
-            object.clone(),
-            TSAN.into(),
-            format!("-I{include}"),
-        ]);
-        commands.push(line);
-        link_args.push(object);
-    }
-    commands.push(plan(&link_args, compiler, include, libdir));
-    commands
 }
 
 /// One argument as a shell would need it, for `-show`.
@@ -249,7 +189,19 @@ fn main() -> ExitCode {
     let args: Vec<String> = args.into_iter().filter(|a| a != CHECK_RACES).collect();
     let tmp = std::env::temp_dir().join(format!("oshcc-{}", std::process::id()));
     let commands = match races {
-        true => race_plan(&args, &compiler, &include, &libdir, &tmp),
+        true => match race_plan(
+            &args,
+            &compiler,
+            (&include, &libdir),
+            &tmp,
+            var("ONESIDE_RACE_INSTRUMENT").as_deref(),
+        ) {
+            Ok(commands) => commands,
+            Err(why) => {
+                eprintln!("{me}: error: {why}");
+                return ExitCode::from(1);
+            }
+        },
         false => vec![plan(&args, &compiler, &include, &libdir)],
     };
     if args.iter().any(|a| SHOW_FLAGS.contains(&a.as_str())) {
@@ -330,31 +282,6 @@ mod tests {
         }
         // -MD and -MMD write dependencies as a side effect of a normal build.
         assert!(plan_of("-MMD x.c").ends_with("-loneside_shmem"));
-    }
-
-    #[test]
-    fn check_races_compiles_each_source_with_tsan_then_links_without_it() {
-        let args: Vec<String> = "-O2 -g heat.c util.c -o heat -lm"
-            .split_whitespace()
-            .map(String::from)
-            .collect();
-        let lines: Vec<String> = race_plan(&args, "cc", "/inc", "/lib", Path::new("/t"))
-            .iter()
-            .map(|l| l.join(" "))
-            .collect();
-        assert_eq!(
-            lines,
-            [
-                "cc -O2 -g -c heat.c -o /t/2.o -fsanitize=thread -I/inc",
-                "cc -O2 -g -c util.c -o /t/3.o -fsanitize=thread -I/inc",
-                "cc -O2 -g /t/2.o /t/3.o -o heat -lm -I/inc -L/lib -Wl,-rpath,/lib -loneside_shmem",
-            ]
-        );
-        let compile: Vec<String> = "-c heat.c".split_whitespace().map(String::from).collect();
-        assert_eq!(
-            race_plan(&compile, "cc", "/inc", "/lib", Path::new("/t"))[0].join(" "),
-            "cc -c heat.c -I/inc -fsanitize=thread"
-        );
     }
 
     #[test]

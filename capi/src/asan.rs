@@ -1,0 +1,133 @@
+//! The race checker's eyes in a C program built by `oshcc --check-races`
+//! without OpenMP: `-fsanitize=address -fsanitize-recover=address`, with
+//! ASan's stack, globals and use-after-return parts off. GCC and Clang
+//! then check one shadow byte inline before every load and store, and
+//! call `__asan_report_load8_noabort(addr)` only where it is not zero.
+//! The library keeps that shadow (`oneside::race::shadow`) marked exactly
+//! over what the checker watches, so the calls that come are the
+//! accesses to symmetric memory and to pending non-blocking buffers, and
+//! a loop over private memory makes none. These are ASan's entry points,
+//! linked instead of its runtime; each passes the access to
+//! `oneside::race::access` as the ThreadSanitizer entries do (`tsan`),
+//! with its return address as the place.
+//!
+//! ASan sees a C atomic as a plain access, so a program with OpenMP is
+//! built with `-fsanitize=thread` instead, whose atomics order threads.
+
+#![cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#![allow(clippy::missing_safety_doc, non_snake_case)]
+
+use crate::tsan::{load, load_range, store, store_range, trampoline};
+use oneside::race::shadow;
+
+/// The program's first call, from each instrumented object's constructor,
+/// before any instrumented access: maps the shadow.
+#[no_mangle]
+pub extern "C" fn __asan_init() {
+    if let Err(e) = shadow::map() {
+        eprintln!(
+            "oneside: a program built by `oshcc --check-races` could not map the race checker's shadow memory ({e}).\n  \
+             Something else holds that address range (a program also built with AddressSanitizer's own runtime?).\n  \
+             Build it with ONESIDE_RACE_INSTRUMENT=thread oshcc --check-races, or without --check-races."
+        );
+        std::process::exit(1);
+    }
+}
+
+/// The compiler's check that its instrumentation matches the runtime's.
+#[no_mangle]
+pub extern "C" fn __asan_version_mismatch_check_v8() {}
+
+/// Before a call that does not return: ASan unpoisons the stack, which
+/// the checker never marks.
+#[no_mangle]
+pub extern "C" fn __asan_handle_no_return() {}
+
+/// C++ dynamic initialization order and allocas: parts of ASan that are
+/// off in this build, declared in case a compiler emits them anyway.
+#[no_mangle]
+pub extern "C" fn __asan_before_dynamic_init(_module: *const libc::c_char) {}
+#[no_mangle]
+pub extern "C" fn __asan_after_dynamic_init() {}
+#[no_mangle]
+pub extern "C" fn __asan_alloca_poison(_addr: usize, _size: usize) {}
+#[no_mangle]
+pub extern "C" fn __asan_allocas_unpoison(_top: usize, _bottom: usize) {}
+
+/// An access the compiler checks by a call (a function with very many
+/// accesses, an odd size): passed on only where the shadow is marked.
+extern "C" fn checked_load<const N: usize>(addr: usize, _: usize, _: usize, _: usize, _: usize, pc: usize) {
+    if shadow::marked(addr, N) {
+        oneside::race::access(addr, N, 0, pc);
+    }
+}
+
+extern "C" fn checked_store<const N: usize>(addr: usize, _: usize, _: usize, _: usize, _: usize, pc: usize) {
+    if shadow::marked(addr, N) {
+        oneside::race::access(addr, N, 1, pc);
+    }
+}
+
+extern "C" fn checked_load_n(addr: usize, size: usize, _: usize, _: usize, _: usize, pc: usize) {
+    if shadow::marked(addr, size) {
+        oneside::race::access(addr, size, 0, pc);
+    }
+}
+
+extern "C" fn checked_store_n(addr: usize, size: usize, _: usize, _: usize, _: usize, pc: usize) {
+    if shadow::marked(addr, size) {
+        oneside::race::access(addr, size, 1, pc);
+    }
+}
+
+/// Clang's `memcpy`, `memmove` and `memset` in instrumented code: the
+/// ranges checked, then the call.
+extern "C" fn memcpy(dst: usize, src: usize, n: usize, _: usize, _: usize, pc: usize) -> usize {
+    checked_load_n(src, n, 0, 0, 0, pc);
+    checked_store_n(dst, n, 0, 0, 0, pc);
+    // SAFETY: the program's own memcpy, with its own arguments.
+    unsafe { libc::memcpy(dst as *mut libc::c_void, src as *const libc::c_void, n) as usize }
+}
+
+extern "C" fn memmove(dst: usize, src: usize, n: usize, _: usize, _: usize, pc: usize) -> usize {
+    checked_load_n(src, n, 0, 0, 0, pc);
+    checked_store_n(dst, n, 0, 0, 0, pc);
+    // SAFETY: as in `memcpy`.
+    unsafe { libc::memmove(dst as *mut libc::c_void, src as *const libc::c_void, n) as usize }
+}
+
+extern "C" fn memset(dst: usize, c: usize, n: usize, _: usize, _: usize, pc: usize) -> usize {
+    checked_store_n(dst, n, 0, 0, 0, pc);
+    // SAFETY: as in `memcpy`.
+    unsafe { libc::memset(dst as *mut libc::c_void, c as libc::c_int, n) as usize }
+}
+
+trampoline! {
+    __asan_report_load1_noabort => load::<1>;
+    __asan_report_load2_noabort => load::<2>;
+    __asan_report_load4_noabort => load::<4>;
+    __asan_report_load8_noabort => load::<8>;
+    __asan_report_load16_noabort => load::<16>;
+    __asan_report_load_n_noabort => load_range;
+    __asan_report_store1_noabort => store::<1>;
+    __asan_report_store2_noabort => store::<2>;
+    __asan_report_store4_noabort => store::<4>;
+    __asan_report_store8_noabort => store::<8>;
+    __asan_report_store16_noabort => store::<16>;
+    __asan_report_store_n_noabort => store_range;
+    __asan_load1_noabort => checked_load::<1>;
+    __asan_load2_noabort => checked_load::<2>;
+    __asan_load4_noabort => checked_load::<4>;
+    __asan_load8_noabort => checked_load::<8>;
+    __asan_load16_noabort => checked_load::<16>;
+    __asan_loadN_noabort => checked_load_n;
+    __asan_store1_noabort => checked_store::<1>;
+    __asan_store2_noabort => checked_store::<2>;
+    __asan_store4_noabort => checked_store::<4>;
+    __asan_store8_noabort => checked_store::<8>;
+    __asan_store16_noabort => checked_store::<16>;
+    __asan_storeN_noabort => checked_store_n;
+    __asan_memcpy => memcpy;
+    __asan_memmove => memmove;
+    __asan_memset => memset;
+}
