@@ -69,8 +69,14 @@ fn eyes(args: &[String], compiler: &str, asked: Option<&str>) -> Result<Eyes, St
 /// interleaving): an unrolled loop's copies of one access are places of
 /// their own, each touching every n-th element, and strided runs cannot
 /// be joined into one entry, so a phase would keep an entry per element.
-fn flags(eyes: Eyes) -> Vec<String> {
+///
+/// GCC's `-Wtsan` warns that ThreadSanitizer does not model
+/// `atomic_thread_fence`, which shmem.h's inline quiet uses; here it is
+/// oneside's own entry that answers, so the warning (an error under
+/// `-Werror`) is turned off.
+fn flags(eyes: Eyes, compiler: &str) -> Vec<String> {
     let flags: &[&str] = match eyes {
+        Eyes::Thread if !is_clang(compiler) => &["-fsanitize=thread", "-fno-unroll-loops", "-Wno-tsan"],
         Eyes::Thread => &["-fsanitize=thread", "-fno-unroll-loops"],
         Eyes::Address => &[
             "-fno-unroll-loops",
@@ -100,7 +106,7 @@ pub(crate) fn race_plan(
     tmp: &Path,
     asked: Option<&str>,
 ) -> Result<Vec<Vec<String>>, String> {
-    let sanitize = flags(eyes(args, compiler, asked)?);
+    let sanitize = flags(eyes(args, compiler, asked)?, compiler);
     if !links(args) {
         let mut line = plan(args, compiler, include, libdir);
         line.extend(sanitize);
@@ -157,15 +163,15 @@ mod tests {
         assert_eq!(
             lines,
             [
-                "cc -O2 -g -c heat.c -o /t/2.o -fsanitize=thread -fno-unroll-loops -I/inc",
-                "cc -O2 -g -c util.c -o /t/3.o -fsanitize=thread -fno-unroll-loops -I/inc",
+                "cc -O2 -g -c heat.c -o /t/2.o -fsanitize=thread -fno-unroll-loops -Wno-tsan -I/inc",
+                "cc -O2 -g -c util.c -o /t/3.o -fsanitize=thread -fno-unroll-loops -Wno-tsan -I/inc",
                 "cc -O2 -g /t/2.o /t/3.o -o heat -lm -I/inc -L/lib -Wl,-rpath,/lib -loneside_shmem",
             ]
         );
         let compile: Vec<String> = "-c heat.c".split_whitespace().map(String::from).collect();
         assert_eq!(
             race_plan(&compile, "cc", ("/inc", "/lib"), Path::new("/t"), Some("thread")).unwrap()[0].join(" "),
-            "cc -c heat.c -I/inc -fsanitize=thread -fno-unroll-loops"
+            "cc -c heat.c -I/inc -fsanitize=thread -fno-unroll-loops -Wno-tsan"
         );
     }
 
