@@ -36,7 +36,8 @@ const RUST_FREE: [&str; 10] = [
     "put-quiet-get",
     "reduce-barrier-put",
 ];
-const C_RACY: [&str; 15] = [
+const C_RACY: [&str; 16] = [
+    "pong-unasked",
     "halo-early",
     "no-fence",
     "get-put",

@@ -1,18 +1,22 @@
 //! The race checker's eyes in a C program built by `oshcc --check-races`
-//! without OpenMP: `-fsanitize=address -fsanitize-recover=address`, with
-//! ASan's stack, globals and use-after-return parts off. GCC and Clang
-//! then check one shadow byte inline before every load and store, and
-//! call `__asan_report_load8_noabort(addr)` only where it is not zero.
-//! The library keeps that shadow (`oneside::race::shadow`) marked exactly
-//! over what the checker watches, so the calls that come are the
-//! accesses to symmetric memory and to pending non-blocking buffers, and
-//! a loop over private memory makes none. These are ASan's entry points,
-//! linked instead of its runtime; each passes the access to
+//! with Clang and without OpenMP: `-fsanitize=address
+//! -fsanitize-recover=address`, with ASan's stack, globals and
+//! use-after-return parts off, and `-asan-opt-globals=0` so that a
+//! global's constant-index accesses are checked too. Clang then checks
+//! one shadow byte inline before every load and store, and calls
+//! `__asan_report_load8_noabort(addr)` only where it is not zero. The
+//! library keeps that shadow (`oneside::race::shadow`) marked exactly over
+//! what the checker watches, so the calls that come are the accesses to
+//! symmetric memory and to pending non-blocking buffers, and a loop over
+//! private memory makes none. These are ASan's entry points, linked
+//! instead of its runtime; each passes the access to
 //! `oneside::race::access` as the ThreadSanitizer entries do (`tsan`),
 //! with its return address as the place.
 //!
 //! ASan sees a C atomic as a plain access, so a program with OpenMP is
-//! built with `-fsanitize=thread` instead, whose atomics order threads.
+//! built with `-fsanitize=thread` instead, whose atomics order threads;
+//! so is one built by GCC, whose ASan has no way to check a global's
+//! constant-index accesses (`oshcc`'s `races.rs`).
 
 #![cfg(all(target_arch = "x86_64", target_os = "linux"))]
 #![allow(clippy::missing_safety_doc, non_snake_case)]
@@ -25,10 +29,16 @@ use oneside::race::shadow;
 #[no_mangle]
 pub extern "C" fn __asan_init() {
     if let Err(e) = shadow::map() {
+        let why = match e.raw_os_error() {
+            Some(libc::ENOMEM) => {
+                "the address-space limit (ulimit -v) leaves no room for its 16 TiB of reserved, unbacked address space"
+            }
+            Some(libc::EEXIST) => "something else already lies in that address range (AddressSanitizer's own runtime?)",
+            _ => "the kernel refused the mapping",
+        };
         eprintln!(
-            "oneside: a program built by `oshcc --check-races` could not map the race checker's shadow memory ({e}).\n  \
-             Something else holds that address range (a program also built with AddressSanitizer's own runtime?).\n  \
-             Build it with ONESIDE_RACE_INSTRUMENT=thread oshcc --check-races, or without --check-races."
+            "oneside: this program, built by `oshcc --check-races` with Clang, could not map the race checker's shadow memory: {why} ({e}).\n  \
+             Raise the limit, or build it with ONESIDE_RACE_INSTRUMENT=thread oshcc --check-races, or without --check-races."
         );
         std::process::exit(1);
     }

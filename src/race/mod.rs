@@ -18,6 +18,7 @@
 //! a buffer that a non-blocking put or get still uses before the quiet
 //! that completes it (`nbi`).
 
+mod answer;
 pub(crate) mod check;
 pub(crate) mod exchange;
 pub(crate) mod log;
@@ -430,9 +431,9 @@ pub(crate) fn issued() {
 #[inline(never)]
 pub(crate) fn acquire(seen: Option<(usize, usize)>) {
     let Some(s) = state() else { return };
-    nbi::acquired();
     origin::completed();
     let n = next_seq();
+    nbi::acquired(STAMP.load(Relaxed) >> 32, n);
     let _ = s.acquired.compare_exchange(u32::MAX, n, Relaxed, Relaxed);
     if let Some((offset, len)) = seen {
         let access = Access {

@@ -33,6 +33,9 @@ struct Pending {
     site: u64,
     /// The stamp of the quiet that completed it in a team (0: pending).
     done_at: u64,
+    /// A put-with-signal's: the phase and number of the first acquire
+    /// after it, which may have answered its signal (`answer`).
+    answered: Option<(u64, u32)>,
 }
 
 static PENDING: Mutex<Vec<Pending>> = Mutex::new(Vec::new());
@@ -52,7 +55,13 @@ pub fn nbi_buffer(at: &'static Location<'static>, addr: usize, len: usize, used:
     // it (a get's destination): the order they use it in is not defined.
     let clash = pending
         .iter()
-        .find(|p| p.done_at == 0 && addr < p.hi && p.lo < addr + len && (used == Use::Writes || p.used == Use::Writes))
+        .find(|p| {
+            p.done_at == 0
+                && p.answered.is_none()
+                && addr < p.hi
+                && p.lo < addr + len
+                && (used == Use::Writes || p.used == Use::Writes)
+        })
         .map(|p| (p.op, p.site));
     if let Some((other, other_site)) = clash {
         drop(pending);
@@ -66,6 +75,7 @@ pub fn nbi_buffer(at: &'static Location<'static>, addr: usize, len: usize, used:
         op,
         site,
         done_at: 0,
+        answered: None,
     });
     super::shadow::mark(addr, len);
     COUNT.store(pending.len(), Relaxed);
@@ -111,14 +121,20 @@ pub(super) fn team_ended() {
     }
 }
 
-/// An acquire: what this PE waited for may answer a put-with-signal it
-/// made, whose data arrived before its signal, so such a put no longer
-/// reads its source (a ping answered by a pong). A plain `put_nbi` stays
-/// pending: only a quiet completes it.
-pub(super) fn acquired() {
+/// An acquire, number `n` of `phase`: what this PE waited for may answer
+/// a put-with-signal it made, whose data arrived before its signal, so
+/// such a put may no longer read its source (a ping answered by a pong).
+/// Whether it did is known only at the phase's end (`answer`): until a
+/// quiet, an access to the source becomes a question. A plain `put_nbi`
+/// stays pending: only a quiet completes it.
+pub(super) fn acquired(phase: u64, n: u32) {
     if COUNT.load(Relaxed) != 0 {
         let mut pending = crate::sync::lock(&PENDING);
-        retain(&mut pending, |p| p.op != ops::PUT_SIGNAL || p.done_at != 0);
+        for p in pending.iter_mut() {
+            if p.op == ops::PUT_SIGNAL && p.done_at == 0 && p.answered.is_none() {
+                p.answered = Some((phase, n));
+            }
+        }
     }
 }
 
@@ -142,15 +158,16 @@ fn check(addr: usize, size: usize, kind: u8, pc: usize) {
             .iter()
             .filter(|p| p.done_at == 0 || (view != super::log::FOLLOW && stamp < p.done_at))
             .find(|p| addr < p.hi && p.lo < addr + size && (matches!(kind, 1 | 2) || p.used == Use::Writes))
-            .map(|p| (p.lo, p.hi, p.used, p.op, p.site, p.done_at != 0))
+            .map(|p| (p.lo, p.hi, p.used, p.op, p.site, p.done_at != 0, p.answered))
     };
-    let Some((lo, hi, used, op, op_site, other_thread)) = hit else {
+    let Some((lo, hi, used, op, op_site, other_thread, answered)) = hit else {
         return;
     };
     let Some(s) = super::state() else { return };
     let access = site::code(site::raw_c(pc));
     let op_site = site::code(op_site);
-    if !super::report::first_at_once(s, (access, u8::from(matches!(kind, 1 | 2))), (op_site, op)) {
+    if answered.is_none() && !super::report::first_at_once(s, (access, u8::from(matches!(kind, 1 | 2))), (op_site, op))
+    {
         return;
     }
     let me = who(&(s.rank as usize));
@@ -179,11 +196,22 @@ fn check(addr: usize, size: usize, kind: u8, pc: usize) {
         me,
         crate::site::phrase(&site::describe(op_site)),
         match other_thread {
+            false if answered.is_some() => "no quiet completes the operation between them, and the wait before the access saw a value written before its writer waited for anything, so it was no answer to this signal: call shmem_quiet (or a barrier) first",
             false => "no quiet completes the operation between them: call shmem_quiet (or a barrier) first",
             true => "another thread's quiet completed it, but nothing orders that quiet before this thread's access: an OpenMP barrier, taskwait, critical section or lock between them would",
         },
     );
-    super::report::said_at_once(s, &text);
+    match answered {
+        Some((phase, acquire)) => super::answer::ask(super::answer::Question {
+            phase,
+            acquire,
+            access,
+            op_site,
+            op,
+            text,
+        }),
+        None => super::report::said_at_once(s, &text),
+    }
 }
 
 /// Two non-blocking operations pending on one buffer, one writing it.

@@ -171,6 +171,12 @@ pub(super) fn judge(s: &Races, phase: Phase, keep: bool) -> Result<()> {
         );
     }
     judge_late(s, phase.number, phase.late)?;
+    for q in super::answer::judge(me, phase.number, &all, &|pe| peers.syncs(pe)) {
+        if first_at_once(s, (q.access, 1), (q.op_site, q.op)) {
+            say(&q.text);
+            s.count(&q.text)?;
+        }
+    }
     for (a, b) in check::races(me, &mut all, |pe| peers.syncs(pe), MOST) {
         tell(s, (&a, &b), &peers, phase.number)?;
     }

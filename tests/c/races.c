@@ -19,7 +19,9 @@
  * does not order a get), reduce-put (a put into a member's reduction
  * destination, which that member may still be writing), ctx-put-get (a
  * context's put, then shmem_quiet, which completes only the default
- * context's, then a get of the same bytes).
+ * context's, then a get of the same bytes), pong-unasked (ping-pong's
+ * source reused after a "pong" that PE 1 sent without waiting for the
+ * ping, so it answers nothing).
  *
  * Race-free: halo, fence-flag, quiet-flag, signal, atomic, lock,
  * nbi-quiet, get-nbi-quiet, atomic-fetch-load (an atomic fetch and a
@@ -159,13 +161,15 @@ int main(int argc, char **argv) {
         if (me == 1 && counter == 12345)
             printf("PE 1: unlikely\n");
         shmem_barrier_all();
-    } else if (!strcmp(c, "ping-pong")) {
+    } else if (!strcmp(c, "ping-pong") || !strcmp(c, "pong-unasked")) {
+        int asked = !strcmp(c, "ping-pong");
         if (me == 0) {
             shmem_long_put_signal_nbi(data, buf, 8, &sig, 1, SHMEM_SIGNAL_SET, 1);
             shmem_signal_wait_until(&sig, SHMEM_CMP_EQ, 2);
             buf[0] = 9;
         } else if (me == 1) {
-            shmem_signal_wait_until(&sig, SHMEM_CMP_EQ, 1);
+            if (asked)
+                shmem_signal_wait_until(&sig, SHMEM_CMP_EQ, 1);
             shmem_long_put_signal(data, buf, 8, &sig, 2, SHMEM_SIGNAL_SET, 0);
         }
         shmem_barrier_all();
