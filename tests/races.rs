@@ -36,7 +36,8 @@ const RUST_FREE: [&str; 10] = [
     "put-quiet-get",
     "reduce-barrier-put",
 ];
-const C_RACY: [&str; 16] = [
+const C_RACY: [&str; 17] = [
+    "wide-early",
     "pong-unasked",
     "halo-early",
     "no-fence",
@@ -54,7 +55,8 @@ const C_RACY: [&str; 16] = [
     "get-nbi-fence-put",
     "reduce-put",
 ];
-const C_FREE: [&str; 15] = [
+const C_FREE: [&str; 16] = [
+    "wide-neighbour",
     "halo",
     "fence-flag",
     "quiet-flag",
@@ -191,7 +193,14 @@ fn openmp_threads_of_one_pe_get_exactly_the_expected_verdict() {
 #[test]
 fn c_programs_built_with_gcc_and_clang_get_exactly_the_expected_verdict() {
     for cc in ["gcc", "clang", "clang+thread"] {
-        judge_cases(&compile_races(cc), (&C_RACY, &C_FREE), "races.c", cc);
+        // Clang's ThreadSanitizer pass leaves out an access of a size it
+        // has no entry for, such as a long double's 10 bytes.
+        let racy: Vec<&str> = C_RACY
+            .iter()
+            .copied()
+            .filter(|&case| !(cc == "clang+thread" && case == "wide-early"))
+            .collect();
+        judge_cases(&compile_races(cc), (&racy, &C_FREE), "races.c", cc);
     }
 }
 

@@ -21,7 +21,7 @@
 #![cfg(all(target_arch = "x86_64", target_os = "linux"))]
 #![allow(clippy::missing_safety_doc, non_snake_case)]
 
-use crate::tsan::{load, load_range, store, store_range, trampoline};
+use crate::tsan::{load, store, trampoline};
 use oneside::race::shadow;
 
 /// The program's first call, from each instrumented object's constructor,
@@ -90,6 +90,20 @@ extern "C" fn checked_store_n(addr: usize, size: usize, _: usize, _: usize, _: u
     }
 }
 
+/// An access of an unusual size or alignment (a `long double`'s 10 bytes,
+/// an unaligned 8): Clang checks its first byte and its last byte apart,
+/// and reports the byte whose check failed with the access's size, so
+/// `addr` may be either end. Only that byte is known to be accessed: it
+/// is passed on alone (the other end, if marked, comes in its own call).
+/// Taking `[addr, addr + size)` would claim bytes past the object.
+extern "C" fn load_byte(addr: usize, _size: usize, _: usize, _: usize, _: usize, pc: usize) {
+    oneside::race::access(addr, 1, 0, pc);
+}
+
+extern "C" fn store_byte(addr: usize, _size: usize, _: usize, _: usize, _: usize, pc: usize) {
+    oneside::race::access(addr, 1, 1, pc);
+}
+
 /// Clang's `memcpy`, `memmove` and `memset` in instrumented code: the
 /// ranges checked, then the call.
 extern "C" fn memcpy(dst: usize, src: usize, n: usize, _: usize, _: usize, pc: usize) -> usize {
@@ -118,13 +132,13 @@ trampoline! {
     __asan_report_load4_noabort => load::<4>;
     __asan_report_load8_noabort => load::<8>;
     __asan_report_load16_noabort => load::<16>;
-    __asan_report_load_n_noabort => load_range;
+    __asan_report_load_n_noabort => load_byte;
     __asan_report_store1_noabort => store::<1>;
     __asan_report_store2_noabort => store::<2>;
     __asan_report_store4_noabort => store::<4>;
     __asan_report_store8_noabort => store::<8>;
     __asan_report_store16_noabort => store::<16>;
-    __asan_report_store_n_noabort => store_range;
+    __asan_report_store_n_noabort => store_byte;
     __asan_load1_noabort => checked_load::<1>;
     __asan_load2_noabort => checked_load::<2>;
     __asan_load4_noabort => checked_load::<4>;

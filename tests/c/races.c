@@ -21,14 +21,16 @@
  * context's put, then shmem_quiet, which completes only the default
  * context's, then a get of the same bytes), pong-unasked (ping-pong's
  * source reused after a "pong" that PE 1 sent without waiting for the
- * ping, so it answers nothing).
+ * ping, so it answers nothing), wide-early (a long double read while
+ * another PE's put writes it).
  *
  * Race-free: halo, fence-flag, quiet-flag, signal, atomic, lock,
  * nbi-quiet, get-nbi-quiet, atomic-fetch-load (an atomic fetch and a
  * plain load: both read), ping-pong (a put_signal_nbi's source reused once
  * the answer to its signal arrived), put-quiet-get, put-fence-put,
  * get-nbi-quiet-put, reduce-barrier-put, ctx-quiet-get (the context's
- * own quiet).
+ * own quiet), wide-neighbour (a put to the byte after a long double that
+ * is being read).
  */
 #include <shmem.h>
 #include <stdio.h>
@@ -48,6 +50,11 @@ union {
     int i;
     float f;
 } word;
+/* A long double's load is 10 bytes: Clang checks its two ends apart. */
+struct {
+    long double w;
+    char c;
+} wide;
 
 static void halo(int early) {
     int me = shmem_my_pe(), n = shmem_n_pes();
@@ -221,6 +228,14 @@ int main(int argc, char **argv) {
             shmem_barrier_all();
         if (me == 0)
             shmem_long_p(&total, 0, 1);
+        shmem_barrier_all();
+    } else if (!strcmp(c, "wide-early") || !strcmp(c, "wide-neighbour")) {
+        if (me == 0 && !strcmp(c, "wide-early"))
+            shmem_longdouble_p(&wide.w, 2.0L, 1);
+        else if (me == 0)
+            shmem_char_p(&wide.c, 1, 1);
+        else if (me == 1 && wide.w > 1.0L)
+            printf("PE 1: saw %Lf\n", wide.w);
         shmem_barrier_all();
     } else {
         printf("races: no case '%s'\n", c);
