@@ -127,6 +127,10 @@ pub(super) fn team_ended() {
 /// Whether it did is known only at the phase's end (`answer`): until a
 /// quiet, an access to the source becomes a question. A plain `put_nbi`
 /// stays pending: only a quiet completes it.
+///
+/// A ping-pong loop with no quiet would keep every ping's source: past
+/// [`ANSWERED`] such sources, the oldest are let go (a race on one may
+/// then be missed, never invented).
 pub(super) fn acquired(phase: u64, n: u32) {
     if COUNT.load(Relaxed) != 0 {
         let mut pending = crate::sync::lock(&PENDING);
@@ -135,8 +139,18 @@ pub(super) fn acquired(phase: u64, n: u32) {
                 p.answered = Some((phase, n));
             }
         }
+        let mut answers: Vec<(u64, u32)> = pending.iter().filter_map(|p| p.answered).collect();
+        if answers.len() > ANSWERED {
+            // The newest ANSWERED stay (those answered by one acquire go together).
+            answers.sort_unstable();
+            let cutoff = answers[answers.len() - ANSWERED - 1];
+            retain(&mut pending, |p| p.answered.is_none_or(|a| a > cutoff));
+        }
     }
 }
+
+/// The answered put-with-signal sources kept until a quiet (`acquired`).
+const ANSWERED: usize = 64;
 
 /// A C program's load (`kind` 0), store (1), atomic (2) or atomic load (3) at `addr`.
 #[inline(always)]
