@@ -157,7 +157,7 @@ impl World {
         let offset = self.checked_offset(name, sym, target, index, 1)?;
         if races {
             let at = crate::site::call_site();
-            let tag = crate::race::type_tag::<T>();
+            let tag = crate::race::domain_tag::<T>(channel.domain());
             let reads_only = matches!(op, AmoOp::Fetch);
             crate::race::atomic(
                 at,

@@ -110,11 +110,24 @@ impl World {
     /// peer that cannot accept one more is an `Err`.
     #[track_caller]
     pub fn ctx_create(&self) -> Result<Ctx<'_>> {
-        crate::error::located(|| {
-            Ok(Ctx {
-                world: self,
-                links: self.links.open_ctx()?,
-            })
+        crate::error::located(|| self.open_ctx(0))
+    }
+
+    /// Creates a context on `team` (OpenSHMEM's `shmem_team_create_ctx`):
+    /// as [`ctx_create`](World::ctx_create), but its atomics share the
+    /// team's atomicity domain. Atomics on contexts of two different teams
+    /// are not atomic with each other, and the race checker reports them
+    /// when they meet on one word. Its operations still take world ranks
+    /// ([`Team::world_rank`](crate::Team::world_rank) translates).
+    #[track_caller]
+    pub fn team_ctx_create(&self, team: &crate::Team) -> Result<Ctx<'_>> {
+        crate::error::located(|| self.open_ctx(team.slot))
+    }
+
+    fn open_ctx(&self, domain: usize) -> Result<Ctx<'_>> {
+        Ok(Ctx {
+            world: self,
+            links: self.links.open_ctx(domain)?,
         })
     }
 }

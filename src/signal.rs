@@ -151,7 +151,7 @@ impl World {
                     at,
                     target,
                     (signal_offset, 8),
-                    (crate::race::type_tag::<u64>(), false),
+                    (crate::race::domain_tag::<u64>(channel.domain()), false),
                     (false, channel.race_id()),
                 );
             }
@@ -180,7 +180,7 @@ impl World {
                     crate::site::call_site(),
                     target,
                     (offset, 8),
-                    (crate::race::type_tag::<u64>(), false),
+                    (crate::race::domain_tag::<u64>(channel.domain()), false),
                     (false, channel.race_id()),
                 );
             }

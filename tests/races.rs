@@ -36,7 +36,8 @@ const RUST_FREE: [&str; 10] = [
     "put-quiet-get",
     "reduce-barrier-put",
 ];
-const C_RACY: [&str; 17] = [
+const C_RACY: [&str; 18] = [
+    "atomic-teams",
     "wide-early",
     "pong-unasked",
     "halo-early",
@@ -55,7 +56,8 @@ const C_RACY: [&str; 17] = [
     "get-nbi-fence-put",
     "reduce-put",
 ];
-const C_FREE: [&str; 16] = [
+const C_FREE: [&str; 17] = [
+    "atomic-contexts",
     "wide-neighbour",
     "halo",
     "fence-flag",

@@ -21,7 +21,7 @@
 #![cfg(all(target_arch = "x86_64", target_os = "linux"))]
 #![allow(clippy::missing_safety_doc, non_snake_case)]
 
-use crate::tsan::{load, store, trampoline};
+use crate::tsan::{access, trampoline, READ, SIZED, WRITE};
 use oneside::race::shadow;
 
 /// The program's first call, from each instrumented object's constructor,
@@ -65,92 +65,75 @@ pub extern "C" fn __asan_alloca_poison(_addr: usize, _size: usize) {}
 pub extern "C" fn __asan_allocas_unpoison(_top: usize, _bottom: usize) {}
 
 /// An access the compiler checks by a call (a function with very many
-/// accesses, an odd size): passed on only where the shadow is marked.
-extern "C" fn checked_load<const N: usize>(addr: usize, _: usize, _: usize, _: usize, _: usize, pc: usize) {
-    if shadow::marked(addr, N) {
-        oneside::race::access(addr, N, 0, pc);
+/// accesses, an odd size): `N` bytes (`SIZED`: the call's second
+/// argument), passed on only where the shadow is marked.
+extern "C" fn checked<const N: usize, const KIND: u8>(
+    addr: usize,
+    size: usize,
+    _: usize,
+    _: usize,
+    _: usize,
+    pc: usize,
+) {
+    let len = if N == SIZED { size } else { N };
+    if shadow::marked(addr, len) {
+        oneside::race::access(addr, len, KIND, pc);
     }
-}
-
-extern "C" fn checked_store<const N: usize>(addr: usize, _: usize, _: usize, _: usize, _: usize, pc: usize) {
-    if shadow::marked(addr, N) {
-        oneside::race::access(addr, N, 1, pc);
-    }
-}
-
-extern "C" fn checked_load_n(addr: usize, size: usize, _: usize, _: usize, _: usize, pc: usize) {
-    if shadow::marked(addr, size) {
-        oneside::race::access(addr, size, 0, pc);
-    }
-}
-
-extern "C" fn checked_store_n(addr: usize, size: usize, _: usize, _: usize, _: usize, pc: usize) {
-    if shadow::marked(addr, size) {
-        oneside::race::access(addr, size, 1, pc);
-    }
-}
-
-/// An access of an unusual size or alignment (a `long double`'s 10 bytes,
-/// an unaligned 8): Clang checks its first byte and its last byte apart,
-/// and reports the byte whose check failed with the access's size, so
-/// `addr` may be either end. Only that byte is known to be accessed: it
-/// is passed on alone (the other end, if marked, comes in its own call).
-/// Taking `[addr, addr + size)` would claim bytes past the object.
-extern "C" fn load_byte(addr: usize, _size: usize, _: usize, _: usize, _: usize, pc: usize) {
-    oneside::race::access(addr, 1, 0, pc);
-}
-
-extern "C" fn store_byte(addr: usize, _size: usize, _: usize, _: usize, _: usize, pc: usize) {
-    oneside::race::access(addr, 1, 1, pc);
 }
 
 /// Clang's `memcpy`, `memmove` and `memset` in instrumented code: the
 /// ranges checked, then the call.
 extern "C" fn memcpy(dst: usize, src: usize, n: usize, _: usize, _: usize, pc: usize) -> usize {
-    checked_load_n(src, n, 0, 0, 0, pc);
-    checked_store_n(dst, n, 0, 0, 0, pc);
+    checked::<SIZED, READ>(src, n, 0, 0, 0, pc);
+    checked::<SIZED, WRITE>(dst, n, 0, 0, 0, pc);
     // SAFETY: the program's own memcpy, with its own arguments.
     unsafe { libc::memcpy(dst as *mut libc::c_void, src as *const libc::c_void, n) as usize }
 }
 
 extern "C" fn memmove(dst: usize, src: usize, n: usize, _: usize, _: usize, pc: usize) -> usize {
-    checked_load_n(src, n, 0, 0, 0, pc);
-    checked_store_n(dst, n, 0, 0, 0, pc);
+    checked::<SIZED, READ>(src, n, 0, 0, 0, pc);
+    checked::<SIZED, WRITE>(dst, n, 0, 0, 0, pc);
     // SAFETY: as in `memcpy`.
     unsafe { libc::memmove(dst as *mut libc::c_void, src as *const libc::c_void, n) as usize }
 }
 
 extern "C" fn memset(dst: usize, c: usize, n: usize, _: usize, _: usize, pc: usize) -> usize {
-    checked_store_n(dst, n, 0, 0, 0, pc);
+    checked::<SIZED, WRITE>(dst, n, 0, 0, 0, pc);
     // SAFETY: as in `memcpy`.
     unsafe { libc::memset(dst as *mut libc::c_void, c as libc::c_int, n) as usize }
 }
 
 trampoline! {
-    __asan_report_load1_noabort => load::<1>;
-    __asan_report_load2_noabort => load::<2>;
-    __asan_report_load4_noabort => load::<4>;
-    __asan_report_load8_noabort => load::<8>;
-    __asan_report_load16_noabort => load::<16>;
-    __asan_report_load_n_noabort => load_byte;
-    __asan_report_store1_noabort => store::<1>;
-    __asan_report_store2_noabort => store::<2>;
-    __asan_report_store4_noabort => store::<4>;
-    __asan_report_store8_noabort => store::<8>;
-    __asan_report_store16_noabort => store::<16>;
-    __asan_report_store_n_noabort => store_byte;
-    __asan_load1_noabort => checked_load::<1>;
-    __asan_load2_noabort => checked_load::<2>;
-    __asan_load4_noabort => checked_load::<4>;
-    __asan_load8_noabort => checked_load::<8>;
-    __asan_load16_noabort => checked_load::<16>;
-    __asan_loadN_noabort => checked_load_n;
-    __asan_store1_noabort => checked_store::<1>;
-    __asan_store2_noabort => checked_store::<2>;
-    __asan_store4_noabort => checked_store::<4>;
-    __asan_store8_noabort => checked_store::<8>;
-    __asan_store16_noabort => checked_store::<16>;
-    __asan_storeN_noabort => checked_store_n;
+    __asan_report_load1_noabort => access::<1, READ>;
+    __asan_report_load2_noabort => access::<2, READ>;
+    __asan_report_load4_noabort => access::<4, READ>;
+    __asan_report_load8_noabort => access::<8, READ>;
+    __asan_report_load16_noabort => access::<16, READ>;
+    // An access of an unusual size or alignment (a `long double`'s 10
+    // bytes, an unaligned 8): Clang checks its first and last byte apart
+    // and reports the byte whose check failed, with the access's size, so
+    // the address may be either end. Only that byte is passed on (the
+    // other end, if marked, comes in its own call): taking the size from
+    // it would claim bytes past the object.
+    __asan_report_load_n_noabort => access::<1, READ>;
+    __asan_report_store1_noabort => access::<1, WRITE>;
+    __asan_report_store2_noabort => access::<2, WRITE>;
+    __asan_report_store4_noabort => access::<4, WRITE>;
+    __asan_report_store8_noabort => access::<8, WRITE>;
+    __asan_report_store16_noabort => access::<16, WRITE>;
+    __asan_report_store_n_noabort => access::<1, WRITE>;
+    __asan_load1_noabort => checked::<1, READ>;
+    __asan_load2_noabort => checked::<2, READ>;
+    __asan_load4_noabort => checked::<4, READ>;
+    __asan_load8_noabort => checked::<8, READ>;
+    __asan_load16_noabort => checked::<16, READ>;
+    __asan_loadN_noabort => checked::<SIZED, READ>;
+    __asan_store1_noabort => checked::<1, WRITE>;
+    __asan_store2_noabort => checked::<2, WRITE>;
+    __asan_store4_noabort => checked::<4, WRITE>;
+    __asan_store8_noabort => checked::<8, WRITE>;
+    __asan_store16_noabort => checked::<16, WRITE>;
+    __asan_storeN_noabort => checked::<SIZED, WRITE>;
     __asan_memcpy => memcpy;
     __asan_memmove => memmove;
     __asan_memset => memset;

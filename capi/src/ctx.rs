@@ -117,7 +117,13 @@ pub fn world_pe(ctx: ShmemCtx, pe: c_int) -> c_int {
 /// `ctx` must be valid for one write of a `shmem_ctx_t`, and `team` a live
 /// team other than `SHMEM_TEAM_INVALID` (crate docs).
 unsafe fn create(api: &'static str, team: ShmemTeam, ctx: *mut ShmemCtx) -> c_int {
-    let made = match world(api).ctx_create() {
+    let world = world(api);
+    let inner = match team == crate::teams::world_handle() {
+        true => world.ctx_create(),
+        // SHMEM_TEAM_INVALID is refused by the callers.
+        false => world.team_ctx_create(team_handle(api, team)),
+    };
+    let made = match inner {
         Ok(inner) => Box::into_raw(Box::new(Ctx {
             team,
             inner: Some(inner),

@@ -37,51 +37,55 @@ macro_rules! trampoline {
 }
 pub(crate) use trampoline;
 
-pub(crate) extern "C" fn load<const N: usize>(addr: usize, _: usize, _: usize, _: usize, _: usize, pc: usize) {
-    oneside::race::access(addr, N, 0, pc);
-}
+/// What an entry's access does to its bytes, as `oneside::race::access` numbers it.
+pub(crate) const READ: u8 = 0;
+pub(crate) const WRITE: u8 = 1;
+/// An entry's size that its call passes (`__tsan_read_range(addr, size)`).
+pub(crate) const SIZED: usize = 0;
 
-pub(crate) extern "C" fn store<const N: usize>(addr: usize, _: usize, _: usize, _: usize, _: usize, pc: usize) {
-    oneside::race::access(addr, N, 1, pc);
-}
-
-pub(crate) extern "C" fn load_range(addr: usize, size: usize, _: usize, _: usize, _: usize, pc: usize) {
-    oneside::race::access(addr, size, 0, pc);
-}
-
-pub(crate) extern "C" fn store_range(addr: usize, size: usize, _: usize, _: usize, _: usize, pc: usize) {
-    oneside::race::access(addr, size, 1, pc);
+/// Every plain load and store entry: `N` bytes (`SIZED`: the call's
+/// second argument) at `addr`, doing `KIND`, made at `pc`.
+pub(crate) extern "C" fn access<const N: usize, const KIND: u8>(
+    addr: usize,
+    size: usize,
+    _: usize,
+    _: usize,
+    _: usize,
+    pc: usize,
+) {
+    let len = if N == SIZED { size } else { N };
+    oneside::race::access(addr, len, KIND, pc);
 }
 
 trampoline! {
-    __tsan_read1 => load::<1>;
-    __tsan_read2 => load::<2>;
-    __tsan_read4 => load::<4>;
-    __tsan_read8 => load::<8>;
-    __tsan_read16 => load::<16>;
-    __tsan_unaligned_read2 => load::<2>;
-    __tsan_unaligned_read4 => load::<4>;
-    __tsan_unaligned_read8 => load::<8>;
-    __tsan_unaligned_read16 => load::<16>;
-    __tsan_volatile_read1 => load::<1>;
-    __tsan_volatile_read2 => load::<2>;
-    __tsan_volatile_read4 => load::<4>;
-    __tsan_volatile_read8 => load::<8>;
-    __tsan_write1 => store::<1>;
-    __tsan_write2 => store::<2>;
-    __tsan_write4 => store::<4>;
-    __tsan_write8 => store::<8>;
-    __tsan_write16 => store::<16>;
-    __tsan_unaligned_write2 => store::<2>;
-    __tsan_unaligned_write4 => store::<4>;
-    __tsan_unaligned_write8 => store::<8>;
-    __tsan_unaligned_write16 => store::<16>;
-    __tsan_volatile_write1 => store::<1>;
-    __tsan_volatile_write2 => store::<2>;
-    __tsan_volatile_write4 => store::<4>;
-    __tsan_volatile_write8 => store::<8>;
-    __tsan_read_range => load_range;
-    __tsan_write_range => store_range;
+    __tsan_read1 => access::<1, READ>;
+    __tsan_read2 => access::<2, READ>;
+    __tsan_read4 => access::<4, READ>;
+    __tsan_read8 => access::<8, READ>;
+    __tsan_read16 => access::<16, READ>;
+    __tsan_unaligned_read2 => access::<2, READ>;
+    __tsan_unaligned_read4 => access::<4, READ>;
+    __tsan_unaligned_read8 => access::<8, READ>;
+    __tsan_unaligned_read16 => access::<16, READ>;
+    __tsan_volatile_read1 => access::<1, READ>;
+    __tsan_volatile_read2 => access::<2, READ>;
+    __tsan_volatile_read4 => access::<4, READ>;
+    __tsan_volatile_read8 => access::<8, READ>;
+    __tsan_write1 => access::<1, WRITE>;
+    __tsan_write2 => access::<2, WRITE>;
+    __tsan_write4 => access::<4, WRITE>;
+    __tsan_write8 => access::<8, WRITE>;
+    __tsan_write16 => access::<16, WRITE>;
+    __tsan_unaligned_write2 => access::<2, WRITE>;
+    __tsan_unaligned_write4 => access::<4, WRITE>;
+    __tsan_unaligned_write8 => access::<8, WRITE>;
+    __tsan_unaligned_write16 => access::<16, WRITE>;
+    __tsan_volatile_write1 => access::<1, WRITE>;
+    __tsan_volatile_write2 => access::<2, WRITE>;
+    __tsan_volatile_write4 => access::<4, WRITE>;
+    __tsan_volatile_write8 => access::<8, WRITE>;
+    __tsan_read_range => access::<SIZED, READ>;
+    __tsan_write_range => access::<SIZED, WRITE>;
 }
 
 /// The instrumented program's start-up call: its atomics will be seen,

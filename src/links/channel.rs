@@ -27,6 +27,18 @@ impl Channel<'_> {
         }
     }
 
+    /// The atomicity domain of the channel's atomics: the slot of the
+    /// team its context was made on (0: the world team's, as the default
+    /// context's). Atomics on contexts of two teams are not atomic with
+    /// each other, so the race checker keeps them apart.
+    #[inline(always)]
+    pub(crate) fn domain(self) -> usize {
+        match self {
+            Channel::Default => 0,
+            Channel::Ctx(links) => links.domain,
+        }
+    }
+
     /// The NIC lane the channel's operations take (0: the default's).
     #[inline(always)]
     pub(crate) fn lane(self) -> usize {
@@ -61,6 +73,8 @@ pub struct CtxLinks {
     links: Vec<Option<Arc<Mutex<TcpPeer>>>>,
     /// The NIC lane (0: the default context's, shared).
     pub(crate) lane: usize,
+    /// The slot of the team the context was made on (`Channel::domain`).
+    pub(crate) domain: usize,
 }
 
 impl CtxLinks {
@@ -77,7 +91,7 @@ impl Links {
     /// A new context's links: a connection to each TCP peer and a NIC lane
     /// of its own while lanes last. A peer that refuses the connection is an
     /// error of this call only (`Error::TcpConnect`); it breaks nothing else.
-    pub(crate) fn open_ctx(&self) -> Result<Arc<CtxLinks>> {
+    pub(crate) fn open_ctx(&self, domain: usize) -> Result<Arc<CtxLinks>> {
         let mut links: Vec<Option<Arc<Mutex<TcpPeer>>>> = (0..self.size).map(|_| None).collect();
         if let Some(connect) = &self.ctx_connect {
             for &peer in &self.tcp_peers {
@@ -91,7 +105,7 @@ impl Links {
             }
         }
         let lane = self.rdma.as_ref().map_or(0, |rdma| rdma.take_lane());
-        let links = Arc::new(CtxLinks { links, lane });
+        let links = Arc::new(CtxLinks { links, lane, domain });
         if let Some(connect) = &self.ctx_connect {
             crate::sync::lock(&connect.live).push(Arc::downgrade(&links));
         }

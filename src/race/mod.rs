@@ -327,6 +327,16 @@ pub(crate) fn type_tag<T>() -> u8 {
     (hash % 48) as u8
 }
 
+/// The tag of an atomic of type `T` on a context of atomicity domain
+/// `domain` (`Channel::domain`): atomics of one type on contexts of two
+/// teams race as atomics of two types do. The world's domain (0) keeps
+/// `type_tag`; another moves it among the same 48 tags (13 is prime to 48,
+/// so one type's tags in domains 0 to 47 all differ). Two types of two
+/// domains may share a tag: a race missed, never one invented.
+pub(crate) fn domain_tag<T>(domain: usize) -> u8 {
+    ((usize::from(type_tag::<T>()) + 13 * (domain % 48)) % 48) as u8
+}
+
 /// A local read or write of this PE's own bytes through the Rust API.
 #[inline(never)]
 pub(crate) fn local(at: &'static Location<'static>, (offset, len): (usize, usize), kind: Kind, op: u8) {
@@ -515,5 +525,16 @@ impl Races {
                 report: text.to_string(),
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn one_type_keeps_its_tag_in_the_world_and_gets_another_in_each_team() {
+        assert_eq!(super::domain_tag::<i64>(0), super::type_tag::<i64>());
+        let tags: std::collections::HashSet<u8> = (0..48).map(super::domain_tag::<i64>).collect();
+        assert_eq!(tags.len(), 48);
+        assert!(tags.iter().all(|&t| t < 48));
     }
 }

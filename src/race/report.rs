@@ -321,12 +321,25 @@ fn race_words(m: &super::Memory, me: u32, (a, b): (&Access, &Access), (began, ph
         ),
     };
     format!(
-        "oneside: data race on {}: {} and {} touch {}, and nothing orders them\n  {}\n  {}\n  no barrier, quiet+flag, lock or wait orders them; {last}",
+        "oneside: data race on {}: {} and {} touch {}, and nothing orders them\n  {}\n  {}\n{}  no barrier, quiet+flag, lock or wait orders them; {last}",
         who(&(me as usize)),
         who(&(a.pe as usize)),
         who(&(b.pe as usize)),
         object(m, offset, len),
         one(a),
         one(b),
+        apart(a, b),
     )
+}
+
+/// Why two atomics race, when both are: they are atomic with each other
+/// only when of one type, on contexts of one team (`race::domain_tag`).
+fn apart(a: &Access, b: &Access) -> &'static str {
+    let atomic = |k: Kind| matches!(k, Kind::Atomic(_) | Kind::AtomicRead(_));
+    match atomic(a.kind) && atomic(b.kind) {
+        true => {
+            "  two atomics are atomic with each other only when they are of one type and made on contexts of one team\n"
+        }
+        false => "",
+    }
 }

@@ -22,7 +22,8 @@
  * context's, then a get of the same bytes), pong-unasked (ping-pong's
  * source reused after a "pong" that PE 1 sent without waiting for the
  * ping, so it answers nothing), wide-early (a long double read while
- * another PE's put writes it).
+ * another PE's put writes it), atomic-teams (two PEs' atomic increments
+ * of one word on contexts of two teams: not atomic with each other).
  *
  * Race-free: halo, fence-flag, quiet-flag, signal, atomic, lock,
  * nbi-quiet, get-nbi-quiet, atomic-fetch-load (an atomic fetch and a
@@ -30,7 +31,8 @@
  * the answer to its signal arrived), put-quiet-get, put-fence-put,
  * get-nbi-quiet-put, reduce-barrier-put, ctx-quiet-get (the context's
  * own quiet), wide-neighbour (a put to the byte after a long double that
- * is being read).
+ * is being read), atomic-contexts (the same increments on two contexts
+ * of one team).
  */
 #include <shmem.h>
 #include <stdio.h>
@@ -237,6 +239,21 @@ int main(int argc, char **argv) {
         else if (me == 1 && wide.w > 1.0L)
             printf("PE 1: saw %Lf\n", wide.w);
         shmem_barrier_all();
+    } else if (!strcmp(c, "atomic-teams") || !strcmp(c, "atomic-contexts")) {
+        shmem_team_t all;
+        shmem_ctx_t mine;
+        shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, shmem_n_pes(), NULL, 0, &all);
+        int made = !strcmp(c, "atomic-teams") ? shmem_team_create_ctx(all, 0, &mine)
+                                              : shmem_ctx_create(0, &mine);
+        if (made != 0) {
+            printf("races: no context\n");
+            return 1;
+        }
+        shmem_barrier_all(); /* a phase that begins with no acquire */
+        shmem_ctx_long_atomic_inc(me == 0 ? SHMEM_CTX_DEFAULT : mine, &counter, 0);
+        shmem_barrier_all();
+        shmem_ctx_destroy(mine);
+        shmem_team_destroy(all);
     } else {
         printf("races: no case '%s'\n", c);
         return 2;
