@@ -4,13 +4,17 @@
 //!
 //! A [`Lock`] is one symmetric 64-bit word per rank, read as two 32-bit
 //! halves: `tail` (used on rank 0, the lock's home: the last rank in the
-//! queue, plus one, or 0 when free) and `next` (on every rank: its
+//! queue, plus one; when free, 0 if it was never held, or the last
+//! holder, plus one, with the [`FREED`] bit) and `next` (on every rank: its
 //! successor in the queue, plus one, with the [`GRANTED`] bit set when its
 //! predecessor hands the lock over). A rank joins the queue with one swap
 //! on the home's tail, links itself behind its predecessor, and then waits
 //! on its *own* memory; releasing hands the lock to the successor with one
 //! atomic. So ranks get the lock in the order they asked (FIFO, fair), and
 //! a waiting rank sends nothing: no storm of remote test-and-set polls.
+//! Whoever takes the lock learns from whom (its predecessor, or the last
+//! holder a free tail names), which the race checker needs: taking a lock
+//! orders only what its last holder did before releasing it.
 
 use crate::error::Result;
 use crate::links::Channel;
@@ -21,6 +25,8 @@ use crate::world::World;
 
 /// Set in a rank's `next` half when the lock is handed to it.
 const GRANTED: u64 = 1 << 31;
+/// Set in the `tail` half when the lock is free, over its last holder.
+const FREED: u64 = 1 << 31;
 /// The rank the `tail` half lives on.
 const HOME: usize = 0;
 /// Byte offsets of the halves within the lock word.
@@ -125,12 +131,12 @@ impl World {
             // Fetching, so our node is clean before anyone can find it.
             self.lock_amo(lock, self.rank, NEXT, AmoOp::Swap, 0, true)?;
             let prev = self.lock_amo(lock, HOME, TAIL, AmoOp::Swap, me, true)?;
-            if prev != 0 {
+            if prev != 0 && prev & FREED == 0 {
                 self.lock_amo(lock, prev as usize - 1, NEXT, AmoOp::Or, me, false)?;
                 self.wait_own_next(lock, |next| next & GRANTED != 0)?;
             }
             if crate::race::on() {
-                crate::race::acquire(None);
+                crate::race::lock_taken(last_holder(prev));
             }
             Ok(())
         })
@@ -144,9 +150,18 @@ impl World {
             let _span = crate::profile::span(crate::profile::Family::Lock);
             let me = self.rank as u64 + 1;
             self.lock_amo(lock, self.rank, NEXT, AmoOp::Swap, 0, true)?;
-            let taken = self.lock_cas(lock, TAIL, 0, me)? == 0;
+            // Free is 0 or a FREED tail; each retry follows a hand-off
+            // that another rank completed, so this ends.
+            let mut free = 0;
+            let taken = loop {
+                match self.lock_cas(lock, TAIL, free, me)? {
+                    seen if seen == free => break true,
+                    seen if seen & FREED != 0 => free = seen,
+                    _ => break false,
+                }
+            };
             if taken && crate::race::on() {
-                crate::race::acquire(None);
+                crate::race::lock_taken(last_holder(free));
             }
             Ok(taken)
         })
@@ -162,18 +177,30 @@ impl World {
             let me = self.rank as u64 + 1;
             let mut next = self.lock_amo(lock, self.rank, NEXT, AmoOp::Fetch, 0, true)? & !GRANTED;
             if next == 0 {
-                if self.lock_cas(lock, TAIL, me, 0)? == me {
+                if self.lock_cas(lock, TAIL, me, FREED | me)? == me {
                     return Ok(());
                 }
                 // A rank swapped itself in behind us and is linking itself now.
                 next = self.wait_own_next(lock, |n| n & !GRANTED != 0)? & !GRANTED;
             }
-            // Fetching, so the hand-over is delivered before this returns.
+            // Fetching, so the hand-off is delivered before this returns.
             self.lock_amo(lock, next as usize - 1, NEXT, AmoOp::Or, GRANTED, true)
                 .map(drop)
         })
     }
+}
 
+/// The rank a lock was taken from, given the `tail` its taker replaced:
+/// its predecessor in the queue, or the last holder of a free lock
+/// (`None`: never held).
+fn last_holder(tail: u64) -> Option<usize> {
+    match tail & !FREED {
+        0 => None,
+        holder => Some(holder as usize - 1),
+    }
+}
+
+impl World {
     /// Compare-and-swap on the home rank's `half`; returns the old value.
     fn lock_cas(&self, lock: &Lock, half: usize, expected: u64, value: u64) -> Result<u64> {
         let amo = Amo {

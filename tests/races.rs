@@ -36,7 +36,8 @@ const RUST_FREE: [&str; 10] = [
     "put-quiet-get",
     "reduce-barrier-put",
 ];
-const C_RACY: [&str; 18] = [
+const C_RACY: [&str; 19] = [
+    "lock-late",
     "atomic-teams",
     "wide-early",
     "pong-unasked",
@@ -56,7 +57,8 @@ const C_RACY: [&str; 18] = [
     "get-nbi-fence-put",
     "reduce-put",
 ];
-const C_FREE: [&str; 17] = [
+const C_FREE: [&str; 18] = [
+    "lock-order",
     "atomic-contexts",
     "wide-neighbour",
     "halo",

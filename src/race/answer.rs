@@ -56,7 +56,7 @@ fn answered(me: u32, acquire: u32, all: &[Access], syncs: &dyn Fn(u32) -> Syncs)
             .collect::<Vec<_>>()
     };
     let writers: Vec<(u32, u32)> = seen.iter().flat_map(writes).collect();
-    writers.is_empty() || writers.iter().any(|&(pe, seq)| seq >= syncs(pe).acquired)
+    writers.is_empty() || writers.iter().any(|&(pe, seq)| seq >= syncs(pe).first_acquire())
 }
 
 /// Takes the questions of phase `number` (and any left from before it),
@@ -100,6 +100,7 @@ mod tests {
             released: 0,
             issued: 0,
             acquired: 0,
+            ..Syncs::NONE
         };
         assert!(answered(0, 1, &all, &waited), "PE 1 wrote after its first acquire");
         assert!(

@@ -19,6 +19,8 @@
 //! value *observed* the write that put it there, so that write is ordered
 //! before everything this PE did after the wait.
 
+use super::order::Order;
+
 /// What an access did to its bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Kind {
@@ -97,17 +99,31 @@ pub(crate) struct Syncs {
     pub released: u32,
     /// The last of those or of any write the PE issued (0: none).
     pub issued: u32,
-    /// The first wait, test, lock, fetching atomic or collective
-    /// (`u32::MAX`: none).
+    /// The first wait, test, fetching atomic or collective (`u32::MAX`:
+    /// none): taken as acquiring every PE's releases before it.
     pub acquired: u32,
+    /// Locks taken: from which PE (the last holder) and at which number,
+    /// the first from each (`NO_PE`: none); `order` chains them.
+    pub handed: [(u32, u32); HANDS],
 }
+
+/// The lock hand-offs a PE's phase keeps; more are taken as `acquired`.
+pub(crate) const HANDS: usize = 3;
+/// No PE: an unused hand-off.
+pub(crate) const NO_PE: u32 = u32::MAX;
 
 impl Syncs {
     pub const NONE: Syncs = Syncs {
         released: 0,
         issued: 0,
         acquired: u32::MAX,
+        handed: [(NO_PE, u32::MAX); HANDS],
     };
+
+    /// The first acquire of any kind (`u32::MAX`: none).
+    pub fn first_acquire(&self) -> u32 {
+        self.handed.iter().map(|&(_, seq)| seq).fold(self.acquired, u32::min)
+    }
 }
 
 /// Whether the two accesses conflict: different PEs, the same bytes, and
@@ -136,14 +152,14 @@ fn conflict(a: &Access, b: &Access, me: u32) -> bool {
 }
 
 /// Whether `a` is ordered before `b` by a release of `a`'s PE after it and
-/// an acquire of `b`'s PE before `b`.
-fn before(a: &Access, b: &Access, syncs: &impl Fn(u32) -> Syncs) -> bool {
+/// an acquire of `b`'s PE before `b` that reached it (`order`).
+fn before(a: &Access, b: &Access, syncs: &impl Fn(u32) -> Syncs, order: &Order) -> bool {
     let from = syncs(a.pe);
     let released = match a.done_at_return {
         true => from.issued.max(from.released),
         false => from.released,
     };
-    released > a.seq && syncs(b.pe).acquired <= b.seq
+    released > a.seq && order.after(a.pe, b.pe) <= b.seq
 }
 
 /// Whether `b`, made by the checking PE `me`, follows a wait or test of
@@ -163,6 +179,10 @@ pub(crate) fn races(
     limit: usize,
 ) -> Vec<(Access, Access)> {
     let observes: Vec<Access> = accesses.iter().filter(|a| a.kind == Kind::Observe).copied().collect();
+    let mut pes: Vec<u32> = accesses.iter().map(|a| a.pe).chain([me]).collect();
+    pes.sort_unstable();
+    pes.dedup();
+    let order = Order::new(&pes, &syncs);
     accesses.sort_unstable_by_key(|a| (a.offset, a.pe));
     let mut found = Vec::new();
     let mut open: Vec<Access> = Vec::new();
@@ -170,8 +190,8 @@ pub(crate) fn races(
         open.retain(|a| a.end() > b.offset);
         for a in &open {
             if conflict(a, b, me)
-                && (a.pe == b.pe || !before(a, b, &syncs))
-                && (a.pe == b.pe || !before(b, a, &syncs))
+                && (a.pe == b.pe || !before(a, b, &syncs, &order))
+                && (a.pe == b.pe || !before(b, a, &syncs, &order))
                 && !observed(a, b, me, &observes)
                 && !observed(b, a, me, &observes)
             {
@@ -232,11 +252,13 @@ mod tests {
                 released: 1,
                 issued: 2,
                 acquired: u32::MAX,
+                ..Syncs::NONE
             },
             _ => Syncs {
                 released: 0,
                 issued: 0,
                 acquired: 1,
+                ..Syncs::NONE
             },
         };
         let mut a = [at(1, 64, Kind::Write, 0, false), at(0, 64, Kind::Read, 1, true)];
@@ -254,11 +276,13 @@ mod tests {
                 released: 0,
                 issued: 1,
                 acquired: u32::MAX,
+                ..Syncs::NONE
             },
             _ => Syncs {
                 released: 0,
                 issued: 0,
                 acquired: 1,
+                ..Syncs::NONE
             },
         };
         let mut put = [at(1, 64, Kind::Write, 0, false), at(0, 64, Kind::Read, 1, true)];
@@ -305,6 +329,7 @@ mod tests {
                 released: 0,
                 issued: 0,
                 acquired: 1,
+                ..Syncs::NONE
             },
             _ => Syncs::NONE,
         };

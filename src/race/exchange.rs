@@ -61,6 +61,10 @@ pub(crate) fn encode(header: &Header, records: &[Access]) -> Vec<u8> {
     out.extend_from_slice(&header.syncs.acquired.to_le_bytes());
     out.extend_from_slice(&[0; 4]);
     out.extend_from_slice(&header.began_at.to_le_bytes());
+    for (from, seq) in header.syncs.handed {
+        out.extend_from_slice(&from.to_le_bytes());
+        out.extend_from_slice(&seq.to_le_bytes());
+    }
     out.resize(HEADER, 0);
     for a in records {
         out.extend_from_slice(&a.offset.to_le_bytes());
@@ -88,6 +92,7 @@ pub(crate) fn decode(bytes: &[u8], phase: u64, from: u32) -> Option<(Header, Vec
             released: u32_at(16),
             issued: u32_at(20),
             acquired: u32_at(24),
+            handed: std::array::from_fn(|i| (u32_at(40 + 8 * i), u32_at(44 + 8 * i))),
         },
         began_at: u64::from_le_bytes(word(bytes, 32)),
     };
@@ -117,8 +122,12 @@ pub(crate) fn decode(bytes: &[u8], phase: u64, from: u32) -> Option<(Header, Vec
 /// record's number only with those three, so records that differ in
 /// nothing else become one without losing anything.
 pub(crate) fn canonical(records: &mut [Access], syncs: Syncs) {
-    let class = |seq: u32| (seq >= syncs.acquired, seq < syncs.released, seq < syncs.issued);
-    let mut least: Vec<((bool, bool, bool), u32)> = Vec::new();
+    let class = |seq: u32| {
+        let handed = syncs.handed.iter().map(|&(_, h)| seq >= h);
+        let taken = handed.enumerate().fold(0u8, |bits, (i, t)| bits | (u8::from(t) << i));
+        (seq >= syncs.acquired, seq < syncs.released, seq < syncs.issued, taken)
+    };
+    let mut least: Vec<((bool, bool, bool, u8), u32)> = Vec::new();
     for a in records.iter() {
         let c = class(a.seq);
         match least.iter_mut().find(|(k, _)| *k == c) {
@@ -202,6 +211,7 @@ mod tests {
                 released: 3,
                 issued: 4,
                 acquired: 1,
+                handed: [(0, 2), (5, 3), (super::super::check::NO_PE, u32::MAX)],
             },
             began_at: 99,
         };
@@ -231,6 +241,7 @@ mod tests {
             released: 10,
             issued: 12,
             acquired: 3,
+            ..Syncs::NONE
         };
         let mut records: Vec<Access> = [0, 1, 2, 3, 5, 9, 10, 11, 12]
             .iter()

@@ -23,6 +23,7 @@ pub(crate) mod check;
 pub(crate) mod exchange;
 pub(crate) mod log;
 mod nbi;
+mod order;
 mod origin;
 mod report;
 pub mod shadow;
@@ -139,6 +140,9 @@ pub(crate) struct Races {
     released: AtomicU32,
     issued: AtomicU32,
     acquired: AtomicU32,
+    /// The locks taken in this phase, each from its last holder
+    /// (`check::Syncs::handed`).
+    handed: std::sync::Mutex<Vec<(u32, u32)>>,
     /// Where the barrier that began this phase was called (a site code).
     began_at: AtomicU64,
     /// Races reported by this PE.
@@ -171,6 +175,7 @@ pub(crate) fn start(memory: Memory, mode: Mode) {
         released: AtomicU32::new(0),
         issued: AtomicU32::new(0),
         acquired: AtomicU32::new(u32::MAX),
+        handed: std::sync::Mutex::new(Vec::new()),
         began_at: AtomicU64::new(0),
         found: AtomicUsize::new(0),
         report: report::Reported::default(),
@@ -436,8 +441,24 @@ pub(crate) fn issued() {
     }
 }
 
-/// An acquire: a wait or test that returned true, a lock taken, a
-/// fetching atomic, a collective. `seen`: the bytes a wait or test read.
+/// A lock taken: an acquire of what its last holder (`from`; `None`: it
+/// was never held) released, and of nothing else (`race::order`).
+#[inline(never)]
+pub(crate) fn lock_taken(from: Option<usize>) {
+    let Some(s) = state() else { return };
+    origin::completed();
+    let n = next_seq();
+    nbi::acquired(STAMP.load(Relaxed) >> 32, n);
+    if let Some(from) = from.filter(|&from| from != s.rank as usize) {
+        let mut handed = crate::sync::lock(&s.handed);
+        if !handed.iter().any(|&(f, _)| f == from as u32) {
+            handed.push((from as u32, n));
+        }
+    }
+}
+
+/// An acquire: a wait or test that returned true, a fetching atomic, a
+/// collective. `seen`: the bytes a wait or test read.
 #[inline(never)]
 pub(crate) fn acquire(seen: Option<(usize, usize)>) {
     let Some(s) = state() else { return };
@@ -503,11 +524,20 @@ pub(crate) fn phase_ended(phase: Option<report::Phase>) -> Result<()> {
 impl Races {
     /// Takes the phase's synchronizations and starts the next phase.
     fn next_phase(&self, began_at: u64) -> (u64, Syncs, u64) {
-        let syncs = Syncs {
+        let mut syncs = Syncs {
             released: self.released.swap(0, Relaxed),
             issued: self.issued.swap(0, Relaxed),
             acquired: self.acquired.swap(u32::MAX, Relaxed),
+            ..Syncs::NONE
         };
+        let handed = std::mem::take(&mut *crate::sync::lock(&self.handed));
+        for (i, (from, seq)) in handed.into_iter().enumerate() {
+            match syncs.handed.get_mut(i) {
+                Some(slot) => *slot = (from, seq),
+                // More than a header carries: taken as acquiring everything.
+                None => syncs.acquired = syncs.acquired.min(seq),
+            }
+        }
         let phase = self.phase.fetch_add(1, Relaxed);
         STAMP.store((phase + 1) << 32, Relaxed);
         threads::synced((phase + 1) << 32);

@@ -23,7 +23,8 @@
  * source reused after a "pong" that PE 1 sent without waiting for the
  * ping, so it answers nothing), wide-early (a long double read while
  * another PE's put writes it), atomic-teams (two PEs' atomic increments
- * of one word on contexts of two teams: not atomic with each other).
+ * of one word on contexts of two teams: not atomic with each other),
+ * lock-late (PE 1's store after it released a lock that PE 0 takes next).
  *
  * Race-free: halo, fence-flag, quiet-flag, signal, atomic, lock,
  * nbi-quiet, get-nbi-quiet, atomic-fetch-load (an atomic fetch and a
@@ -32,7 +33,7 @@
  * get-nbi-quiet-put, reduce-barrier-put, ctx-quiet-get (the context's
  * own quiet), wide-neighbour (a put to the byte after a long double that
  * is being read), atomic-contexts (the same increments on two contexts
- * of one team).
+ * of one team), lock-order (that store inside the critical section).
  */
 #include <shmem.h>
 #include <stdio.h>
@@ -254,6 +255,24 @@ int main(int argc, char **argv) {
         shmem_barrier_all();
         shmem_ctx_destroy(mine);
         shmem_team_destroy(all);
+    } else if (!strcmp(c, "lock-late") || !strcmp(c, "lock-order")) {
+        /* PE 1 holds the lock first: PE 0 takes it once told so. */
+        int late = !strcmp(c, "lock-late");
+        if (me == 1) {
+            shmem_set_lock(&lock);
+            if (!late)
+                data[0] = 1337;
+            shmem_clear_lock(&lock);
+            shmem_long_atomic_set(&flag, 1, 0);
+            if (late)
+                data[0] = 1337;
+        } else if (me == 0) {
+            shmem_long_wait_until(&flag, SHMEM_CMP_EQ, 1);
+            shmem_set_lock(&lock);
+            shmem_long_p(&data[0], 42, 1);
+            shmem_clear_lock(&lock);
+        }
+        shmem_barrier_all();
     } else {
         printf("races: no case '%s'\n", c);
         return 2;
