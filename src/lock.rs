@@ -4,7 +4,7 @@
 //!
 //! A [`Lock`] is one symmetric 64-bit word per rank, read as two 32-bit
 //! halves: `tail` (used on rank 0, the lock's home: the last rank in the
-//! queue, plus one; when free, 0 if it was never held, or the last
+//! queue, plus one; when free, 0, or under the race checker the last
 //! holder, plus one, with the [`FREED`] bit) and `next` (on every rank: its
 //! successor in the queue, plus one, with the [`GRANTED`] bit set when its
 //! predecessor hands the lock over). A rank joins the queue with one swap
@@ -14,7 +14,8 @@
 //! a waiting rank sends nothing: no storm of remote test-and-set polls.
 //! Whoever takes the lock learns from whom (its predecessor, or the last
 //! holder a free tail names), which the race checker needs: taking a lock
-//! orders only what its last holder did before releasing it.
+//! orders only what its last holder did before releasing it. Both free
+//! tails are taken whatever this rank's mode.
 
 use crate::error::Result;
 use crate::links::Channel;
@@ -177,7 +178,14 @@ impl World {
             let me = self.rank as u64 + 1;
             let mut next = self.lock_amo(lock, self.rank, NEXT, AmoOp::Fetch, 0, true)? & !GRANTED;
             if next == 0 {
-                if self.lock_cas(lock, TAIL, me, FREED | me)? == me {
+                // Under the race checker the free tail names this rank,
+                // from whom the next taker takes it (`race::lock_taken`);
+                // otherwise 0, which `test_lock` takes in one compare-and-swap.
+                let free = match crate::race::on() {
+                    true => FREED | me,
+                    false => 0,
+                };
+                if self.lock_cas(lock, TAIL, me, free)? == me {
                     return Ok(());
                 }
                 // A rank swapped itself in behind us and is linking itself now.
@@ -192,7 +200,7 @@ impl World {
 
 /// The rank a lock was taken from, given the `tail` its taker replaced:
 /// its predecessor in the queue, or the last holder of a free lock
-/// (`None`: never held).
+/// (`None`: never held, or freed with the checker off).
 fn last_holder(tail: u64) -> Option<usize> {
     match tail & !FREED {
         0 => None,

@@ -150,8 +150,14 @@ fn compile(name: &str, cc: &str, flags: &[&str]) -> std::path::PathBuf {
     if built.iter().any(|done| *done == format!("{name}-{cc}")) {
         return exe;
     }
-    build_capi();
     let (compiler, instrument) = cc.split_once('+').unwrap_or((cc, ""));
+    // Built on the host for a guest that cannot build (tests/vm/run-suite.sh).
+    if let Some(dir) = std::env::var_os("ONESIDE_RACE_PREBUILT") {
+        let exe = std::path::Path::new(&dir).join(format!("{name}-{cc}"));
+        assert!(exe.exists(), "{} was not built on the host", exe.display());
+        return exe;
+    }
+    build_capi();
     let out = Command::new(tool("oshcc"))
         .env("ONESIDE_CC", compiler)
         .env("ONESIDE_RACE_INSTRUMENT", instrument)
@@ -196,7 +202,11 @@ fn openmp_threads_of_one_pe_get_exactly_the_expected_verdict() {
 
 #[test]
 fn c_programs_built_with_gcc_and_clang_get_exactly_the_expected_verdict() {
-    for cc in ["gcc", "clang", "clang+thread"] {
+    // The Soft-RoCE guest, where each run is emulated, builds with GCC
+    // only (tests/vm/run-suite.sh): the builds differ in the program's
+    // instrumentation, the transports in how the records travel.
+    let builds = std::env::var("ONESIDE_RACE_BUILDS").unwrap_or_else(|_| "gcc,clang,clang+thread".into());
+    for cc in builds.split(',') {
         // Clang's ThreadSanitizer pass leaves out an access of a size it
         // has no entry for, such as a long double's 10 bytes.
         let racy: Vec<&str> = C_RACY

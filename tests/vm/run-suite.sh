@@ -3,7 +3,8 @@
 # transport, which opens libibverbs at run time) and the integration
 # tests, in release, and runs them inside one Soft-RoCE guest with --transport verbs at 2
 # and 4 ranks, plus the RDMA-specific tests of tests/verbs.rs, and the
-# profile's and hang reports' tests (tests/profile.rs, tests/hang.rs); then,
+# profile's and hang reports' tests (tests/profile.rs, tests/hang.rs), and
+# the race checker's verdicts (tests/races.rs, its C program built here); then,
 # in the same guest, the examples and the model test over libfabric's
 # verbs;ofi_rxm (--transport ofi, 2 ranks), through the host's libfabric1
 # seen over 9p. rxm sizes its completion queue by FI_UNIVERSE_SIZE (default
@@ -30,6 +31,13 @@ executables() {
 tests=$(executables --features harness-tests --test examples --test course --test coll --test model --test threads --test verbs --test profile --test hang)
 [ -n "$tests" ] || { echo "run-suite: no test executables were built"; exit 1; }
 campaign=$(executables --features harness-tests --test fault_campaign)
+races=$(executables --test races)
+[ -n "$races" ] || { echo "run-suite: the race checker's test was not built"; exit 1; }
+# The guest cannot build (its / is the host's, read-only): the race
+# checker's C program is built here, as tests/races.rs builds it.
+prebuilt=$repo/target/vm-races
+mkdir -p "$prebuilt"
+ONESIDE_CC=gcc target/release/oshcc --check-races -std=c11 -Wall -Werror -g -o "$prebuilt/races-gcc" tests/c/races.c
 [ -n "$campaign" ] || { echo "run-suite: the fault campaign was not built"; exit 1; }
 
 script="cd $repo
@@ -46,6 +54,12 @@ for t in $tests; do
 echo \"== \$(basename $t)\"
 $t --test-threads=1 || status=1"
 done
+# The race checker over verbs: each case's verdict, its C program built
+# with GCC (the compilers' builds are checked on the host, the Rust cases
+# over ofi, which carries the records with the same Links calls).
+script="$script
+echo '== the race checker over verbs'
+ONESIDE_RACE_BUILDS=gcc ONESIDE_RACE_PREBUILT=$prebuilt $races --test-threads=1 c_programs_built || status=1"
 script="$script
 export ONESIDE_TEST_TRANSPORTS=ofi ONESIDE_OFI_PROVIDER='verbs;ofi_rxm' FI_UNIVERSE_SIZE=64 ONESIDE_TEST_SIZES=2
 fi_info -p 'verbs;ofi_rxm' -t FI_EP_RDM -c FI_RMA | grep -m 2 -E 'provider|domain' || { echo 'no verbs;ofi_rxm in the guest'; status=1; }"
