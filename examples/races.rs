@@ -11,11 +11,13 @@
 //! plain write of one word), `two-puts` (two ranks put into the same
 //! bytes), `put-get` (rank 0 gets bytes its own put, not yet completed,
 //! writes), `reduce-put` (a put into a member's reduction destination,
-//! which that member may still be writing).
+//! which that member may still be writing), `atomic-teams` (rank 0's
+//! atomic add and the others', on a context of another team).
 //!
 //! Race-free: `halo`, `quiet-flag`, `fence-flag`, `signal`, `lock`,
 //! `atomic`, `test-flag`, `owned` (each rank writes its own part),
-//! `put-quiet-get`, `reduce-barrier-put`.
+//! `put-quiet-get`, `reduce-barrier-put`, `atomic-contexts` (the same adds
+//! on a context of the world's team).
 
 use oneside::prelude::*;
 use oneside::{Cmp, SignalOp};
@@ -106,6 +108,26 @@ fn run(case: &str) -> oneside::Result<()> {
                 world.local_write(&data, 0, &[100])?;
             }
             world.barrier()?;
+        }
+        "atomic-teams" | "atomic-contexts" => {
+            // One word's increments on contexts of two teams (the world's
+            // and a copy of it) are not atomic with each other; on two
+            // contexts of one team they are.
+            let all = world
+                .split_strided(world.team_world(), 0, 1, n)?
+                .expect("every rank is a member of the team of all");
+            let ctx = match case {
+                "atomic-teams" => world.team_ctx_create(&all)?,
+                _ => world.ctx_create()?,
+            };
+            world.barrier()?; // a phase that begins with no acquire
+            match me {
+                0 => world.atomic_add(&data, 0, 0, 1u64)?,
+                _ => ctx.atomic_add(&data, 0, 0, 1u64)?,
+            }
+            world.barrier()?;
+            ctx.destroy()?;
+            world.team_destroy(all)?;
         }
         "two-puts" | "owned" => {
             let at = match case {

@@ -93,6 +93,7 @@ impl World {
     /// `stream`, after the usual checks.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
+    #[track_caller]
     pub(crate) fn atomic_on<T: AtomicElem>(
         &self,
         channel: Channel<'_>,
@@ -105,9 +106,10 @@ impl World {
         fetch: bool,
     ) -> Result<T> {
         if crate::hooks::any() {
-            return self.hooked_atomic(channel, name, sym, target, index, op, operands, fetch);
+            let at = std::panic::Location::caller();
+            return self.hooked_atomic(at, channel, name, sym, target, index, op, operands, fetch);
         }
-        self.uncounted_atomic(channel, name, sym, target, index, op, operands, fetch, false)
+        self.uncounted_atomic(channel, name, sym, target, index, op, operands, fetch, None)
     }
 
     /// [`atomic_on`](World::atomic_on) with a hook on (`hooks`), out of
@@ -119,6 +121,7 @@ impl World {
     #[inline(never)]
     fn hooked_atomic<T: AtomicElem>(
         &self,
+        at: &'static std::panic::Location<'static>,
         channel: Channel<'_>,
         name: &'static str,
         sym: &Sym<T>,
@@ -128,7 +131,8 @@ impl World {
         operands: (T, T),
         fetch: bool,
     ) -> Result<T> {
-        let races = crate::race::on();
+        // The program's call, for the race checker's record.
+        let races = crate::race::on().then_some(at);
         if !profile::active() {
             return self.uncounted_atomic(channel, name, sym, target, index, op, operands, fetch, races);
         }
@@ -152,11 +156,11 @@ impl World {
         op: AmoOp,
         (operand, compare): (T, T),
         fetch: bool,
-        races: bool,
+        races: Option<&'static std::panic::Location<'static>>,
     ) -> Result<T> {
         let offset = self.checked_offset(name, sym, target, index, 1)?;
-        if races {
-            let at = crate::site::call_site();
+        if let Some(at) = races {
+            let at = crate::site::outermost_or(at);
             let tag = crate::race::domain_tag::<T>(channel.domain());
             let reads_only = matches!(op, AmoOp::Fetch);
             crate::race::atomic(
@@ -182,12 +186,14 @@ impl World {
 macro_rules! rmw {
     ($($op:ident: $fetching:ident, $plain:ident, $doc:literal;)*) => {$(
         #[doc = concat!("Atomically ", $doc, " `target`'s element and returns its old value.")]
+        #[track_caller]
         fn $fetching<T: AtomicInt>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<T> {
             let operands = (value, T::zeroed());
             self.world().atomic_on(self.channel(), stringify!($fetching), sym, target, index, AmoOp::$op, operands, true)
         }
 
         #[doc = concat!("Atomically ", $doc, " `target`'s element; may complete at the next quiet.")]
+        #[track_caller]
         fn $plain<T: AtomicInt>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<()> {
             let operands = (value, T::zeroed());
             self.world().atomic_on(self.channel(), stringify!($plain), sym, target, index, AmoOp::$op, operands, false).map(drop)
@@ -199,6 +205,7 @@ macro_rules! rmw {
 /// or a [`Ctx`](crate::Ctx). Written once, for both.
 pub trait Atomics: Endpoint {
     /// Atomically reads `target`'s element.
+    #[track_caller]
     fn atomic_fetch<T: AtomicElem>(&self, sym: &Sym<T>, target: usize, index: usize) -> Result<T> {
         let zero = T::zeroed();
         self.world().atomic_on(
@@ -214,6 +221,7 @@ pub trait Atomics: Endpoint {
     }
 
     /// Atomically stores `value` into `target`'s element (complete at quiet).
+    #[track_caller]
     fn atomic_set<T: AtomicElem>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<()> {
         let operands = (value, T::zeroed());
         self.world()
@@ -231,6 +239,7 @@ pub trait Atomics: Endpoint {
     }
 
     /// Atomically stores `value` and returns the element's old value.
+    #[track_caller]
     fn atomic_swap<T: AtomicElem>(&self, sym: &Sym<T>, target: usize, index: usize, value: T) -> Result<T> {
         let operands = (value, T::zeroed());
         self.world().atomic_on(
@@ -247,6 +256,7 @@ pub trait Atomics: Endpoint {
 
     /// Stores `value` if the element equals `expected`; returns the old value
     /// (equal to `expected` exactly when the swap happened).
+    #[track_caller]
     fn atomic_compare_swap<T: AtomicInt>(
         &self,
         sym: &Sym<T>,
@@ -270,6 +280,7 @@ pub trait Atomics: Endpoint {
     }
 
     /// Atomically increments `target`'s element and returns its old value.
+    #[track_caller]
     fn atomic_fetch_inc<T: AtomicInt>(&self, sym: &Sym<T>, target: usize, index: usize) -> Result<T> {
         let operands = (T::ONE, T::zeroed());
         self.world().atomic_on(
@@ -285,6 +296,7 @@ pub trait Atomics: Endpoint {
     }
 
     /// Atomically increments `target`'s element; may complete at the next quiet.
+    #[track_caller]
     fn atomic_inc<T: AtomicInt>(&self, sym: &Sym<T>, target: usize, index: usize) -> Result<()> {
         let operands = (T::ONE, T::zeroed());
         self.world()

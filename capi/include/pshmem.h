@@ -674,10 +674,10 @@ uint32_t pshmem_ctx_uint32_g(shmem_ctx_t ctx, const uint32_t *source, int pe);
 uint64_t pshmem_ctx_uint64_g(shmem_ctx_t ctx, const uint64_t *source, int pe);
 size_t pshmem_ctx_size_g(shmem_ctx_t ctx, const size_t *source, int pe);
 ptrdiff_t pshmem_ctx_ptrdiff_g(shmem_ctx_t ctx, const ptrdiff_t *source, int pe);
-static inline void pshmem_longdouble_p(long double *dest, long double value, int pe) { pshmem_longdouble_put(dest, &value, 1, pe); }
-static inline void pshmem_ctx_longdouble_p(shmem_ctx_t ctx, long double *dest, long double value, int pe) { pshmem_ctx_longdouble_put(ctx, dest, &value, 1, pe); }
-static inline long double pshmem_longdouble_g(const long double *source, int pe) { long double v; pshmem_longdouble_get(&v, source, 1, pe); return v; }
-static inline long double pshmem_ctx_longdouble_g(shmem_ctx_t ctx, const long double *source, int pe) { long double v; pshmem_ctx_longdouble_get(ctx, &v, source, 1, pe); return v; }
+static inline __attribute__((__always_inline__)) void pshmem_longdouble_p(long double *dest, long double value, int pe) { pshmem_longdouble_put(dest, &value, 1, pe); }
+static inline __attribute__((__always_inline__)) void pshmem_ctx_longdouble_p(shmem_ctx_t ctx, long double *dest, long double value, int pe) { pshmem_ctx_longdouble_put(ctx, dest, &value, 1, pe); }
+static inline __attribute__((__always_inline__)) long double pshmem_longdouble_g(const long double *source, int pe) { long double v; pshmem_longdouble_get(&v, source, 1, pe); return v; }
+static inline __attribute__((__always_inline__)) long double pshmem_ctx_longdouble_g(shmem_ctx_t ctx, const long double *source, int pe) { long double v; pshmem_ctx_longdouble_get(ctx, &v, source, 1, pe); return v; }
 
 /* Put with signal */
 void pshmem_float_put_signal(float *dest, const float *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
@@ -1951,11 +1951,11 @@ SHMEM_DEPRECATED void pshmem_complexd_prod_to_all(double _Complex *dest, const d
 
 /* long double reductions, inline as in shmem.h, on the profiling names */
 #define ONESIDE_PLD_REDUCE(op) \
-    static inline int pshmem_longdouble_##op##_reduce(shmem_team_t team, long double *dest, \
+    static inline __attribute__((__always_inline__)) int pshmem_longdouble_##op##_reduce(shmem_team_t team, long double *dest, \
                                                      const long double *source, size_t nreduce) { \
         return oneside_reduce_with(team, dest, source, nreduce, sizeof(long double), oneside_ld_##op); \
     } \
-    SHMEM_DEPRECATED static inline void pshmem_longdouble_##op##_to_all(long double *dest, const long double *source, \
+    SHMEM_DEPRECATED static inline __attribute__((__always_inline__)) void pshmem_longdouble_##op##_to_all(long double *dest, const long double *source, \
             int nreduce, int PE_start, int logPE_stride, int PE_size, long double *pWrk, long *pSync) { \
         (void)pWrk; \
         oneside_to_all_with(dest, source, nreduce, sizeof(long double), PE_start, logPE_stride, PE_size, pSync, \

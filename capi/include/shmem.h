@@ -783,10 +783,10 @@ uint32_t shmem_ctx_uint32_g(shmem_ctx_t ctx, const uint32_t *source, int pe);
 uint64_t shmem_ctx_uint64_g(shmem_ctx_t ctx, const uint64_t *source, int pe);
 size_t shmem_ctx_size_g(shmem_ctx_t ctx, const size_t *source, int pe);
 ptrdiff_t shmem_ctx_ptrdiff_g(shmem_ctx_t ctx, const ptrdiff_t *source, int pe);
-static inline void shmem_longdouble_p(long double *dest, long double value, int pe) { shmem_longdouble_put(dest, &value, 1, pe); }
-static inline void shmem_ctx_longdouble_p(shmem_ctx_t ctx, long double *dest, long double value, int pe) { shmem_ctx_longdouble_put(ctx, dest, &value, 1, pe); }
-static inline long double shmem_longdouble_g(const long double *source, int pe) { long double v; shmem_longdouble_get(&v, source, 1, pe); return v; }
-static inline long double shmem_ctx_longdouble_g(shmem_ctx_t ctx, const long double *source, int pe) { long double v; shmem_ctx_longdouble_get(ctx, &v, source, 1, pe); return v; }
+static inline __attribute__((__always_inline__)) void shmem_longdouble_p(long double *dest, long double value, int pe) { shmem_longdouble_put(dest, &value, 1, pe); }
+static inline __attribute__((__always_inline__)) void shmem_ctx_longdouble_p(shmem_ctx_t ctx, long double *dest, long double value, int pe) { shmem_ctx_longdouble_put(ctx, dest, &value, 1, pe); }
+static inline __attribute__((__always_inline__)) long double shmem_longdouble_g(const long double *source, int pe) { long double v; shmem_longdouble_get(&v, source, 1, pe); return v; }
+static inline __attribute__((__always_inline__)) long double shmem_ctx_longdouble_g(shmem_ctx_t ctx, const long double *source, int pe) { long double v; shmem_ctx_longdouble_get(ctx, &v, source, 1, pe); return v; }
 
 /* Put with signal */
 void shmem_float_put_signal(float *dest, const float *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
@@ -2016,11 +2016,11 @@ ONESIDE_LD_COMBINER(max, b[i] > a[i] ? b[i] : a[i])
 ONESIDE_LD_COMBINER(sum, a[i] + b[i])
 ONESIDE_LD_COMBINER(prod, a[i] * b[i])
 #define ONESIDE_LD_REDUCE(op) \
-    static inline int shmem_longdouble_##op##_reduce(shmem_team_t team, long double *dest, \
+    static inline __attribute__((__always_inline__)) int shmem_longdouble_##op##_reduce(shmem_team_t team, long double *dest, \
                                                      const long double *source, size_t nreduce) { \
         return oneside_reduce_with(team, dest, source, nreduce, sizeof(long double), oneside_ld_##op); \
     } \
-    SHMEM_DEPRECATED static inline void shmem_longdouble_##op##_to_all(long double *dest, const long double *source, \
+    SHMEM_DEPRECATED static inline __attribute__((__always_inline__)) void shmem_longdouble_##op##_to_all(long double *dest, const long double *source, \
             int nreduce, int PE_start, int logPE_stride, int PE_size, long double *pWrk, long *pSync) { \
         (void)pWrk; \
         oneside_to_all_with(dest, source, nreduce, sizeof(long double), PE_start, logPE_stride, PE_size, pSync, \

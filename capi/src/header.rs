@@ -209,10 +209,10 @@ pub fn generate() -> (String, std::ops::Range<usize>) {
         &scalar_rma,
         "{T} shmem_ctx_{N}_g(shmem_ctx_t ctx, const {T} *source, int pe);",
     );
-    h.push_str("static inline void shmem_longdouble_p(long double *dest, long double value, int pe) { shmem_longdouble_put(dest, &value, 1, pe); }\n");
-    h.push_str("static inline void shmem_ctx_longdouble_p(shmem_ctx_t ctx, long double *dest, long double value, int pe) { shmem_ctx_longdouble_put(ctx, dest, &value, 1, pe); }\n");
-    h.push_str("static inline long double shmem_longdouble_g(const long double *source, int pe) { long double v; shmem_longdouble_get(&v, source, 1, pe); return v; }\n");
-    h.push_str("static inline long double shmem_ctx_longdouble_g(shmem_ctx_t ctx, const long double *source, int pe) { long double v; shmem_ctx_longdouble_get(ctx, &v, source, 1, pe); return v; }\n");
+    h.push_str("static inline __attribute__((__always_inline__)) void shmem_longdouble_p(long double *dest, long double value, int pe) { shmem_longdouble_put(dest, &value, 1, pe); }\n");
+    h.push_str("static inline __attribute__((__always_inline__)) void shmem_ctx_longdouble_p(shmem_ctx_t ctx, long double *dest, long double value, int pe) { shmem_ctx_longdouble_put(ctx, dest, &value, 1, pe); }\n");
+    h.push_str("static inline __attribute__((__always_inline__)) long double shmem_longdouble_g(const long double *source, int pe) { long double v; shmem_longdouble_get(&v, source, 1, pe); return v; }\n");
+    h.push_str("static inline __attribute__((__always_inline__)) long double shmem_ctx_longdouble_g(shmem_ctx_t ctx, const long double *source, int pe) { long double v; shmem_ctx_longdouble_get(ctx, &v, source, 1, pe); return v; }\n");
 
     h.push_str("\n/* Put with signal */\n");
     for op in ["put_signal", "put_signal_nbi"] {

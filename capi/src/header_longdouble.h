@@ -10,11 +10,11 @@ ONESIDE_LD_COMBINER(max, b[i] > a[i] ? b[i] : a[i])
 ONESIDE_LD_COMBINER(sum, a[i] + b[i])
 ONESIDE_LD_COMBINER(prod, a[i] * b[i])
 #define ONESIDE_LD_REDUCE(op) \
-    static inline int shmem_longdouble_##op##_reduce(shmem_team_t team, long double *dest, \
+    static inline __attribute__((__always_inline__)) int shmem_longdouble_##op##_reduce(shmem_team_t team, long double *dest, \
                                                      const long double *source, size_t nreduce) { \
         return oneside_reduce_with(team, dest, source, nreduce, sizeof(long double), oneside_ld_##op); \
     } \
-    SHMEM_DEPRECATED static inline void shmem_longdouble_##op##_to_all(long double *dest, const long double *source, \
+    SHMEM_DEPRECATED static inline __attribute__((__always_inline__)) void shmem_longdouble_##op##_to_all(long double *dest, const long double *source, \
             int nreduce, int PE_start, int logPE_stride, int PE_size, long double *pWrk, long *pSync) { \
         (void)pWrk; \
         oneside_to_all_with(dest, source, nreduce, sizeof(long double), PE_start, logPE_stride, PE_size, pSync, \
