@@ -211,7 +211,7 @@ mod tests {
                 released: 3,
                 issued: 4,
                 acquired: 1,
-                handed: [(0, 2), (5, 3), (super::super::check::NO_PE, u32::MAX)],
+                handed: [(0, 2), (5, 3), (super::super::order::NO_PE, u32::MAX)],
             },
             began_at: 99,
         };

@@ -15,8 +15,41 @@
 //! everything, as are hand-offs past the few a header carries; an order
 //! is only ever added, never missed, so a correct program gets no report.
 
-use super::check::{Syncs, NO_PE};
 use std::collections::HashMap;
+
+/// One PE's synchronizations in the phase, numbered as `Access::seq` is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Syncs {
+    /// The last quiet, fence, signal, lock release or collective (0: none).
+    pub released: u32,
+    /// The last of those or of any write the PE issued (0: none).
+    pub issued: u32,
+    /// The first wait, test, fetching atomic or collective (`u32::MAX`:
+    /// none): taken as acquiring every PE's releases before it.
+    pub acquired: u32,
+    /// Locks taken: from which PE (the last holder) and at which number,
+    /// the first from each (`NO_PE`: none); `order` chains them.
+    pub handed: [(u32, u32); HANDS],
+}
+
+/// The lock hand-offs a PE's phase keeps; more are taken as `acquired`.
+pub(crate) const HANDS: usize = 3;
+/// No PE: an unused hand-off.
+pub(crate) const NO_PE: u32 = u32::MAX;
+
+impl Syncs {
+    pub const NONE: Syncs = Syncs {
+        released: 0,
+        issued: 0,
+        acquired: u32::MAX,
+        handed: [(NO_PE, u32::MAX); HANDS],
+    };
+
+    /// The first acquire of any kind (`u32::MAX`: none).
+    pub fn first_acquire(&self) -> u32 {
+        self.handed.iter().map(|&(_, seq)| seq).fold(self.acquired, u32::min)
+    }
+}
 
 /// For each PE, from which number on it has acquired each other PE's
 /// releases (`from`), or everyone's (`any`).
