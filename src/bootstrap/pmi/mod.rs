@@ -34,6 +34,26 @@ enum Road {
     Pmix(pmix::Pmix),
 }
 
+/// Whether the process's MPI, if any, takes `PMI_FD` or `PMI_PORT` too
+/// and so shares our connection, finalizing it itself: MPICH's family,
+/// and Open MPI under srun or Flux with its Slurm PMI-1/2 or Flux
+/// component. Open MPI otherwise joins only through PMIx: under Hydra it
+/// runs as a singleton and never sends the PMI `finalize`, whose absence
+/// Hydra reports as the rank's bad termination (`Hangup`). An MPI that
+/// cannot be named is taken as sharing it, as before.
+fn mpi_takes_the_wire() -> bool {
+    use super::launcher::{Kind, Launcher};
+    use super::mpi_library::{Family, MpiLibrary};
+    if !in_mpi::linked() {
+        return false;
+    }
+    let kind = Launcher::at_start().map(|l| l.kind);
+    MpiLibrary::found().is_none_or(|m| match m.family {
+        Family::Mpich => true,
+        Family::OpenMpi => (m.slurm_pmi && kind == Some(Kind::Srun)) || (m.flux && kind == Some(Kind::Flux)),
+    })
+}
+
 impl Pmi {
     /// The launcher's PMI, if it named one: PMIx when a PMIx server is
     /// named (falling back to `PMI_FD` if libpmix will not open), else the
@@ -51,7 +71,7 @@ impl Pmi {
                 Err(_) => {}
             }
         }
-        let mpi = match (in_mpi::linked(), in_mpi::active()) {
+        let mpi = match (mpi_takes_the_wire(), in_mpi::active()) {
             (false, _) => wire::MpiHere::Absent,
             (true, false) => wire::MpiHere::Later,
             (true, true) => wire::MpiHere::Active,
@@ -164,7 +184,7 @@ impl Pmi {
     /// nothing left to fence on: MPI_Finalize itself was the last barrier.
     pub(crate) fn farewell(mut self) -> Result<()> {
         if let Road::Wire(w) = &mut self.road {
-            if !w.shared() && in_mpi::linked() {
+            if !w.shared() && mpi_takes_the_wire() {
                 w.mpi_arrived();
             }
             if w.shared() && in_mpi::finalized() {
