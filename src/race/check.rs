@@ -59,6 +59,15 @@ impl Kind {
     fn writes(self) -> bool {
         matches!(self, Kind::Write | Kind::Atomic(_))
     }
+
+    /// An atomic's tag (its type, moved by its atomicity domain); `None`
+    /// for a plain access or an observe.
+    pub fn atomic(self) -> Option<u8> {
+        match self {
+            Kind::Atomic(tag) | Kind::AtomicRead(tag) => Some(tag),
+            _ => None,
+        }
+    }
 }
 
 /// One access of the phase, to the checking PE's memory.
@@ -102,14 +111,10 @@ fn conflict(a: &Access, b: &Access, me: u32) -> bool {
     }
     if a.pe == b.pe {
         return a.pe != me
-            && matches!((a.kind, b.kind), (Kind::Atomic(x) | Kind::AtomicRead(x), Kind::Atomic(y) | Kind::AtomicRead(y)) if x != y)
+            && matches!((a.kind.atomic(), b.kind.atomic()), (Some(x), Some(y)) if x != y)
             && (a.kind.writes() || b.kind.writes());
     }
-    let atomic = |k: Kind| match k {
-        Kind::Atomic(t) | Kind::AtomicRead(t) => Some(t),
-        _ => None,
-    };
-    match (atomic(a.kind), atomic(b.kind)) {
+    match (a.kind.atomic(), b.kind.atomic()) {
         // Atomics of one type never race; of two types, when one writes.
         (Some(x), Some(y)) => x != y && (a.kind.writes() || b.kind.writes()),
         // An atomic and a plain access: when one writes.

@@ -69,7 +69,7 @@ pub(super) fn issued(
 ) {
     let (lo, hi) = (offset as u64, (offset + len) as u64);
     let writes = matches!(kind, Kind::Write | Kind::Atomic(_));
-    let atomic = matches!(kind, Kind::Atomic(_) | Kind::AtomicRead(_));
+    let atomic = kind.atomic().is_some();
     let target = target as u32;
     let mut pending = crate::sync::lock(&PENDING);
     let clash = pending

@@ -335,8 +335,7 @@ fn race_words(m: &super::Memory, me: u32, (a, b): (&Access, &Access), (began, ph
 /// Why two atomics race, when both are: they are atomic with each other
 /// only when of one type, on contexts of one team (`race::domain_tag`).
 fn apart(a: &Access, b: &Access) -> &'static str {
-    let atomic = |k: Kind| matches!(k, Kind::Atomic(_) | Kind::AtomicRead(_));
-    match atomic(a.kind) && atomic(b.kind) {
+    match a.kind.atomic().is_some() && b.kind.atomic().is_some() {
         true => {
             "  two atomics are atomic with each other only when they are of one type and made on contexts of one team\n"
         }
