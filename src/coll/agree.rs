@@ -1,7 +1,10 @@
 //! The checking mode's collective checks (`crate::debug`), run at the
 //! start of every collective when `rlaunch --debug` is on: the
-//! destination check, then the signature check against the next member's
-//! record of the same call.
+//! destination check, then the signature check against the previous
+//! member's record of the same call. A sync compares after it, and mostly
+//! without that record: the previous member is the one it heard from
+//! first (dissemination's first round), and it left its call's digest
+//! beside the flag it raised here.
 
 use super::Coll;
 use crate::backoff::Backoff;
@@ -32,6 +35,8 @@ pub(crate) struct Published {
     at: Place,
     offset: usize,
     call_name: &'static str,
+    /// `sig`'s digest for this call (`Signature::digest`).
+    digest: u64,
 }
 
 impl Coll<'_> {
@@ -57,7 +62,7 @@ impl Coll<'_> {
         let Some(mine) = self.publish_mine(checks, sig, dst)? else {
             return Ok(());
         };
-        self.compare_next(&mine, false)
+        self.compare_previous(&mine, false)
     }
 
     /// A mistake found leaves the rank unable to finish any collective
@@ -71,7 +76,8 @@ impl Coll<'_> {
     }
 
     /// A sync's half of [`agree`](Coll::agree), before it: its record
-    /// published, not yet compared. A sync cannot hang or write anything
+    /// published, not yet compared, and its digest set for its
+    /// notifications to carry (`Coll::notify`). A sync cannot hang or write anything
     /// whatever the other members called, so it is compared after it
     /// ([`agreed_sync`](Coll::agreed_sync)), when every member's record is
     /// there: no wait for the neighbour's, which cost a barrier under
@@ -84,19 +90,40 @@ impl Coll<'_> {
         crate::error::located(|| match self.w.debug.as_ref() {
             None => Ok(None),
             Some(checks) => {
-                self.broken_if_err(self.publish_mine(checks, Signature::of::<u8>("team_sync", None, 0), None))
+                let mine =
+                    self.broken_if_err(self.publish_mine(checks, Signature::of::<u8>("team_sync", None, 0), None))?;
+                self.check_note.set(mine.as_ref().map(|m| m.digest));
+                Ok(mine)
             }
         })
     }
 
-    /// A sync's record compared with the next member's, after the sync.
+    /// A sync's record compared with the previous member's, after the
+    /// sync: by the digest it left beside its flag here when it is this
+    /// call's and the same as this rank's (no cache line of its record
+    /// read), else by its record.
     #[inline]
     #[track_caller]
     pub fn agreed_sync(&self, published: Option<Published>) -> Result<()> {
         crate::error::located(|| match published {
             None => Ok(()),
-            Some(mine) => self.broken_if_err(self.compare_next(&mine, true)),
+            Some(mine) if self.noted(self.previous()) == mine.digest => Ok(()),
+            Some(mine) => self.broken_if_err(self.compare_previous(&mine, true)),
         })
+    }
+
+    /// The member this rank compares its record with.
+    fn previous(&self) -> usize {
+        (self.me() + self.n() - 1) % self.n()
+    }
+
+    /// The digest member `from` last left beside its flag here.
+    fn noted(&self, from: usize) -> u64 {
+        let offset = self.layout.check_note(self.t.slot, from);
+        // SAFETY: the word lies in the team area of this rank's heap,
+        // 8-byte aligned; its sender writes it whole (a torn or later
+        // word only sends the caller to the record).
+        unsafe { AtomicU64::from_ptr(self.own(offset).cast()) }.load(Ordering::Acquire)
     }
 
     /// Checks the destination and publishes this rank's record; `None`
@@ -115,6 +142,7 @@ impl Coll<'_> {
         let offset = checks.record(self.t.slot, self.call);
         self.publish(offset, &sig, &at);
         Ok(Some(Published {
+            digest: sig.digest(self.call),
             sig,
             at,
             offset,
@@ -122,14 +150,15 @@ impl Coll<'_> {
         }))
     }
 
-    /// Compares `mine` with the next member's record of this call;
+    /// Compares `mine` with the previous member's record of this call;
     /// `synced`: after the sync, which every member entered having
-    /// published its record, so it is there to read at once.
-    fn compare_next(&self, mine: &Published, synced: bool) -> Result<()> {
-        let next = self.rank((self.me() + 1) % self.n());
+    /// published its record, so it is there to read at once. Every member
+    /// checking its neighbour on the ring checks them all.
+    fn compare_previous(&self, mine: &Published, synced: bool) -> Result<()> {
+        let other = self.rank(self.previous());
         let record = match synced {
-            true => self.read_written(next, mine.offset).map(Some),
-            false => self.read_record(next, mine.offset),
+            true => self.read_written(other, mine.offset).map(Some),
+            false => self.read_record(other, mine.offset),
         };
         let Some((theirs, their_at)) = record? else {
             return Ok(());
@@ -140,7 +169,7 @@ impl Coll<'_> {
                 (self.w.rank, mine.call_name),
                 self.call,
                 (&mine.sig, &mine.at),
-                next,
+                other,
                 (&theirs, &their_at),
             )),
         }

@@ -101,6 +101,9 @@ pub(crate) struct Coll<'a> {
     /// when the call ends.
     at: &'static std::panic::Location<'static>,
     dst: std::cell::Cell<Option<(usize, usize)>>,
+    /// Under `--debug`, a sync's digest, which its notifications leave
+    /// beside the flag (`agree`).
+    check_note: std::cell::Cell<Option<u64>>,
     _entered: InCollective<'a>,
     _span: Option<crate::profile::Span>,
     _call: Option<crate::watch::CallGuard>,
@@ -137,6 +140,7 @@ impl<'a> Coll<'a> {
                 layout: w.team_layout(),
                 at,
                 dst: std::cell::Cell::new(None),
+                check_note: std::cell::Cell::new(None),
                 _entered: entered,
                 _span: span,
                 _call: call_guard,
@@ -174,7 +178,7 @@ impl<'a> Coll<'a> {
     }
 
     /// Tells member `to` that this rank reached `step`: after every earlier
-    /// put of this rank to `to`. The furthest step signalled is kept for
+    /// put of this rank to `to`, and after a sync's digest under `--debug`. The furthest step signalled is kept for
     /// the farewell (`World::slot_reached`): a member waiting for a step
     /// at or below it waits for one on its way.
     #[track_caller]
@@ -182,6 +186,10 @@ impl<'a> Coll<'a> {
         crate::error::located(|| {
             let flag = self.layout.flag(self.t.slot, self.me());
             let value = self.value(step);
+            if let Some(digest) = self.check_note.get() {
+                let note = self.layout.check_note(self.t.slot, self.me());
+                self.w.links.coll_copy_in(self.rank(to), note, &digest.to_ne_bytes())?;
+            }
             self.w.links.flag_store(self.rank(to), flag, value)?;
             self.w.slot_reached[self.t.slot].fetch_max(value, std::sync::atomic::Ordering::Relaxed);
             Ok(())

@@ -16,7 +16,9 @@
 //! word per exchange half) in the rest of the flag's cache line before it
 //! raises the flag: a receiver that sees the flag has the note in the same
 //! line, so a small word (a collect's count) travels without a cache miss
-//! of its own.
+//! of its own. The word after the notes is the checking mode's: a sync's
+//! digest of its call (`coll::agree`), which the receiver compares without
+//! reading the sender's record.
 
 /// Teams a rank can belong to at once, the world team included.
 pub const MAX_TEAMS: usize = 32;
@@ -63,6 +65,13 @@ impl Layout {
     pub fn note(self, slot: usize, from: usize, half: usize) -> usize {
         debug_assert!(half < 2);
         self.flag(slot, from) + 8 + half * 8
+    }
+
+    /// Heap offset of the word that the member with team index `from`
+    /// leaves beside its flag in slot `slot` under `--debug`: its sync's
+    /// digest (`debug::Signature::digest`).
+    pub fn check_note(self, slot: usize, from: usize) -> usize {
+        self.flag(slot, from) + 24
     }
 
     /// Heap offset of slot `slot`'s scratch.
