@@ -4,12 +4,15 @@
 //!
 //! * **Collectives match.** Each collective writes its signature (the call
 //!   and its number on the team, root, element count and size, source
-//!   location) to a ring of records in its own heap, then reads the next
-//!   member's record of the same call and compares. Every member checking
-//!   its neighbour checks them all. A barrier or sync compares after it
-//!   (`coll::agree`): it cannot hang or write anything whatever the others
-//!   called, and by then every record is there, so it never waits for one. Allocations and frees are collectives
-//!   (their barrier carries the size), so they are matched the same way.
+//!   location) to a ring of records in its own heap, then reads the
+//!   previous member's record of the same call and compares. Every member
+//!   checking its neighbour checks them all. A barrier or sync compares
+//!   after it (`coll::agree`): it cannot hang or write anything whatever
+//!   the others called, and by then every record is there, so it never
+//!   waits for one; mostly it reads none, but the digest the previous
+//!   member left beside its flag (`Signature::digest`). Allocations and
+//!   frees are collectives (their barrier carries the size), so they are
+//!   matched the same way.
 //! * **A destination is not reused too early.** A broadcast, collect or
 //!   alltoall writes every member's destination; if the team's previous
 //!   collective used the same bytes as its destination and no barrier or
