@@ -13,18 +13,24 @@ use crate::error::Result;
 use crate::links::Channel;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Where this rank's collective was called: a C caller as its site's code,
-/// put in words only if a message needs it (a Python program's line, and
-/// a Rust caller's, are words already).
+/// Where this rank's collective was called: a C or Rust caller as its
+/// site's code (`race::site`), put in words only if a message needs it; a
+/// Python program's line is words already.
 fn place_here() -> Place {
+    use crate::race::site::{code, raw_c, raw_rust};
     if crate::watch::in_c_call() {
         if let Some(foreign) = crate::site::foreign_caller() {
             return Place::Words(foreign);
         }
         let pc = crate::site::c_caller_pc();
         if pc != 0 {
-            return Place::Code(crate::race::site::code(crate::race::site::raw_c(pc)));
+            return Place::Code(code(raw_c(pc)));
         }
+    } else if let Some(code) = crate::watch::rust_site()
+        .map(|at| code(raw_rust(at)))
+        .filter(|&c| c != 0)
+    {
+        return Place::Code(code);
     }
     Place::Words(crate::watch::here())
 }

@@ -196,6 +196,20 @@ pub(crate) fn here() -> String {
     })
 }
 
+/// The Rust caller's location of this thread's current outermost call,
+/// when it is a Rust call (not one of the C API) and placed.
+pub(crate) fn rust_site() -> Option<&'static std::panic::Location<'static>> {
+    LOCAL.with(|local| match (local.c_call.get(), local.call.get()) {
+        (
+            None,
+            Some(Call {
+                site: Site::Rust(at), ..
+            }),
+        ) => Some(at),
+        _ => None,
+    })
+}
+
 /// Whether this thread is in a call of the C API (named by `c_entered`).
 pub(crate) fn in_c_call() -> bool {
     LOCAL.with(|local| local.c_call.get().is_some())
