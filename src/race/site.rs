@@ -211,7 +211,15 @@ fn pick(lines: &[String]) -> Option<String> {
         return (*function != "??").then(|| format!("in {function} (build with -g for its file:line)"));
     }
     let at = at.split(" (discriminator").next().unwrap_or(at);
-    Some(at.rsplit_once('/').map_or(at, |(_, name)| name).to_string())
+    let at = at.rsplit_once('/').map_or(at, |(_, name)| name);
+    // Line 0: the optimizer merged this call with another (two branches'
+    // identical calls made one), so no single line is the call's.
+    if let Some(file) = at.strip_suffix(":?") {
+        return Some(format!(
+            "{file}, in {function} (the optimizer merged this call with another: build with -O0 for its line)"
+        ));
+    }
+    Some(at.to_string())
 }
 
 #[cfg(test)]
@@ -237,6 +245,11 @@ mod tests {
         .map(String::from)
         .to_vec();
         assert_eq!(pick(&out).as_deref(), Some("heat.c:17"));
+        let merged: Vec<String> = ["main", "/tmp/put.c:?"].map(String::from).to_vec();
+        assert_eq!(
+            pick(&merged).as_deref(),
+            Some("put.c, in main (the optimizer merged this call with another: build with -O0 for its line)")
+        );
         let plain: Vec<String> = ["main", "??:0"].map(String::from).to_vec();
         assert_eq!(
             pick(&plain).as_deref(),
