@@ -175,6 +175,7 @@ impl World {
         crate::error::located(|| {
             let _span = crate::profile::span(crate::profile::Family::Lock);
             self.quiet()?;
+            crate::race::lock_released();
             let me = self.rank as u64 + 1;
             let mut next = self.lock_amo(lock, self.rank, NEXT, AmoOp::Fetch, 0, true)? & !GRANTED;
             if next == 0 {

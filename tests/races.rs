@@ -187,14 +187,23 @@ fn compile(name: &str, cc: &str, flags: &[&str]) -> std::path::PathBuf {
     exe
 }
 
-const OMP_RACY: [&str; 4] = ["master-read", "sections", "flag-volatile", "nbi-volatile"];
-const OMP_FREE: [&str; 6] = [
+const OMP_RACY: [&str; 6] = [
+    "master-read",
+    "sections",
+    "flag-volatile",
+    "nbi-volatile",
+    "origin-sync",
+    "origin-signal",
+];
+const OMP_FREE: [&str; 8] = [
     "master-barrier-read",
     "sections-end-read",
     "flag-critical",
     "flag-lock",
     "flag-atomic",
     "nbi-barrier",
+    "origin-sync-barrier",
+    "origin-signal-barrier",
 ];
 
 #[test]

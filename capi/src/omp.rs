@@ -149,7 +149,9 @@ pub unsafe extern "C" fn GOMP_sections_next() -> c_uint {
     threads::next_section();
     let real = real!(GOMP_sections_next: unsafe extern "C" fn() -> c_uint);
     // SAFETY: as above.
-    unsafe { real() }
+    let next = unsafe { real() };
+    threads::section_given(next != 0);
+    next
 }
 
 /// Entries whose orderings the checker does not model (a taskloop's tasks,

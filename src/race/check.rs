@@ -56,7 +56,7 @@ impl Kind {
         }
     }
 
-    fn writes(self) -> bool {
+    pub fn writes(self) -> bool {
         matches!(self, Kind::Write | Kind::Atomic(_))
     }
 

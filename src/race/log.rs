@@ -16,7 +16,7 @@
 use super::check::{Access, Kind};
 use super::ops;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 /// The `target` of an access to this PE's own memory.
@@ -31,6 +31,12 @@ const MOST: usize = 1 << 22;
 pub(crate) struct Entry {
     pub target: u32,
     pub access: Access,
+    /// In an OpenMP team, the team's publications counted when it was
+    /// made (`threads::counted`); 0 outside one (`reach`).
+    pub counted: u64,
+    /// The strand that made it: its thread, or one section of a
+    /// `sections` construct the thread ran (`new_strand`).
+    pub thread: u32,
 }
 
 /// One thread's log.
@@ -44,15 +50,22 @@ pub(crate) struct ThreadLog {
     /// The last entry of each of a few sites (by a hash of the site).
     recent: [Option<u32>; 16],
     lost: u64,
+    /// The strand its accesses belong to now (`Entry::thread`).
+    strand: u32,
+    /// The phase after the last one drained: a run of a drained phase
+    /// flushed later (the thread ran on while the phase ended) is late.
+    floor: u64,
 }
 
 impl ThreadLog {
-    /// Adds an access, joined to its site's last entry where it touches it.
-    pub fn add(&mut self, target: u32, a: Access) {
+    /// Adds an access made when the team's publications were `counted`,
+    /// joined to its site's last entry where it touches it.
+    pub fn add(&mut self, target: u32, a: Access, counted: u64) {
         let slot = ((a.site ^ (a.site >> 17) ^ u64::from(a.kind.code())) % 16) as usize;
         if let Some(e) = self.recent[slot].and_then(|i| self.entries.get_mut(i as usize)) {
             let b = &mut e.access;
             if e.target == target
+                && e.thread == self.strand
                 && b.site == a.site
                 && b.kind == a.kind
                 && b.seq == a.seq
@@ -63,6 +76,7 @@ impl ThreadLog {
                 let end = (b.offset + b.len).max(a.offset + a.len);
                 b.offset = b.offset.min(a.offset);
                 b.len = end - b.offset;
+                e.counted = e.counted.max(counted);
                 return;
             }
         }
@@ -71,7 +85,12 @@ impl ThreadLog {
             return;
         }
         self.recent[slot] = Some(self.entries.len() as u32);
-        self.entries.push(Entry { target, access: a });
+        self.entries.push(Entry {
+            target,
+            access: a,
+            counted,
+            thread: self.strand,
+        });
     }
 
     fn drain(&mut self, into: &mut Vec<Entry>, late: &mut Vec<Entry>) -> u64 {
@@ -94,6 +113,8 @@ struct Slot {
     kind: AtomicU64,
     /// `race::STAMP` when the run began: its phase and number.
     stamp: AtomicU64,
+    /// The team's publications counted when the run began (`reach`).
+    counted: AtomicU64,
     lo: AtomicU64,
     hi: AtomicU64,
 }
@@ -104,6 +125,7 @@ impl Slot {
             site: AtomicU64::new(0),
             kind: AtomicU64::new(0),
             stamp: AtomicU64::new(EMPTY),
+            counted: AtomicU64::new(0),
             lo: AtomicU64::new(0),
             hi: AtomicU64::new(0),
         }
@@ -112,6 +134,7 @@ impl Slot {
     /// Moves the slot's run into `log`: its entries if it belongs to
     /// `phase`, its late ones if to the phase before.
     fn flush(&self, phase: u64, log: &mut ThreadLog) {
+        let phase = phase.max(log.floor);
         let stamp = self.stamp.swap(EMPTY, Relaxed);
         if stamp == EMPTY || (stamp >> 32 != phase && (stamp >> 32) + 1 != phase) {
             return;
@@ -136,9 +159,15 @@ impl Slot {
             site: self.site.load(Relaxed),
             pe: 0,
         };
+        let counted = self.counted.load(Relaxed);
         match stamp >> 32 == phase {
-            true => log.add(LOCAL, access),
-            false if log.late.len() < MOST => log.late.push(Entry { target: LOCAL, access }),
+            true => log.add(LOCAL, access, counted),
+            false if log.late.len() < MOST => log.late.push(Entry {
+                target: LOCAL,
+                access,
+                counted,
+                thread: log.strand,
+            }),
             false => log.lost += 1,
         }
     }
@@ -146,6 +175,10 @@ impl Slot {
 
 /// One thread's slots and log.
 pub(crate) struct Thread {
+    /// Its place in `THREADS`.
+    id: u32,
+    /// The team's publications it has learned of (`threads`, `reach`).
+    known: AtomicU64,
     slots: [Slot; SLOTS],
     /// In an OpenMP team (`threads`), the stamp of the last synchronization
     /// that happens before this thread's next access; `FOLLOW` otherwise
@@ -211,14 +244,21 @@ fn mine_slow(tp: usize) -> Option<&'static Thread> {
         // SAFETY: made below from an `Arc` that is never dropped.
         return Some(unsafe { &*ptr });
     }
+    let mut threads = crate::sync::lock(&THREADS);
     let thread = Arc::new(Thread {
+        id: threads.len() as u32,
+        known: AtomicU64::new(0),
         slots: [const { Slot::new() }; SLOTS],
         next: AtomicU64::new(0),
         view: AtomicU64::new(FOLLOW),
         section_base: AtomicU64::new(FOLLOW),
-        log: Mutex::new(ThreadLog::default()),
+        log: Mutex::new(ThreadLog {
+            strand: threads.len() as u32,
+            ..ThreadLog::default()
+        }),
     });
-    crate::sync::lock(&THREADS).push(thread.clone());
+    threads.push(thread.clone());
+    drop(threads);
     let ptr = Arc::into_raw(thread);
     MINE.try_with(|m| m.set(ptr)).ok()?;
     if tp != 0
@@ -235,6 +275,22 @@ fn mine_slow(tp: usize) -> Option<&'static Thread> {
     }
     // SAFETY: as above: the `Arc` is leaked, so it lives for good.
     Some(unsafe { &*ptr })
+}
+
+/// The team's publications so far (`threads`), and whether accesses are
+/// stamped with their count: while a team runs with views on.
+pub(crate) static PUBLICATIONS: AtomicU64 = AtomicU64::new(0);
+pub(crate) static COUNTING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The count of publications an access made now is stamped with; 0
+/// outside a team, or while views are off (`reach` then orders nothing
+/// less than before).
+#[inline]
+pub(crate) fn counted() -> u64 {
+    match COUNTING.load(Relaxed) {
+        true => PUBLICATIONS.load(Relaxed),
+        false => 0,
+    }
 }
 
 /// A thread's view outside a team: the PE's own count.
@@ -275,6 +331,57 @@ pub(crate) fn section_base() -> u64 {
 pub(crate) fn set_section_base(view: u64) {
     if let Some(t) = mine() {
         t.section_base.store(view, Relaxed);
+    }
+}
+
+/// The calling thread learns of the team's publications up to `n`.
+pub(crate) fn learn(n: u64) {
+    if let Some(t) = mine() {
+        t.known.fetch_max(n, Relaxed);
+    }
+}
+
+/// The calling thread: its strand and the publications it has learned of.
+pub(crate) fn me() -> Option<(u32, u64)> {
+    mine().map(|t| (crate::sync::lock(&t.log).strand, t.known.load(Relaxed)))
+}
+
+/// Strands begun by `new_strand`, numbered apart from threads' own.
+static STRANDS: AtomicU32 = AtomicU32::new(1 << 31);
+
+/// The calling thread begins a new strand (a section of a `sections`
+/// construct: unordered with its other sections, whichever thread runs
+/// them): its runs so far are written down under the old one.
+pub(crate) fn new_strand() {
+    switch_strand(|_| STRANDS.fetch_add(1, Relaxed));
+}
+
+/// The calling thread is back on its own strand (its sections done).
+pub(crate) fn end_strand() {
+    switch_strand(|thread| thread.id);
+}
+
+fn switch_strand(to: impl FnOnce(&Thread) -> u32) {
+    let Some(thread) = mine() else { return };
+    let mut log = crate::sync::lock(&thread.log);
+    let phase = super::STAMP.load(Relaxed) >> 32;
+    for slot in &thread.slots {
+        slot.flush(phase, &mut log);
+    }
+    log.strand = to(thread);
+    log.recent = [None; 16];
+}
+
+/// Gives entries carried past a phase's end (`reach`) to the calling
+/// thread's log, in the phase that begins now, each still its strand's.
+pub(crate) fn carry(entries: Vec<Entry>) {
+    if entries.is_empty() {
+        return;
+    }
+    if let Some(t) = mine() {
+        let mut log = crate::sync::lock(&t.log);
+        log.recent = [None; 16];
+        log.entries.extend(entries);
     }
 }
 
@@ -380,6 +487,7 @@ fn begin(thread: &Thread, slot: &Slot, (stamp, site, code): (u64, u64, u64), off
     slot.kind.store(code, Relaxed);
     slot.lo.store(offset, Relaxed);
     slot.hi.store(offset + len, Relaxed);
+    slot.counted.store(counted(), Relaxed);
     slot.stamp.store(stamp, Relaxed);
 }
 
@@ -406,6 +514,7 @@ pub(crate) fn drain(phase: u64) -> Drained {
             slot.flush(phase, &mut log);
         }
         d.lost += log.drain(&mut d.entries, &mut d.late);
+        log.floor = phase + 1;
     }
     d
 }
@@ -431,33 +540,51 @@ mod tests {
     fn a_loop_over_an_array_is_one_entry_per_site() {
         let mut log = ThreadLog::default();
         for i in 0..100 {
-            log.add(LOCAL, load(1024 + 8 * i, 7));
-            log.add(LOCAL, load(8192 + 8 * i, 9));
+            log.add(LOCAL, load(1024 + 8 * i, 7), 0);
+            log.add(LOCAL, load(8192 + 8 * i, 9), 0);
         }
         assert_eq!(log.entries.len(), 2);
         assert_eq!((log.entries[0].access.offset, log.entries[0].access.len), (1024, 800));
     }
 
+    /// The tests that drain every thread's slots, one at a time: a drain
+    /// of another phase would take (and drop) the other's run.
+    static DRAINS: Mutex<()> = Mutex::new(());
+
+    /// A phase number no other test has drained (every thread's log
+    /// keeps the last drained one as its floor).
+    fn fresh_phase() -> u64 {
+        static NEXT: AtomicU64 = AtomicU64::new(100);
+        NEXT.fetch_add(10, Relaxed)
+    }
+
     #[test]
     fn a_run_of_loads_stays_in_its_slot_until_drained() {
-        let stamp = 5 << 32 | 2;
+        let _one = crate::sync::lock(&DRAINS);
+        let phase = fresh_phase();
+        let stamp = phase << 32 | 2;
         assert!(!extend(stamp, 0x40, 0, 64, 8), "the first load begins a run");
         for i in 1..100 {
             assert!(extend(stamp, 0x40, 0, 64 + 8 * i, 8), "the next ones extend it");
         }
         assert!(!extend(stamp + 1, 0x40, 0, 864, 8), "a new number begins another run");
-        let entries = drain(5).entries;
+        let entries = drain(phase).entries;
         let mine: Vec<_> = entries.iter().filter(|e| e.access.site == 0x40).collect();
         assert_eq!(mine.len(), 2, "{mine:?}");
         let first = mine.iter().find(|e| e.access.seq == 2).unwrap();
         assert_eq!((first.access.offset, first.access.len), (64, 800));
-        assert!(drain(5).entries.iter().all(|e| e.access.site != 0x40), "drained once");
+        assert!(
+            drain(phase).entries.iter().all(|e| e.access.site != 0x40),
+            "drained once"
+        );
     }
 
     #[test]
     fn a_run_of_the_phase_before_is_drained_as_late() {
-        assert!(!extend(7 << 32 | 1, 0x77, 0, 64, 8));
-        let d = drain(8);
+        let _one = crate::sync::lock(&DRAINS);
+        let phase = fresh_phase();
+        assert!(!extend(phase << 32 | 1, 0x77, 0, 64, 8));
+        let d = drain(phase + 1);
         assert!(d.entries.iter().all(|e| e.access.site != 0x77));
         let late: Vec<_> = d.late.iter().filter(|e| e.access.site == 0x77).collect();
         assert_eq!(late.len(), 1, "{late:?}");
@@ -465,11 +592,27 @@ mod tests {
     }
 
     #[test]
+    fn a_run_of_a_drained_phase_flushed_after_the_drain_is_late() {
+        // The thread ran on while its phase ended, before the PE's count
+        // moved to the next phase: its run is not this phase's entry.
+        let mut log = ThreadLog {
+            floor: 8,
+            ..ThreadLog::default()
+        };
+        let slot = Slot::new();
+        slot.stamp.store(7 << 32 | 1, Relaxed);
+        slot.hi.store(8, Relaxed);
+        slot.flush(7, &mut log);
+        assert!(log.entries.is_empty());
+        assert_eq!(log.late.len(), 1);
+    }
+
+    #[test]
     fn a_gap_or_another_target_starts_an_entry() {
         let mut log = ThreadLog::default();
-        log.add(LOCAL, load(0, 7));
-        log.add(LOCAL, load(64, 7));
-        log.add(3, load(72, 7));
+        log.add(LOCAL, load(0, 7), 0);
+        log.add(LOCAL, load(64, 7), 0);
+        log.add(3, load(72, 7), 0);
         assert_eq!(log.entries.len(), 3);
         let mut out = Vec::new();
         assert_eq!(log.drain(&mut out, &mut Vec::new()), 0);

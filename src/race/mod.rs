@@ -25,6 +25,7 @@ pub(crate) mod log;
 mod nbi;
 mod order;
 mod origin;
+mod reach;
 mod report;
 pub mod shadow;
 pub(crate) mod site;
@@ -279,7 +280,7 @@ pub(crate) fn remote(
         DIRTY.store(true, Relaxed);
     }
     origin::issued(access.site, (target, ctx), (offset, len), (kind, op), done_at_return);
-    log::with(|l| l.add(target as u32, access));
+    log::with(|l| l.add(target as u32, access, threads::counted()));
 }
 
 /// A put (`op`: blocking, non-blocking, with signal) of `len` bytes to
@@ -356,7 +357,7 @@ pub(crate) fn local(at: &'static Location<'static>, (offset, len): (usize, usize
         pe: 0,
     };
     DIRTY.store(true, Relaxed);
-    log::with(|l| l.add(log::LOCAL, access));
+    log::with(|l| l.add(log::LOCAL, access, threads::counted()));
 }
 
 /// A load (`kind` 0), store (1), atomic (2) or atomic load (3) (an
@@ -415,9 +416,16 @@ fn symmetric(addr: usize, offset: usize, size: usize, kind: u8, pc: usize) {
 pub(crate) fn release(quiet: bool, ctx: usize) {
     DIRTY.store(false, Relaxed);
     if let Some(s) = state() {
+        let view = seq();
         let n = next_seq();
         s.released.store(n, Relaxed);
         s.issued.store(n, Relaxed);
+        // A collective tells the other members; a quiet or fence no one.
+        let what = match !quiet && ctx == ALL {
+            true => reach::What::Told,
+            false => reach::What::Release,
+        };
+        reach::record(n, what, view);
     }
     match quiet {
         true => {
@@ -432,12 +440,24 @@ pub(crate) fn release(quiet: bool, ctx: usize) {
 /// PE's earlier accesses that were complete when their calls returned.
 #[inline(never)]
 pub(crate) fn issued() {
-    if !DIRTY.swap(false, Relaxed) {
+    // While a team runs, every issued write is numbered: the thread that
+    // made the access it orders may not be the one that dirtied the PE.
+    if !DIRTY.swap(false, Relaxed) && !reach::recording() {
         return;
     }
     if let Some(s) = state() {
+        let view = seq();
         let n = next_seq();
         s.issued.store(n, Relaxed);
+        reach::record(n, reach::What::Issued, view);
+    }
+}
+
+/// A lock released (after its quiet): another PE that takes it next
+/// acquires what this one released.
+pub(crate) fn lock_released() {
+    if on() {
+        reach::record(STAMP.load(Relaxed) as u32, reach::What::Told, seq());
     }
 }
 
@@ -447,6 +467,7 @@ pub(crate) fn issued() {
 pub(crate) fn lock_taken(from: Option<usize>) {
     let Some(s) = state() else { return };
     origin::completed();
+    threads::acquired_all();
     let n = next_seq();
     nbi::acquired(STAMP.load(Relaxed) >> 32, n);
     if let Some(from) = from.filter(|&from| from != s.rank as usize) {
@@ -463,6 +484,7 @@ pub(crate) fn lock_taken(from: Option<usize>) {
 pub(crate) fn acquire(seen: Option<(usize, usize)>) {
     let Some(s) = state() else { return };
     origin::completed();
+    threads::acquired_all();
     let n = next_seq();
     nbi::acquired(STAMP.load(Relaxed) >> 32, n);
     let _ = s.acquired.compare_exchange(u32::MAX, n, Relaxed, Relaxed);
@@ -477,7 +499,7 @@ pub(crate) fn acquire(seen: Option<(usize, usize)>) {
             site: 0,
             pe: 0,
         };
-        log::with(|l| l.add(log::LOCAL, access));
+        log::with(|l| l.add(log::LOCAL, access, threads::counted()));
     }
 }
 
@@ -510,7 +532,7 @@ pub(crate) fn collective() {
 /// this PE keeps to judge once the sync is done.
 pub(crate) fn phase_ends(links: &Links, at: &'static Location<'static>) -> Result<Option<report::Phase>> {
     let Some(s) = state() else { return Ok(None) };
-    report::phase_ends(s, links, api_site(at))
+    report::phase_ends(s, links, api_site(at), threads::active())
 }
 
 /// After the world barrier's sync: judges the phase at this PE.

@@ -6,7 +6,7 @@
 
 use super::check::{self, Access, Kind, Syncs};
 use super::exchange::{self, Header};
-use super::{log, ops, site, Races};
+use super::{log, ops, reach, site, Races};
 use crate::error::Result;
 use crate::links::{Channel, Links};
 use crate::words::who;
@@ -109,9 +109,17 @@ impl Reported {
     }
 }
 
-pub(super) fn phase_ends(s: &Races, links: &Links, at: u64) -> Result<Option<Phase>> {
-    let drained = log::drain(s.phase.load(std::sync::atomic::Ordering::Relaxed));
+/// The phase's end at this PE (`race::phase_ends`); `team_runs`: an
+/// OpenMP team runs (`threads::active`).
+pub(super) fn phase_ends(s: &Races, links: &Links, at: u64, team_runs: bool) -> Result<Option<Phase>> {
+    let mut drained = log::drain(s.phase.load(std::sync::atomic::Ordering::Relaxed));
+    let last = s
+        .released
+        .load(std::sync::atomic::Ordering::Relaxed)
+        .max(s.issued.load(std::sync::atomic::Ordering::Relaxed));
+    let carried = reach::settle(&mut drained.entries, last, log::me(), team_runs);
     let (number, mine, began_at) = s.next_phase(site::code(at));
+    log::carry(carried);
     let mut local = Vec::new();
     let mut sent: BTreeMap<u32, Vec<Access>> = BTreeMap::new();
     let late = drained.late.iter().map(|e| judged(s, e)).collect();

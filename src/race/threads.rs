@@ -25,6 +25,17 @@
 //! loop) sends every thread back to the PE's count until the team ends.
 //! Only a program built by `oshcc --check-races` keeps views: in another
 //! its atomics, unseen, may be what orders two threads.
+//!
+//! Views say what a thread's access comes after. What it comes before is
+//! said by *publications*: each release on a sync word (and each fork or
+//! task creation) takes the next number, the word keeps its largest, and
+//! a thread *learns* a word's number when it acquires it; a PE-level
+//! acquire (a wait, a lock, a fetching atomic, a get, a collective) takes
+//! a number and learns it, as it takes the PE's next stamp. An access is
+//! stamped with the count of publications when it was made
+//! (`counted`): another thread that has learned of no larger number has
+//! nothing of its thread's since, so its releases do not order it
+//! (`reach`).
 
 use super::{log, on};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -33,17 +44,40 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 /// The sync words: the largest view published on each (0: the team's).
 static WORDS: [AtomicU64; 256] = [const { AtomicU64::new(0) }; 256];
+/// The largest publication number on each sync word (the count is
+/// `log::PUBLICATIONS`).
+static NUMBERS: [AtomicU64; 256] = [const { AtomicU64::new(0) }; 256];
+/// The largest number a fork or a task creation took.
+static FORKS: AtomicU64 = AtomicU64::new(0);
 
 /// What a team's barriers, taskwaits and task ends synchronize on.
 pub const TEAM: usize = 0;
 
-/// The sync word of `key` (an address, or [`TEAM`]).
-fn word(key: usize) -> &'static AtomicU64 {
+/// The sync word of `key` (an address, or [`TEAM`]): its view and its
+/// publication number.
+fn word(key: usize) -> (&'static AtomicU64, &'static AtomicU64) {
     let i = match key {
         TEAM => 0,
         k => 1 + (k ^ (k >> 7) ^ (k >> 15)) % (WORDS.len() - 1),
     };
-    &WORDS[i]
+    (&WORDS[i], &NUMBERS[i])
+}
+
+/// Takes the next publication number.
+fn next_publication() -> u64 {
+    log::PUBLICATIONS.fetch_add(1, Relaxed) + 1
+}
+
+/// The count of publications an access made now is stamped with
+/// (`log::counted`).
+pub(super) use log::counted;
+
+/// A PE-level acquire on the calling thread: it learns of everything
+/// before it, as its view takes the PE's count.
+pub(super) fn acquired_all() {
+    if super::reach::recording() {
+        super::log::learn(next_publication());
+    }
 }
 
 /// The program was built by `oshcc --check-races` (its `__tsan_init`
@@ -81,6 +115,7 @@ pub fn forked() -> u64 {
     let stamp = task_created();
     if stamp != OFF {
         ACTIVE.fetch_add(1, Relaxed);
+        log::COUNTING.store(!UNMODELED.load(Relaxed), Relaxed);
     }
     stamp
 }
@@ -92,10 +127,12 @@ pub fn joined(stamp: u64, prev: u64) {
         return;
     }
     if prev != log::FOLLOW {
-        log::set_view(prev.max(word(TEAM).load(Relaxed)));
+        log::set_view(prev.max(word(TEAM).0.load(Relaxed)));
     }
+    log::learn(word(TEAM).1.load(Relaxed));
     if ACTIVE.fetch_sub(1, Relaxed) == 1 {
         UNMODELED.store(false, Relaxed);
+        log::COUNTING.store(false, Relaxed);
         super::nbi::team_ended();
     }
 }
@@ -111,6 +148,7 @@ pub fn entered(stamp: u64) -> u64 {
         log::set_view(stamp);
         log::set_section_base(stamp);
     }
+    log::learn(FORKS.load(Relaxed));
     prev
 }
 
@@ -127,6 +165,9 @@ pub fn left(prev: u64) {
 pub fn sections_began() {
     if active() {
         log::set_section_base(log::view());
+        // What came before the construct is before every section, on
+        // whichever strand it runs (`reach`).
+        log::learn(next_publication());
     }
 }
 
@@ -135,6 +176,7 @@ pub fn sections_began() {
 pub fn next_section() {
     if active() {
         publish(TEAM);
+        log::new_strand();
         let base = log::section_base();
         if log::view() != log::FOLLOW && base != log::FOLLOW && !UNMODELED.load(Relaxed) {
             log::set_view(base);
@@ -142,11 +184,25 @@ pub fn next_section() {
     }
 }
 
+/// libgomp answered the calling thread's request for its next section:
+/// with none (`more` false), the thread is done with the construct and
+/// goes on as itself, after every section it ran.
+pub fn section_given(more: bool) {
+    if active() && !more {
+        log::end_strand();
+        log::learn(next_publication());
+    }
+}
+
 /// The calling thread's stamp, for a task (or team) it creates ([`OFF`]
 /// while off, or in a program whose atomics are not seen).
 pub fn task_created() -> u64 {
     match on() && INSTRUMENTED.load(Relaxed) {
-        true => super::thread_stamp(),
+        true => {
+            super::reach::teamed();
+            FORKS.fetch_max(next_publication(), Relaxed);
+            super::thread_stamp()
+        }
         false => OFF,
     }
 }
@@ -154,6 +210,7 @@ pub fn task_created() -> u64 {
 /// A task created at `stamp` begins on the calling thread.
 pub fn task_began(stamp: u64) {
     raise(stamp);
+    log::learn(FORKS.load(Relaxed));
 }
 
 /// A release on `key`'s word between a team's threads: the first half of
@@ -164,16 +221,20 @@ pub fn publish(key: usize) {
         return;
     }
     let view = log::view();
+    let (views, numbers) = word(key);
     if view != log::FOLLOW {
-        word(key).fetch_max(view, Relaxed);
+        views.fetch_max(view, Relaxed);
     }
+    numbers.fetch_max(next_publication(), Relaxed);
 }
 
 /// An acquire on `key`'s word: the second half of a barrier, the start of
 /// a critical section, a lock taken, a taskwait, an atomic.
 pub fn acquire(key: usize) {
     if active() {
-        raise(word(key).load(Relaxed));
+        let (views, numbers) = word(key);
+        raise(views.load(Relaxed));
+        log::learn(numbers.load(Relaxed));
     }
 }
 
@@ -197,6 +258,8 @@ fn raise(stamp: u64) {
 pub fn unmodeled() {
     if active() {
         UNMODELED.store(true, Relaxed);
+        log::COUNTING.store(false, Relaxed);
+        super::reach::unmodeled();
         log::follow_all();
     }
 }

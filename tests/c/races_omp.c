@@ -11,13 +11,20 @@
  * thread runs them), flag-volatile (one thread waits for PE 0's flag, the
  * other spins on a volatile int and reads the data: a volatile is not a
  * synchronization), nbi-volatile (one thread's get_nbi and quiet, the
- * other thread reads the destination after a volatile spin).
+ * other thread reads the destination after a volatile spin),
+ * origin-sync (on PE 0, one section puts and quiets, another calls the
+ * shmem_sync_all that PE 1 reads after: nothing orders the put before
+ * that sync) and origin-signal (one section puts and fences, another
+ * signals PE 1 with a put to its flag: the fence orders the put only
+ * before what its own thread, or one that synchronized with it, writes).
  *
  * Race-free: master-barrier-read (an omp barrier after the master's
  * sync_all), sections-end-read (the load after the sections construct),
  * flag-critical, flag-lock, flag-atomic (the waiting thread hands over
  * through a critical section, an omp lock, an atomic flag), nbi-barrier
- * (an omp barrier after the quiet).
+ * (an omp barrier after the quiet), origin-sync-barrier and
+ * origin-signal-barrier (PE 0's threads meet in an omp barrier between
+ * the quiet or fence and the sync or signal).
  */
 #include <omp.h>
 #include <shmem.h>
@@ -27,11 +34,63 @@
 long data[4];
 long flag;
 
+/* PE 0's side of the origin cases: thread 1 puts the data and quiets
+ * (or fences), thread 0 then tells PE 1 with a sync_all (or a put to its
+ * flag); they meet in an omp barrier between only in the -barrier cases.
+ * In the racy ones each is a section: unordered, whichever thread runs
+ * them. */
+static void origin(const char *c) {
+    long v[4] = {1, 2, 3, 4};
+    int signal = !strncmp(c, "origin-signal", 13);
+    if (!strcmp(c, "origin-sync") || !strcmp(c, "origin-signal")) {
+#pragma omp parallel sections num_threads(2)
+        {
+#pragma omp section
+            {
+                shmem_long_put(data, v, 4, 1);
+                if (signal)
+                    shmem_fence();
+                else
+                    shmem_quiet();
+            }
+#pragma omp section
+            {
+                if (signal)
+                    shmem_long_p(&flag, 1, 1);
+                else
+                    shmem_sync_all();
+            }
+        }
+        return;
+    }
+#pragma omp parallel num_threads(2)
+    {
+        if (omp_get_thread_num() == 1) {
+            shmem_long_put(data, v, 4, 1);
+            if (signal)
+                shmem_fence();
+            else
+                shmem_quiet();
+        }
+#pragma omp barrier
+        if (omp_get_thread_num() == 0) {
+            if (signal)
+                shmem_long_p(&flag, 1, 1);
+            else
+                shmem_sync_all();
+        }
+    }
+}
+
 /* PE 0's side of every case: the data, completed, then PE 1 told. */
 static void pe0(const char *c) {
     long v[4] = {1, 2, 3, 4};
     if (!strncmp(c, "nbi", 3))
         return;
+    if (!strncmp(c, "origin", 6)) {
+        origin(c);
+        return;
+    }
     shmem_long_put(data, v, 4, 1);
     if (!strncmp(c, "flag", 4)) {
         shmem_fence();
@@ -133,6 +192,12 @@ int main(int argc, char **argv) {
         }
     } else if (!strncmp(c, "flag-", 5)) {
         got = flag_case(c + 5);
+    } else if (!strncmp(c, "origin-signal", 13)) {
+        shmem_long_wait_until(&flag, SHMEM_CMP_EQ, 1);
+        got = sum(data);
+    } else if (!strncmp(c, "origin-sync", 11)) {
+        shmem_sync_all();
+        got = sum(data);
     } else if (!strcmp(c, "nbi-volatile") || !strcmp(c, "nbi-barrier")) {
         /* PE 1 gets PE 0's own data into `local`. */
         volatile int handed = 0;
