@@ -193,6 +193,9 @@ pub(crate) struct Thread {
 
 /// Every thread's, for the phase's end.
 static THREADS: Mutex<Vec<Arc<Thread>>> = Mutex::new(Vec::new());
+/// The phase after the last one drained: a thread made since begins its
+/// log with it as its floor (made during a drain, it waits for it).
+static DRAINED: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
     /// This thread's, once it has written anything down; kept for the
@@ -254,6 +257,7 @@ fn mine_slow(tp: usize) -> Option<&'static Thread> {
         section_base: AtomicU64::new(FOLLOW),
         log: Mutex::new(ThreadLog {
             strand: threads.len() as u32,
+            floor: DRAINED.load(Relaxed),
             ..ThreadLog::default()
         }),
     });
@@ -500,15 +504,16 @@ pub(crate) struct Drained {
     pub lost: u64,
 }
 
-/// Takes every thread's entries of `phase` (slots first).
+/// Takes every thread's entries of `phase` (slots first). A thread made
+/// meanwhile waits for the lock on the list, then begins after `phase`.
 pub(crate) fn drain(phase: u64) -> Drained {
-    let threads: Vec<_> = crate::sync::lock(&THREADS).clone();
+    let threads = crate::sync::lock(&THREADS);
     let mut d = Drained {
         entries: Vec::new(),
         late: Vec::new(),
         lost: 0,
     };
-    for thread in threads {
+    for thread in threads.iter() {
         let mut log = crate::sync::lock(&thread.log);
         for slot in &thread.slots {
             slot.flush(phase, &mut log);
@@ -516,6 +521,7 @@ pub(crate) fn drain(phase: u64) -> Drained {
         d.lost += log.drain(&mut d.entries, &mut d.late);
         log.floor = phase + 1;
     }
+    DRAINED.fetch_max(phase + 1, Relaxed);
     d
 }
 
