@@ -135,6 +135,10 @@ impl Slot {
     /// `phase`, its late ones if to the phase before.
     fn flush(&self, phase: u64, log: &mut ThreadLog) {
         let phase = phase.max(log.floor);
+        // An empty slot (most, at most phases' ends) costs a load, not a swap.
+        if self.stamp.load(Relaxed) == EMPTY {
+            return;
+        }
         let stamp = self.stamp.swap(EMPTY, Relaxed);
         if stamp == EMPTY || (stamp >> 32 != phase && (stamp >> 32) + 1 != phase) {
             return;
@@ -521,7 +525,7 @@ pub(crate) fn drain(phase: u64) -> Drained {
         d.lost += log.drain(&mut d.entries, &mut d.late);
         log.floor = phase + 1;
     }
-    DRAINED.fetch_max(phase + 1, Relaxed);
+    DRAINED.store(phase + 1, Relaxed);
     d
 }
 

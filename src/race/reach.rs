@@ -102,7 +102,16 @@ pub(super) fn record(n: u32, what: What, view: u32) {
 /// phase's last release or issued write), and returns copies of those the
 /// ending thread (`ender`: its id and what it learned) has learned
 /// nothing after, to carry into the next phase.
-pub(super) fn settle(entries: &mut [Entry], last: u32, ender: Option<(u32, u64)>, team_runs: bool) -> Vec<Entry> {
+pub(super) fn settle(
+    entries: &mut [Entry],
+    last: u32,
+    ender: impl FnOnce() -> Option<(u32, u64)>,
+    team_runs: bool,
+) -> Vec<Entry> {
+    // No team in the phase (a world barrier's common case): no lock taken.
+    if !recording() {
+        return Vec::new();
+    }
     let events = std::mem::take(&mut *crate::sync::lock(&EVENTS));
     let blind = BLIND.swap(false, Relaxed);
     if !team_runs {
@@ -110,7 +119,7 @@ pub(super) fn settle(entries: &mut [Entry], last: u32, ender: Option<(u32, u64)>
     }
     match blind {
         true => Vec::new(),
-        false => settle_with(&events, entries, last, ender),
+        false => settle_with(&events, entries, last, ender()),
     }
 }
 

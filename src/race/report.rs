@@ -117,7 +117,7 @@ pub(super) fn phase_ends(s: &Races, links: &Links, at: u64, team_runs: bool) -> 
         .released
         .load(std::sync::atomic::Ordering::Relaxed)
         .max(s.issued.load(std::sync::atomic::Ordering::Relaxed));
-    let carried = reach::settle(&mut drained.entries, last, log::me(), team_runs);
+    let carried = reach::settle(&mut drained.entries, last, log::me, team_runs);
     let (number, mine, began_at) = s.next_phase(site::code(at));
     log::carry(carried);
     let mut local = Vec::new();
