@@ -34,51 +34,46 @@
 long data[4];
 long flag;
 
-/* PE 0's side of the origin cases: thread 1 puts the data and quiets
- * (or fences), thread 0 then tells PE 1 with a sync_all (or a put to its
- * flag); they meet in an omp barrier between only in the -barrier cases.
- * In the racy ones each is a section: unordered, whichever thread runs
- * them. */
-static void origin(const char *c) {
+/* PE 0's side of the origin cases: one thread puts the data and quiets
+ * (or fences, `signal`), another then tells PE 1 with a sync_all (or a
+ * put to its flag). They meet in an omp barrier between only in the
+ * -barrier cases; in the racy ones each is a section: unordered,
+ * whichever thread runs them. */
+static void put_data(int signal) {
     long v[4] = {1, 2, 3, 4};
+    shmem_long_put(data, v, 4, 1);
+    if (signal)
+        shmem_fence();
+    else
+        shmem_quiet();
+}
+
+static void tell(int signal) {
+    if (signal)
+        shmem_long_p(&flag, 1, 1);
+    else
+        shmem_sync_all();
+}
+
+static void origin(const char *c) {
     int signal = !strncmp(c, "origin-signal", 13);
     if (!strcmp(c, "origin-sync") || !strcmp(c, "origin-signal")) {
 #pragma omp parallel sections num_threads(2)
         {
 #pragma omp section
-            {
-                shmem_long_put(data, v, 4, 1);
-                if (signal)
-                    shmem_fence();
-                else
-                    shmem_quiet();
-            }
+            put_data(signal);
 #pragma omp section
-            {
-                if (signal)
-                    shmem_long_p(&flag, 1, 1);
-                else
-                    shmem_sync_all();
-            }
+            tell(signal);
         }
         return;
     }
 #pragma omp parallel num_threads(2)
     {
-        if (omp_get_thread_num() == 1) {
-            shmem_long_put(data, v, 4, 1);
-            if (signal)
-                shmem_fence();
-            else
-                shmem_quiet();
-        }
+        if (omp_get_thread_num() == 1)
+            put_data(signal);
 #pragma omp barrier
-        if (omp_get_thread_num() == 0) {
-            if (signal)
-                shmem_long_p(&flag, 1, 1);
-            else
-                shmem_sync_all();
-        }
+        if (omp_get_thread_num() == 0)
+            tell(signal);
     }
 }
 
