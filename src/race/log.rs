@@ -6,176 +6,16 @@
 //! touches the last entry of its site, kind and sequence number extends
 //! it. The phase's end drains every thread's log.
 //!
-//! A C program's loads and stores first meet the thread's *slots*: the
-//! current run of each of a few places, extended with plain atomic loads
-//! and stores, no lock; a run enters the log only when its slot is wanted
-//! for another place or another synchronization number, or at the phase's
-//! end. An extension racing with the phase's end may be lost: a lost
-//! access can hide a race, never invent one.
+//! Each thread's log (`entries`) and slots (`slots`) hang off its
+//! `Thread`, found without a thread-local; this file keeps the list of
+//! them, each thread's view and strand, and the phase's end (`drain`).
 
-use super::check::{Access, Kind};
-use super::ops;
+use super::slots::{begin, homes, Slot, SLOTS};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
-/// The `target` of an access to this PE's own memory.
-pub(crate) const LOCAL: u32 = u32::MAX;
-
-/// Entries one thread keeps in a phase; past it, accesses are counted as
-/// lost and the phase's reports say so.
-const MOST: usize = 1 << 22;
-
-/// One access, and whose memory it touched.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Entry {
-    pub target: u32,
-    pub access: Access,
-    /// In an OpenMP team, the team's publications counted when it was
-    /// made (`threads::counted`); 0 outside one (`reach`).
-    pub counted: u64,
-    /// The strand that made it: its thread, or one section of a
-    /// `sections` construct the thread ran (`new_strand`).
-    pub thread: u32,
-}
-
-/// One thread's log.
-#[derive(Default)]
-pub(crate) struct ThreadLog {
-    entries: Vec<Entry>,
-    /// Loads and stores of the phase before, by a team thread that no
-    /// synchronization has brought into this one (`threads`): judged
-    /// against that phase at this one's end.
-    late: Vec<Entry>,
-    /// The last entry of each of a few sites (by a hash of the site).
-    recent: [Option<u32>; 16],
-    lost: u64,
-    /// The strand its accesses belong to now (`Entry::thread`).
-    strand: u32,
-    /// The phase after the last one drained: a run of a drained phase
-    /// flushed later (the thread ran on while the phase ended) is late.
-    floor: u64,
-}
-
-impl ThreadLog {
-    /// Adds an access made when the team's publications were `counted`,
-    /// joined to its site's last entry where it touches it.
-    pub fn add(&mut self, target: u32, a: Access, counted: u64) {
-        let slot = ((a.site ^ (a.site >> 17) ^ u64::from(a.kind.code())) % 16) as usize;
-        if let Some(e) = self.recent[slot].and_then(|i| self.entries.get_mut(i as usize)) {
-            let b = &mut e.access;
-            if e.target == target
-                && e.thread == self.strand
-                && b.site == a.site
-                && b.kind == a.kind
-                && b.seq == a.seq
-                && b.op == a.op
-                && a.offset <= b.offset + b.len
-                && b.offset <= a.offset + a.len
-            {
-                let end = (b.offset + b.len).max(a.offset + a.len);
-                b.offset = b.offset.min(a.offset);
-                b.len = end - b.offset;
-                e.counted = e.counted.max(counted);
-                return;
-            }
-        }
-        if self.entries.len() >= MOST {
-            self.lost += 1;
-            return;
-        }
-        self.recent[slot] = Some(self.entries.len() as u32);
-        self.entries.push(Entry {
-            target,
-            access: a,
-            counted,
-            thread: self.strand,
-        });
-    }
-
-    fn drain(&mut self, into: &mut Vec<Entry>, late: &mut Vec<Entry>) -> u64 {
-        into.append(&mut self.entries);
-        late.append(&mut self.late);
-        self.recent = [None; 16];
-        std::mem::take(&mut self.lost)
-    }
-}
-
-/// No run in a slot.
-const EMPTY: u64 = u64::MAX;
-const SLOTS: usize = 16;
-
-/// The current run of loads or stores from one place.
-struct Slot {
-    site: AtomicU64,
-    /// The access kind (0 load, 1 store, 2 atomic), and an atomic's size
-    /// from bit 8.
-    kind: AtomicU64,
-    /// `race::STAMP` when the run began: its phase and number.
-    stamp: AtomicU64,
-    /// The team's publications counted when the run began (`reach`).
-    counted: AtomicU64,
-    lo: AtomicU64,
-    hi: AtomicU64,
-}
-
-impl Slot {
-    const fn new() -> Slot {
-        Slot {
-            site: AtomicU64::new(0),
-            kind: AtomicU64::new(0),
-            stamp: AtomicU64::new(EMPTY),
-            counted: AtomicU64::new(0),
-            lo: AtomicU64::new(0),
-            hi: AtomicU64::new(0),
-        }
-    }
-
-    /// Moves the slot's run into `log`: its entries if it belongs to
-    /// `phase`, its late ones if to the phase before.
-    fn flush(&self, phase: u64, log: &mut ThreadLog) {
-        let phase = phase.max(log.floor);
-        // An empty slot (most, at most phases' ends) costs a load, not a swap.
-        if self.stamp.load(Relaxed) == EMPTY {
-            return;
-        }
-        let stamp = self.stamp.swap(EMPTY, Relaxed);
-        if stamp == EMPTY || (stamp >> 32 != phase && (stamp >> 32) + 1 != phase) {
-            return;
-        }
-        let (lo, hi) = (self.lo.load(Relaxed), self.hi.load(Relaxed));
-        let code = self.kind.load(Relaxed);
-        let (kind, op) = match code & 0xff {
-            0 => (Kind::Read, ops::LOAD),
-            1 => (Kind::Write, ops::STORE),
-            // A C program's own atomics know only their size: tags apart
-            // from the API's (`race::type_tag`, under 48).
-            2 => (Kind::Atomic(48 + (code >> 8) as u8), ops::ATOMIC),
-            _ => (Kind::AtomicRead(48 + (code >> 8) as u8), ops::ATOMIC),
-        };
-        let access = Access {
-            offset: lo,
-            len: hi - lo,
-            kind,
-            op,
-            done_at_return: true,
-            seq: stamp as u32,
-            site: self.site.load(Relaxed),
-            pe: 0,
-        };
-        let counted = self.counted.load(Relaxed);
-        match stamp >> 32 == phase {
-            true => log.add(LOCAL, access, counted),
-            false if log.late.len() < MOST => log.late.push(Entry {
-                target: LOCAL,
-                access,
-                counted,
-                thread: log.strand,
-            }),
-            false => log.lost += 1,
-        }
-    }
-}
+pub(crate) use super::entries::{counted, Entry, ThreadLog, COUNTING, LOCAL, PUBLICATIONS};
 
 /// One thread's slots and log.
 pub(crate) struct Thread {
@@ -283,22 +123,6 @@ fn mine_slow(tp: usize) -> Option<&'static Thread> {
     }
     // SAFETY: as above: the `Arc` is leaked, so it lives for good.
     Some(unsafe { &*ptr })
-}
-
-/// The team's publications so far (`threads`), and whether accesses are
-/// stamped with their count: while a team runs with views on.
-pub(crate) static PUBLICATIONS: AtomicU64 = AtomicU64::new(0);
-pub(crate) static COUNTING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// The count of publications an access made now is stamped with; 0
-/// outside a team, or while views are off (`reach` then orders nothing
-/// less than before).
-#[inline]
-pub(crate) fn counted() -> u64 {
-    match COUNTING.load(Relaxed) {
-        true => PUBLICATIONS.load(Relaxed),
-        false => 0,
-    }
 }
 
 /// A thread's view outside a team: the PE's own count.
@@ -423,7 +247,7 @@ pub(crate) fn extend(stamp: u64, site: u64, kind: u8, offset: u64, len: u64) -> 
     let (a, b) = homes(site);
     for i in [a, b] {
         let slot = &thread.slots[i];
-        if let Some(extended) = slot.extend(thread, stamp, site, code, offset, len) {
+        if let Some(extended) = slot.extend(&thread.log, stamp, site, code, offset, len) {
             return extended;
         }
     }
@@ -431,7 +255,7 @@ pub(crate) fn extend(stamp: u64, site: u64, kind: u8, offset: u64, len: u64) -> 
         if i == a || i == b {
             continue;
         }
-        if let Some(extended) = slot.extend(thread, stamp, site, code, offset, len) {
+        if let Some(extended) = slot.extend(&thread.log, stamp, site, code, offset, len) {
             return extended;
         }
     }
@@ -443,60 +267,8 @@ pub(crate) fn extend(stamp: u64, site: u64, kind: u8, offset: u64, len: u64) -> 
         (true, false) => &thread.slots[b],
         (true, true) => &thread.slots[thread.next.fetch_add(1, Relaxed) as usize % SLOTS],
     };
-    begin(thread, slot, (stamp, site, code), offset, len);
+    begin(&thread.log, slot, (stamp, site, code), offset, len);
     false
-}
-
-/// A place's two home slots, from its return address's bits.
-#[inline(always)]
-fn homes(site: u64) -> (usize, usize) {
-    let h = site ^ (site >> 17);
-    let a = (h % SLOTS as u64) as usize;
-    let b = ((h >> 4) % SLOTS as u64) as usize;
-    (a, if b == a { (a + 1) % SLOTS } else { b })
-}
-
-impl Slot {
-    /// Extends this slot's run with an access of place `(stamp, site,
-    /// code)`, if the run is that place's: `Some(true)` when it touched
-    /// the run, `Some(false)` when it began a new one here (the same place
-    /// elsewhere), `None` when the slot holds another place.
-    #[inline(always)]
-    fn extend(&self, thread: &Thread, stamp: u64, site: u64, code: u64, offset: u64, len: u64) -> Option<bool> {
-        if self.site.load(Relaxed) != site || self.stamp.load(Relaxed) != stamp || self.kind.load(Relaxed) != code {
-            return None;
-        }
-        let (lo, hi) = (self.lo.load(Relaxed), self.hi.load(Relaxed));
-        if lo <= offset && offset <= hi {
-            if offset + len > hi {
-                self.hi.store(offset + len, Relaxed);
-            }
-            return Some(true);
-        }
-        if offset < lo && offset + len >= lo {
-            self.lo.store(offset, Relaxed);
-            if offset + len > hi {
-                self.hi.store(offset + len, Relaxed);
-            }
-            return Some(true);
-        }
-        begin(thread, self, (stamp, site, code), offset, len);
-        Some(false)
-    }
-}
-
-/// Starts a new run in `slot`, moving its old one into the log.
-#[inline(never)]
-fn begin(thread: &Thread, slot: &Slot, (stamp, site, code): (u64, u64, u64), offset: u64, len: u64) {
-    let mut log = crate::sync::lock(&thread.log);
-    // The PE's phase: a team thread's view may be a phase behind it.
-    slot.flush((stamp >> 32).max(super::STAMP.load(Relaxed) >> 32), &mut log);
-    slot.site.store(site, Relaxed);
-    slot.kind.store(code, Relaxed);
-    slot.lo.store(offset, Relaxed);
-    slot.hi.store(offset + len, Relaxed);
-    slot.counted.store(counted(), Relaxed);
-    slot.stamp.store(stamp, Relaxed);
 }
 
 /// What a phase's end takes from the threads' logs.
@@ -532,30 +304,6 @@ pub(crate) fn drain(phase: u64) -> Drained {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn load(offset: u64, site: u64) -> Access {
-        Access {
-            offset,
-            len: 8,
-            kind: Kind::Read,
-            op: 0,
-            done_at_return: true,
-            seq: 0,
-            site,
-            pe: 0,
-        }
-    }
-
-    #[test]
-    fn a_loop_over_an_array_is_one_entry_per_site() {
-        let mut log = ThreadLog::default();
-        for i in 0..100 {
-            log.add(LOCAL, load(1024 + 8 * i, 7), 0);
-            log.add(LOCAL, load(8192 + 8 * i, 9), 0);
-        }
-        assert_eq!(log.entries.len(), 2);
-        assert_eq!((log.entries[0].access.offset, log.entries[0].access.len), (1024, 800));
-    }
 
     /// The tests that drain every thread's slots, one at a time: a drain
     /// of another phase would take (and drop) the other's run.
@@ -599,34 +347,5 @@ mod tests {
         let late: Vec<_> = d.late.iter().filter(|e| e.access.site == 0x77).collect();
         assert_eq!(late.len(), 1, "{late:?}");
         assert_eq!((late[0].access.seq, late[0].access.offset), (1, 64));
-    }
-
-    #[test]
-    fn a_run_of_a_drained_phase_flushed_after_the_drain_is_late() {
-        // The thread ran on while its phase ended, before the PE's count
-        // moved to the next phase: its run is not this phase's entry.
-        let mut log = ThreadLog {
-            floor: 8,
-            ..ThreadLog::default()
-        };
-        let slot = Slot::new();
-        slot.stamp.store(7 << 32 | 1, Relaxed);
-        slot.hi.store(8, Relaxed);
-        slot.flush(7, &mut log);
-        assert!(log.entries.is_empty());
-        assert_eq!(log.late.len(), 1);
-    }
-
-    #[test]
-    fn a_gap_or_another_target_starts_an_entry() {
-        let mut log = ThreadLog::default();
-        log.add(LOCAL, load(0, 7), 0);
-        log.add(LOCAL, load(64, 7), 0);
-        log.add(3, load(72, 7), 0);
-        assert_eq!(log.entries.len(), 3);
-        let mut out = Vec::new();
-        assert_eq!(log.drain(&mut out, &mut Vec::new()), 0);
-        assert_eq!(out.len(), 3);
-        assert!(log.entries.is_empty());
     }
 }

@@ -20,6 +20,7 @@
 
 mod answer;
 pub(crate) mod check;
+mod entries;
 pub(crate) mod exchange;
 pub(crate) mod log;
 mod nbi;
@@ -29,6 +30,7 @@ mod reach;
 mod report;
 pub mod shadow;
 pub(crate) mod site;
+mod slots;
 #[doc(hidden)]
 pub mod threads;
 
