@@ -7,8 +7,8 @@
 //! `data race` report whose two access lines each name a source line; a
 //! race-free one exits 0 and reports nothing. `--check-races=abort` ends
 //! the job at the first race. Races between a PE's OpenMP threads
-//! (tests/c/races_omp.c) are judged likewise, built with GCC (Debian's
-//! Clang has no OpenMP runtime).
+//! (tests/c/races_omp.c) are judged likewise, built with GCC (libgomp)
+//! and with Clang (libomp, seen through OMPT; Debian's libomp-dev).
 
 mod common;
 use common::capi::{build_capi, scratch, tool};
@@ -210,6 +210,14 @@ const OMP_FREE: [&str; 8] = [
 fn openmp_threads_of_one_pe_get_exactly_the_expected_verdict() {
     let exe = compile("races_omp", "gcc", &["-fopenmp"]);
     judge_cases(&exe, (&OMP_RACY, &OMP_FREE), "races_omp.c", "gcc -fopenmp");
+}
+
+/// The same cases with Clang, whose OpenMP runtime (libomp) tells the
+/// checker its orderings through OMPT (`capi/src/ompt.rs`).
+#[test]
+fn openmp_threads_under_clangs_libomp_get_exactly_the_expected_verdict() {
+    let exe = compile("races_omp", "clang", &["-fopenmp"]);
+    judge_cases(&exe, (&OMP_RACY, &OMP_FREE), "races_omp.c", "clang -fopenmp");
 }
 
 #[test]

@@ -65,6 +65,7 @@ mod direct;
 #[cfg(test)]
 mod header;
 mod omp;
+mod ompt;
 mod python;
 mod rma;
 mod session;

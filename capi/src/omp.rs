@@ -6,9 +6,8 @@
 //! locked, then call libgomp's own, found once through `dlsym(RTLD_NEXT)`.
 //! With the checker off each is that call and nothing more.
 //!
-//! Clang's OpenMP runtime (libomp, `__kmpc_*`) is not modeled: its threads
-//! all follow their PE's count, as before, which can hide a race between
-//! them but never invents one.
+//! Clang's OpenMP runtime (libomp, `__kmpc_*`) is told through its tools
+//! interface instead (`ompt`).
 
 use oneside::race::threads;
 use std::ffi::{c_int, c_uint, c_void, CStr};

@@ -91,6 +91,13 @@ pub fn set_instrumented() {
     INSTRUMENTED.store(true, Relaxed);
 }
 
+/// Whether the race checker is asked for in this process
+/// (`ONESIDE_CHECK_RACES`), before it starts: an OpenMP runtime's tools
+/// interface is kept only then.
+pub fn requested() -> bool {
+    super::requested().is_some()
+}
+
 /// A construct the checker does not model ran: views are off until no
 /// team runs.
 static UNMODELED: AtomicBool = AtomicBool::new(false);
