@@ -187,21 +187,23 @@ fn compile(name: &str, cc: &str, flags: &[&str]) -> std::path::PathBuf {
     exe
 }
 
-const OMP_RACY: [&str; 6] = [
+const OMP_RACY: [&str; 7] = [
     "master-read",
     "sections",
     "flag-volatile",
     "nbi-volatile",
+    "nbi-read-first",
     "origin-sync",
     "origin-signal",
 ];
-const OMP_FREE: [&str; 8] = [
+const OMP_FREE: [&str; 9] = [
     "master-barrier-read",
     "sections-end-read",
     "flag-critical",
     "flag-lock",
     "flag-atomic",
     "nbi-barrier",
+    "nbi-read-first-barrier",
     "origin-sync-barrier",
     "origin-signal-barrier",
 ];

@@ -11,6 +11,7 @@
 //! them, each thread's view and strand, and the phase's end (`drain`).
 
 use super::slots::{begin, homes, Slot, SLOTS};
+use super::trail::{Seen, Trail};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -32,6 +33,10 @@ pub(crate) struct Thread {
     section_base: AtomicU64,
     /// The slot the next new run takes (round robin).
     next: AtomicU64,
+    /// Its strand (`log`'s, read without its lock).
+    strand: AtomicU32,
+    /// Its last accesses while a team runs (`trail`).
+    trail: Trail,
     log: Mutex<ThreadLog>,
 }
 
@@ -97,6 +102,8 @@ fn mine_slow(tp: usize) -> Option<&'static Thread> {
         known: AtomicU64::new(0),
         slots: [const { Slot::new() }; SLOTS],
         next: AtomicU64::new(0),
+        strand: AtomicU32::new(threads.len() as u32),
+        trail: Trail::new(),
         view: AtomicU64::new(FOLLOW),
         section_base: AtomicU64::new(FOLLOW),
         log: Mutex::new(ThreadLog {
@@ -173,6 +180,42 @@ pub(crate) fn learn(n: u64) {
     }
 }
 
+/// Writes `access` (address, size, kind, place) down in the calling
+/// thread's trail, while a team runs with views on.
+#[inline(always)]
+pub(crate) fn trail(access: (usize, usize, u8, usize)) {
+    if COUNTING.load(Relaxed) {
+        trail_slow(access);
+    }
+}
+
+#[inline(never)]
+fn trail_slow(access: (usize, usize, u8, usize)) {
+    let counted = counted();
+    if let (Some(t), true) = (mine(), counted != 0) {
+        t.trail
+            .record(access, t.strand.load(Relaxed), counted, super::trail::team());
+    }
+}
+
+/// An access in another strand's trail that races with an operation the
+/// calling thread issues now on `[lo, hi)`, which `writes` it or reads it
+/// (`trail::races`). None unless a team runs with views on.
+pub(super) fn trailed(lo: usize, hi: usize, writes: bool) -> Option<Seen> {
+    if !COUNTING.load(Relaxed) {
+        return None;
+    }
+    let me = mine()?;
+    let mine = (me.strand.load(Relaxed), me.known.load(Relaxed));
+    let team = super::trail::team();
+    let threads = crate::sync::lock(&THREADS);
+    threads.iter().find_map(|t| {
+        t.trail
+            .overlapping(lo, hi, team)
+            .find(|seen| super::trail::races(seen, mine, writes))
+    })
+}
+
 /// The calling thread: its strand and the publications it has learned of.
 pub(crate) fn me() -> Option<(u32, u64)> {
     mine().map(|t| (crate::sync::lock(&t.log).strand, t.known.load(Relaxed)))
@@ -201,6 +244,7 @@ fn switch_strand(to: impl FnOnce(&Thread) -> u32) {
         slot.flush(phase, &mut log);
     }
     log.strand = to(thread);
+    thread.strand.store(log.strand, Relaxed);
     log.recent = [None; 16];
 }
 

@@ -33,6 +33,7 @@ pub(crate) mod site;
 mod slots;
 #[doc(hidden)]
 pub mod threads;
+mod trail;
 
 use crate::error::{Error, Result};
 use crate::links::Links;
@@ -383,6 +384,7 @@ pub fn access(addr: usize, size: usize, kind: u8, pc: usize) {
         return symmetric(addr, heap_len + d, size, kind, pc);
     }
     nbi::touched(addr, size, kind, pc);
+    log::trail((addr, size, kind, pc));
 }
 
 /// Whether `[addr, addr + len)` touches this PE's symmetric memory.
@@ -404,6 +406,7 @@ pub(crate) fn allocated(addr: usize, len: usize) {
 #[inline(never)]
 fn symmetric(addr: usize, offset: usize, size: usize, kind: u8, pc: usize) {
     nbi::touched(addr, size, kind, pc);
+    log::trail((addr, size, kind, pc));
     let stamp = STAMP.load(Relaxed);
     if !log::extend(stamp, site::raw_c(pc), kind, offset as u64, size as u64) {
         DIRTY.store(true, Relaxed);

@@ -50,6 +50,11 @@ pub fn nbi_buffer(at: &'static Location<'static>, addr: usize, len: usize, used:
         return;
     }
     let site = super::api_site(at);
+    // Another thread of the team touched the buffer just before, with
+    // nothing ordering its access before this issue.
+    if let Some(seen) = super::log::trailed(addr, addr + len, used == Use::Writes) {
+        before_issue(&seen, (op, site), (addr, len), used);
+    }
     let mut pending = crate::sync::lock(&PENDING);
     // Two pending operations on overlapping buffers, one of them writing
     // it (a get's destination): the order they use it in is not defined.
@@ -226,6 +231,38 @@ fn check(addr: usize, size: usize, kind: u8, pc: usize) {
         }),
         None => super::report::said_at_once(s, &text),
     }
+}
+
+/// Another strand's access `seen`, made before the issue of `op` (at
+/// `site`) on the buffer of `len` bytes at `addr`, and not ordered
+/// before it.
+fn before_issue(seen: &super::trail::Seen, (op, site): (u8, u64), (addr, len): (usize, usize), used: Use) {
+    let Some(s) = super::state() else { return };
+    let store = matches!(seen.kind, 1 | 2);
+    let (access, op_site) = (site::code(site::raw_c(seen.pc)), site::code(site));
+    if !super::report::first_at_once(s, (access, u8::from(store)), (op_site, op)) {
+        return;
+    }
+    let me = who(&(s.rank as usize));
+    let verb = if store { "writes" } else { "reads" };
+    let lo = seen.lo.max(addr);
+    let hi = seen.hi.min(addr + len);
+    let text = format!(
+        "oneside: data race on {me}: a {} at {} {verb} {} of the buffer of {}{}, which another thread issued after it with nothing ordering them\n  {me} {verb} byte {} of that {len}-byte buffer{}, on one thread\n  {me} then made the operation{}, on another thread (or section)\n  no OpenMP barrier, taskwait, critical section or lock orders the access before the operation, which {}: order them, or give each thread its own buffer",
+        if store { "store" } else { "load" },
+        describe_or_unknown(access),
+        verb_object(hi - lo),
+        ops::words(op),
+        crate::site::phrase(&site::describe(op_site)),
+        lo - addr,
+        crate::site::phrase(&site::describe(access)),
+        crate::site::phrase(&site::describe(op_site)),
+        match used {
+            Use::Writes => "may overwrite the buffer while it is used",
+            Use::Reads => "may send the buffer before or after that store",
+        },
+    );
+    super::report::said_at_once(s, &text);
 }
 
 /// Two non-blocking operations pending on one buffer, one writing it.

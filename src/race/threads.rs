@@ -141,6 +141,7 @@ pub fn joined(stamp: u64, prev: u64) {
         UNMODELED.store(false, Relaxed);
         log::COUNTING.store(false, Relaxed);
         super::nbi::team_ended();
+        super::trail::team_ended();
     }
 }
 

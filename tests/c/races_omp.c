@@ -2,8 +2,8 @@
  * the race checker (oshcc --check-races -fopenmp, rlaunch --check-races):
  * `races_omp CASE` at 2 PEs, each PE with a team of 2 threads. PE 0 puts
  * into PE 1's `data` and completes the put; PE 1's threads read it.
- * tests/races.rs runs every case (GCC: Debian's Clang has no OpenMP
- * runtime) and checks the verdict.
+ * tests/races.rs runs every case, built with GCC (libgomp) and Clang
+ * (libomp), and checks the verdict.
  *
  * Racy: master-read (one thread's shmem_sync_all orders the put before
  * its own load, not before the other thread's), sections (a load in one
@@ -12,6 +12,8 @@
  * other spins on a volatile int and reads the data: a volatile is not a
  * synchronization), nbi-volatile (one thread's get_nbi and quiet, the
  * other thread reads the destination after a volatile spin),
+ * nbi-read-first (one thread reads a buffer, the other then gets into it
+ * after a volatile spin: the load came first, but nothing orders it),
  * origin-sync (on PE 0, one section puts and quiets, another calls the
  * shmem_sync_all that PE 1 reads after: nothing orders the put before
  * that sync) and origin-signal (one section puts and fences, another
@@ -22,7 +24,8 @@
  * sync_all), sections-end-read (the load after the sections construct),
  * flag-critical, flag-lock, flag-atomic (the waiting thread hands over
  * through a critical section, an omp lock, an atomic flag), nbi-barrier
- * (an omp barrier after the quiet), origin-sync-barrier and
+ * (an omp barrier after the quiet), nbi-read-first-barrier (an omp
+ * barrier between the load and the get), origin-sync-barrier and
  * origin-signal-barrier (PE 0's threads meet in an omp barrier between
  * the quiet or fence and the sync or signal).
  */
@@ -212,6 +215,28 @@ int main(int argc, char **argv) {
             if (omp_get_thread_num() == 1)
                 got = sum(local);
         }
+    } else if (!strncmp(c, "nbi-read-first", 14)) {
+        /* Thread 1 reads `local`; thread 0 then gets PE 0's data into it. */
+        volatile int handed = 0;
+        long before = 0;
+#pragma omp parallel num_threads(2)
+        {
+            if (omp_get_thread_num() == 1) {
+                before = sum(local);
+                handed = 1;
+            } else {
+                while (!handed)
+                    ;
+            }
+            if (!strcmp(c, "nbi-read-first-barrier")) {
+#pragma omp barrier
+            }
+            if (omp_get_thread_num() == 0) {
+                shmem_long_get_nbi(local, data, 4, 0);
+                shmem_quiet();
+            }
+        }
+        got = before + sum(local);
     } else {
         printf("races_omp: no case '%s'\n", c);
         return 2;
