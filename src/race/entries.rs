@@ -4,7 +4,7 @@
 //! a team thread's entries are stamped with (`counted`).
 
 use super::check::Access;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
 
 /// The `target` of an access to this PE's own memory.
 pub(crate) const LOCAL: u32 = u32::MAX;
@@ -92,6 +92,27 @@ impl ThreadLog {
 /// stamped with their count: while a team runs with views on.
 pub(crate) static PUBLICATIONS: AtomicU64 = AtomicU64::new(0);
 pub(crate) static COUNTING: AtomicBool = AtomicBool::new(false);
+
+/// What a C access is checked for besides the phase's log, one bit each:
+/// a pending buffer's (`nbi`), a team's trail (`trail`). One load tells
+/// an access that neither is on.
+pub(crate) static WATCH: AtomicU8 = AtomicU8::new(0);
+pub(crate) const WATCH_PENDING: u8 = 1;
+pub(crate) const WATCH_TRAIL: u8 = 2;
+
+/// Turns `bit` of [`WATCH`] on or off.
+pub(crate) fn watch(bit: u8, on: bool) {
+    match on {
+        true => WATCH.fetch_or(bit, Relaxed),
+        false => WATCH.fetch_and(!bit, Relaxed),
+    };
+}
+
+/// Turns the count on or off (and the trails with it).
+pub(crate) fn set_counting(on: bool) {
+    COUNTING.store(on, Relaxed);
+    watch(WATCH_TRAIL, on);
+}
 
 /// The count of publications an access made now is stamped with; 0
 /// outside a team, or while views are off (`reach` then orders nothing

@@ -16,7 +16,9 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
-pub(crate) use super::entries::{counted, Entry, ThreadLog, COUNTING, LOCAL, PUBLICATIONS};
+pub(crate) use super::entries::{
+    counted, set_counting, watch, Entry, ThreadLog, COUNTING, LOCAL, PUBLICATIONS, WATCH, WATCH_PENDING, WATCH_TRAIL,
+};
 
 /// One thread's slots and log.
 pub(crate) struct Thread {
@@ -181,16 +183,8 @@ pub(crate) fn learn(n: u64) {
 }
 
 /// Writes `access` (address, size, kind, place) down in the calling
-/// thread's trail, while a team runs with views on.
-#[inline(always)]
+/// thread's trail (while a team runs with views on: `WATCH_TRAIL`).
 pub(crate) fn trail(access: (usize, usize, u8, usize)) {
-    if COUNTING.load(Relaxed) {
-        trail_slow(access);
-    }
-}
-
-#[inline(never)]
-fn trail_slow(access: (usize, usize, u8, usize)) {
     let counted = counted();
     if let (Some(t), true) = (mine(), counted != 0) {
         t.trail

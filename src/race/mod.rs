@@ -383,8 +383,21 @@ pub fn access(addr: usize, size: usize, kind: u8, pc: usize) {
     if d < DATA_LEN.load(Relaxed) {
         return symmetric(addr, heap_len + d, size, kind, pc);
     }
-    nbi::touched(addr, size, kind, pc);
-    log::trail((addr, size, kind, pc));
+    if log::WATCH.load(Relaxed) != 0 {
+        watched(addr, size, kind, pc);
+    }
+}
+
+/// [`access`] while a buffer is pending or a team keeps trails.
+#[inline(never)]
+fn watched(addr: usize, size: usize, kind: u8, pc: usize) {
+    let watch = log::WATCH.load(Relaxed);
+    if watch & log::WATCH_PENDING != 0 {
+        nbi::touched(addr, size, kind, pc);
+    }
+    if watch & log::WATCH_TRAIL != 0 {
+        log::trail((addr, size, kind, pc));
+    }
 }
 
 /// Whether `[addr, addr + len)` touches this PE's symmetric memory.
@@ -405,8 +418,9 @@ pub(crate) fn allocated(addr: usize, len: usize) {
 /// [`access`] of symmetric memory, at heap offset `offset`.
 #[inline(never)]
 fn symmetric(addr: usize, offset: usize, size: usize, kind: u8, pc: usize) {
-    nbi::touched(addr, size, kind, pc);
-    log::trail((addr, size, kind, pc));
+    if log::WATCH.load(Relaxed) != 0 {
+        watched(addr, size, kind, pc);
+    }
     let stamp = STAMP.load(Relaxed);
     if !log::extend(stamp, site::raw_c(pc), kind, offset as u64, size as u64) {
         DIRTY.store(true, Relaxed);

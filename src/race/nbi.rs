@@ -39,8 +39,14 @@ struct Pending {
 }
 
 static PENDING: Mutex<Vec<Pending>> = Mutex::new(Vec::new());
-/// How many buffers are pending: the hooks' filter.
+/// How many buffers are pending.
 static COUNT: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets [`COUNT`], and the hooks' filter (`log::WATCH_PENDING`).
+fn counted(n: usize) {
+    COUNT.store(n, Relaxed);
+    super::log::watch(super::log::WATCH_PENDING, n != 0);
+}
 
 /// Notes that a non-blocking operation (`op`, made at `at`) uses `len`
 /// bytes at `addr` until the next quiet.
@@ -83,7 +89,7 @@ pub fn nbi_buffer(at: &'static Location<'static>, addr: usize, len: usize, used:
         answered: None,
     });
     super::shadow::mark(addr, len);
-    COUNT.store(pending.len(), Relaxed);
+    counted(pending.len());
 }
 
 /// Keeps the pending buffers `keep` says, and unmarks the others' shadow
@@ -96,7 +102,7 @@ fn retain(pending: &mut Vec<Pending>, keep: impl Fn(&Pending) -> bool) {
             super::symmetric_range(g, n) || pending.iter().any(|p| g < p.hi && p.lo < g + n)
         });
     }
-    COUNT.store(pending.len(), Relaxed);
+    counted(pending.len());
 }
 
 /// Every pending operation completed (a quiet), for the calling thread
@@ -115,7 +121,7 @@ pub(super) fn completed(team: bool) {
         }
         false => retain(&mut pending, |_| false),
     }
-    COUNT.store(pending.len(), Relaxed);
+    counted(pending.len());
 }
 
 /// The last team ended: its threads are all ordered after every quiet.

@@ -122,7 +122,7 @@ pub fn forked() -> u64 {
     let stamp = task_created();
     if stamp != OFF {
         ACTIVE.fetch_add(1, Relaxed);
-        log::COUNTING.store(!UNMODELED.load(Relaxed), Relaxed);
+        log::set_counting(!UNMODELED.load(Relaxed));
     }
     stamp
 }
@@ -139,7 +139,7 @@ pub fn joined(stamp: u64, prev: u64) {
     log::learn(word(TEAM).1.load(Relaxed));
     if ACTIVE.fetch_sub(1, Relaxed) == 1 {
         UNMODELED.store(false, Relaxed);
-        log::COUNTING.store(false, Relaxed);
+        log::set_counting(false);
         super::nbi::team_ended();
         super::trail::team_ended();
     }
@@ -266,7 +266,7 @@ fn raise(stamp: u64) {
 pub fn unmodeled() {
     if active() {
         UNMODELED.store(true, Relaxed);
-        log::COUNTING.store(false, Relaxed);
+        log::set_counting(false);
         super::reach::unmodeled();
         log::follow_all();
     }
