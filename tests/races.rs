@@ -8,7 +8,9 @@
 //! race-free one exits 0 and reports nothing. `--check-races=abort` ends
 //! the job at the first race. Races between a PE's OpenMP threads
 //! (tests/c/races_omp.c) are judged likewise, built with GCC (libgomp)
-//! and with Clang (libomp, seen through OMPT; Debian's libomp-dev).
+//! and with Clang (libomp, seen through OMPT; Debian's libomp-dev), and so
+//! are races between the POSIX threads a program starts
+//! (tests/c/races_pthread.c), with both compilers.
 
 mod common;
 use common::capi::{build_capi, scratch, tool};
@@ -178,7 +180,8 @@ fn compile(name: &str, cc: &str, flags: &[&str]) -> std::path::PathBuf {
     );
     let image = std::fs::read(&exe).expect("the program was built");
     let asan = image.windows(11).any(|w| w == b"__asan_init");
-    let expected = compiler == "clang" && instrument.is_empty() && !flags.contains(&"-fopenmp");
+    let threads = flags.contains(&"-fopenmp") || flags.contains(&"-pthread");
+    let expected = compiler == "clang" && instrument.is_empty() && !threads;
     assert_eq!(
         asan, expected,
         "{cc} {flags:?}: AddressSanitizer's instrumentation expected: {expected}"
@@ -212,6 +215,34 @@ const OMP_FREE: [&str; 9] = [
 fn openmp_threads_of_one_pe_get_exactly_the_expected_verdict() {
     let exe = compile("races_omp", "gcc", &["-fopenmp"]);
     judge_cases(&exe, (&OMP_RACY, &OMP_FREE), "races_omp.c", "gcc -fopenmp");
+}
+
+const PTHREAD_RACY: [&str; 3] = ["handed-volatile", "origin-volatile", "nbi-volatile"];
+const PTHREAD_FREE: [&str; 8] = [
+    "handed-mutex",
+    "handed-cond",
+    "handed-sem",
+    "handed-barrier",
+    "handed-atomic",
+    "handed-join",
+    "origin-join",
+    "nbi-join",
+];
+
+/// Threads the program starts itself (`capi/src/pthread.rs`), built with
+/// both compilers (`-pthread` gives Clang's build ThreadSanitizer's
+/// instrumentation, whose atomics tell the threads apart).
+#[test]
+fn posix_threads_of_one_pe_get_exactly_the_expected_verdict() {
+    for cc in ["gcc", "clang"] {
+        let exe = compile("races_pthread", cc, &["-pthread"]);
+        judge_cases(
+            &exe,
+            (&PTHREAD_RACY, &PTHREAD_FREE),
+            "races_pthread.c",
+            &format!("{cc} -pthread"),
+        );
+    }
 }
 
 /// The same cases with Clang, whose OpenMP runtime (libomp) tells the

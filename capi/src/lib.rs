@@ -53,6 +53,8 @@ mod export;
 mod types;
 #[macro_use]
 mod convert;
+#[macro_use]
+mod next;
 
 mod active_set;
 mod alloc_note;
@@ -66,6 +68,7 @@ mod direct;
 mod header;
 mod omp;
 mod ompt;
+mod pthread;
 mod python;
 mod rma;
 mod session;

@@ -3,64 +3,23 @@
 //! `GOMP_barrier`, `GOMP_task`, ...); a program linked with this library
 //! before libgomp (as `oshcc` links it: `-fopenmp` puts libgomp last)
 //! calls these instead, which tell the checker who forked, waited or
-//! locked, then call libgomp's own, found once through `dlsym(RTLD_NEXT)`.
+//! locked, then call libgomp's own, found once (`next`).
 //! With the checker off each is that call and nothing more.
 //!
 //! Clang's OpenMP runtime (libomp, `__kmpc_*`) is told through its tools
 //! interface instead (`ompt`).
 
 use oneside::race::threads;
-use std::ffi::{c_int, c_uint, c_void, CStr};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::ffi::{c_int, c_uint, c_void};
 
 type Body = unsafe extern "C" fn(*mut c_void);
 type Copy = unsafe extern "C" fn(*mut c_void, *mut c_void);
 
-/// libgomp's `name`, resolved once into `cache`.
-fn resolve(name: &CStr, cache: &AtomicUsize) -> usize {
-    let cached = cache.load(Relaxed);
-    if cached != 0 {
-        return cached;
-    }
-    // SAFETY: dlsym and dlopen with NUL-terminated names; RTLD_NEXT finds
-    // the definition after this library's, libgomp's when the program
-    // links it; a program that asked only for these gets libgomp loaded.
-    let found = unsafe {
-        let next = libc::dlsym(libc::RTLD_NEXT, name.as_ptr());
-        match next.is_null() {
-            false => next,
-            true => {
-                let gomp = libc::dlopen(c"libgomp.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL);
-                match gomp.is_null() {
-                    true => next,
-                    false => libc::dlsym(gomp, name.as_ptr()),
-                }
-            }
-        }
-    };
-    if found.is_null() {
-        eprintln!(
-            "oneside: {} is not in libgomp: link the program with -fopenmp (oshcc -fopenmp)",
-            name.to_string_lossy()
-        );
-        std::process::abort();
-    }
-    cache.store(found as usize, Relaxed);
-    found as usize
-}
-
 /// libgomp's `$name`, of C type `$ty`.
-macro_rules! real {
-    ($name:ident: $ty:ty) => {{
-        static CACHE: AtomicUsize = AtomicUsize::new(0);
-        let address = resolve(
-            // SAFETY: the literal ends with its only NUL.
-            unsafe { CStr::from_bytes_with_nul_unchecked(concat!(stringify!($name), "\0").as_bytes()) },
-            &CACHE,
-        );
-        // SAFETY: `address` is libgomp's `$name`, whose C signature is `$ty`.
-        unsafe { std::mem::transmute::<usize, $ty>(address) }
-    }};
+macro_rules! gomp {
+    ($name:ident: $ty:ty) => {
+        real!($name: $ty, c"libgomp.so.1")
+    };
 }
 
 /// Entries that order a team's threads: a release on a sync word before
@@ -78,7 +37,7 @@ macro_rules! ordering {
         pub unsafe extern "C" fn $name($($arg: $t),*) $(-> $ret)? {
             let key: usize = $key;
             threads::publish(key);
-            let real = real!($name: unsafe extern "C" fn($($t),*) $(-> $ret)?);
+            let real = gomp!($name: unsafe extern "C" fn($($t),*) $(-> $ret)?);
             // SAFETY: libgomp's own, with the program's arguments.
             let result = unsafe { real($($arg),*) };
             threads::acquire(key);
@@ -133,7 +92,7 @@ ordering! {
 #[no_mangle]
 pub unsafe extern "C" fn GOMP_sections_start(count: c_uint) -> c_uint {
     threads::sections_began();
-    let real = real!(GOMP_sections_start: unsafe extern "C" fn(c_uint) -> c_uint);
+    let real = gomp!(GOMP_sections_start: unsafe extern "C" fn(c_uint) -> c_uint);
     // SAFETY: libgomp's own, with the program's argument.
     unsafe { real(count) }
 }
@@ -146,7 +105,7 @@ pub unsafe extern "C" fn GOMP_sections_start(count: c_uint) -> c_uint {
 #[no_mangle]
 pub unsafe extern "C" fn GOMP_sections_next() -> c_uint {
     threads::next_section();
-    let real = real!(GOMP_sections_next: unsafe extern "C" fn() -> c_uint);
+    let real = gomp!(GOMP_sections_next: unsafe extern "C" fn() -> c_uint);
     // SAFETY: as above.
     let next = unsafe { real() };
     threads::section_given(next != 0);
@@ -165,7 +124,7 @@ macro_rules! unmodeled {
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: $t),*) {
             threads::unmodeled();
-            let real = real!($name: unsafe extern "C" fn($($t),*));
+            let real = gomp!($name: unsafe extern "C" fn($($t),*));
             // SAFETY: libgomp's own, with the program's arguments.
             unsafe { real($($arg),*) }
         }
@@ -224,7 +183,7 @@ macro_rules! forks {
         /// libgomp's contract for the same call.
         #[no_mangle]
         pub unsafe extern "C" fn $name(body: Body, data: *mut c_void, $($arg: $t),*) {
-            let real = real!($name: unsafe extern "C" fn(Body, *mut c_void, $($t),*));
+            let real = gomp!($name: unsafe extern "C" fn(Body, *mut c_void, $($t),*));
             // SAFETY: libgomp's fork, with the program's arguments or a
             // `Region` around its body.
             fork(body, data, |b, d| unsafe { real(b, d, $($arg),*) });
@@ -324,7 +283,7 @@ pub unsafe extern "C" fn GOMP_task(
         c_int,
         *mut c_void,
     );
-    let real = real!(GOMP_task: Real);
+    let real = gomp!(GOMP_task: Real);
     let stamp = threads::task_created();
     // The buffer that carries a `Head` before the program's data, aligned
     // as the data asks (and as a `Head` needs).

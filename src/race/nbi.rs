@@ -223,7 +223,7 @@ fn check(addr: usize, size: usize, kind: u8, pc: usize) {
         match other_thread {
             false if answered.is_some() => "no quiet completes the operation between them, and the wait before the access saw a value written before its writer waited for anything, so it was no answer to this signal: call shmem_quiet (or a barrier) first",
             false => "no quiet completes the operation between them: call shmem_quiet (or a barrier) first",
-            true => "another thread's quiet completed it, but nothing orders that quiet before this thread's access: an OpenMP barrier, taskwait, critical section or lock between them would",
+            true => "another thread's quiet completed it, but nothing orders that quiet before this thread's access: a barrier, join, taskwait, critical section, mutex or lock between them would",
         },
     );
     match answered {
@@ -254,7 +254,7 @@ fn before_issue(seen: &super::trail::Seen, (op, site): (u8, u64), (addr, len): (
     let lo = seen.lo.max(addr);
     let hi = seen.hi.min(addr + len);
     let text = format!(
-        "oneside: data race on {me}: a {} at {} {verb} {} of the buffer of {}{}, which another thread issued after it with nothing ordering them\n  {me} {verb} byte {} of that {len}-byte buffer{}, on one thread\n  {me} then made the operation{}, on another thread (or section)\n  no OpenMP barrier, taskwait, critical section or lock orders the access before the operation, which {}: order them, or give each thread its own buffer",
+        "oneside: data race on {me}: a {} at {} {verb} {} of the buffer of {}{}, which another thread issued after it with nothing ordering them\n  {me} {verb} byte {} of that {len}-byte buffer{}, on one thread\n  {me} then made the operation{}, on another thread (or section)\n  no barrier, join, taskwait, critical section, mutex or lock orders the access before the operation, which {}: order them, or give each thread its own buffer",
         if store { "store" } else { "load" },
         describe_or_unknown(access),
         verb_object(hi - lo),

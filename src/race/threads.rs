@@ -138,10 +138,51 @@ pub fn joined(stamp: u64, prev: u64) {
     }
     log::learn(word(TEAM).1.load(Relaxed));
     if ACTIVE.fetch_sub(1, Relaxed) == 1 {
-        UNMODELED.store(false, Relaxed);
-        log::set_counting(false);
-        super::nbi::team_ended();
-        super::trail::team_ended();
+        all_over();
+    }
+}
+
+/// The last team, or thread the program started, is over: every thread
+/// follows the PE's count again, after all of it.
+fn all_over() {
+    UNMODELED.store(false, Relaxed);
+    log::set_counting(false);
+    super::nbi::team_ended();
+    super::trail::team_ended();
+}
+
+/// The program starts a thread of its own (`pthread_create`): the stamp
+/// the thread begins with ([`OFF`] while off). Like a fork it keeps
+/// views on until the thread is joined, and the starting thread, if it
+/// had none, takes a view of its own, as a forking thread does in its team.
+pub fn spawned() -> u64 {
+    let stamp = forked();
+    if stamp != OFF && log::view() == log::FOLLOW {
+        log::set_view(stamp);
+    }
+    stamp
+}
+
+/// A thread the program started is done: it publishes its view on its
+/// word `key` (its `pthread_t`), for its joiner, and takes back `prev`.
+pub fn ended(key: usize, prev: u64) {
+    if on() {
+        publish(key);
+        log::set_view(prev);
+    }
+}
+
+/// The calling thread joined the thread of word `key`, started at
+/// `stamp`: it acquires what that thread published. After the last
+/// such thread (and team), every thread follows the PE's count again.
+pub fn reaped(key: usize, stamp: u64) {
+    if !on() || stamp == OFF {
+        return;
+    }
+    acquire(key);
+    if ACTIVE.fetch_sub(1, Relaxed) == 1 {
+        all_over();
+        log::follow_all();
     }
 }
 

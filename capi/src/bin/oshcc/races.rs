@@ -40,26 +40,28 @@ const SHADOW: bool = cfg!(all(target_arch = "x86_64", target_os = "linux"));
 
 /// The instrumentation for `args` with `compiler`: `$ONESIDE_RACE_INSTRUMENT`
 /// (`address` or `thread`) when set; else AddressSanitizer's with Clang
-/// and no OpenMP, ThreadSanitizer's otherwise. GCC's AddressSanitizer
+/// and no threads (OpenMP's, or `-pthread`'s), ThreadSanitizer's
+/// otherwise: a program's threads are told apart only where their
+/// atomics are seen. GCC's AddressSanitizer
 /// leaves out an access to a global at a constant index (`data[3]`,
 /// `flag = 0`), which it can tell is in bounds, and has no option to keep
 /// it (Clang's is `-asan-opt-globals=0`), so GCC always gets ThreadSanitizer's.
 fn eyes(args: &[String], compiler: &str, asked: Option<&str>) -> Result<Eyes, String> {
-    let openmp = args
+    let threads = args
         .iter()
-        .any(|a| a == "-fopenmp" || a.starts_with("-fopenmp=") || a == "-qopenmp" || a == "-openmp");
+        .any(|a| a == "-fopenmp" || a.starts_with("-fopenmp=") || a == "-qopenmp" || a == "-openmp" || a == "-pthread");
     match asked {
         Some("thread") => Ok(Eyes::Thread),
         Some("address") if !SHADOW => Err("ONESIDE_RACE_INSTRUMENT=address needs x86_64 Linux".into()),
         Some("address") if !is_clang(compiler) => Err(format!(
             "ONESIDE_RACE_INSTRUMENT=address needs Clang (ONESIDE_CC=clang): {compiler}'s AddressSanitizer does not check a global's accesses at constant indices, so races on them would go unseen"
         )),
-        Some("address") if openmp => {
-            Err("ONESIDE_RACE_INSTRUMENT=address cannot see OpenMP's atomics: build with thread".into())
+        Some("address") if threads => {
+            Err("ONESIDE_RACE_INSTRUMENT=address cannot see the threads' atomics (-fopenmp, -pthread): build with thread".into())
         }
         Some("address") => Ok(Eyes::Address),
         Some(other) => Err(format!("ONESIDE_RACE_INSTRUMENT={other}: use address or thread")),
-        None if SHADOW && is_clang(compiler) && !openmp => Ok(Eyes::Address),
+        None if SHADOW && is_clang(compiler) && !threads => Ok(Eyes::Address),
         None => Ok(Eyes::Thread),
     }
 }
@@ -184,11 +186,12 @@ mod tests {
     }
 
     #[test]
-    fn clang_without_openmp_gets_asan_and_the_rest_tsan() {
+    fn clang_without_threads_gets_asan_and_the_rest_tsan() {
         let of = |line: &str| line.split_whitespace().map(String::from).collect::<Vec<_>>();
         let x = of("-c x.c");
         assert_eq!(eyes(&of("-fopenmp -c x.c"), "clang", None), Ok(Eyes::Thread));
         assert_eq!(eyes(&of("-fopenmp=libomp -c x.c"), "clang", None), Ok(Eyes::Thread));
+        assert_eq!(eyes(&of("-pthread -c x.c"), "clang", None), Ok(Eyes::Thread));
         assert_eq!(eyes(&x, "cc", None), Ok(Eyes::Thread));
         assert_eq!(eyes(&x, "gcc-12", Some("thread")), Ok(Eyes::Thread));
         assert!(eyes(&x, "gcc", Some("address"))
