@@ -20,8 +20,10 @@
 //! Each section of a `sections` construct begins in the view the thread
 //! had at the construct, as sections are unordered with each other.
 //!
-//! The C library's OpenMP entry points (`capi`'s `omp`) and its atomics
-//! call these; a construct it does not model (a taskloop, a doacross
+//! The C library's OpenMP entry points (`capi`'s `omp`, and `ompt` for
+//! libomp), its POSIX threads' calls (`pthread`: a started thread is a
+//! team of its own until it is joined) and its atomics call these; a
+//! construct it does not model (a taskloop, a doacross
 //! loop) sends every thread back to the PE's count until the team ends.
 //! Only a program built by `oshcc --check-races` keeps views: in another
 //! its atomics, unseen, may be what orders two threads.
