@@ -105,6 +105,12 @@ impl Trail {
                 if lo >= old_lo && hi <= old_hi {
                     return;
                 }
+                if lo >= old_lo {
+                    // Growing at its end only (a loop walking up): a reader
+                    // sees the run as it was or as it is, both whole.
+                    run.hi.store(hi, Relaxed);
+                    return;
+                }
                 self.write(run, |run| {
                     run.lo.store(lo.min(old_lo), Relaxed);
                     run.hi.store(hi.max(old_hi), Relaxed);
