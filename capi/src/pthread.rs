@@ -13,7 +13,10 @@
 //! - Unlocking a mutex, waiting on a condition variable (which unlocks
 //!   its mutex), a barrier and `sem_post` release on the object's
 //!   address; locking, the end of the wait, the barrier and `sem_wait`
-//!   acquire it.
+//!   acquire it, when the executable makes the call: a library's own
+//!   locks (libfabric's, taken inside a put) order nothing of the
+//!   program's, and would hide its races. These are trampolines that pass
+//!   the caller's return address on, as the instrumentation's are (`tsan`).
 //!
 //! Read-write and spin locks are not modeled: a program that orders its
 //! threads only with them can be told of a race that is not one. The
@@ -24,6 +27,7 @@
 // Each function's safety is its POSIX contract: called by the program
 // with the arguments libc's own takes.
 #![allow(clippy::missing_safety_doc)]
+#![cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 
 use oneside::race::threads;
 use std::cell::Cell;
@@ -40,33 +44,41 @@ macro_rules! libc_real {
     };
 }
 
-/// Where the program's executable is loaded (its base), found once from
-/// its entry point.
-fn executable_base() -> usize {
-    static BASE: AtomicUsize = AtomicUsize::new(0);
-    let cached = BASE.load(Relaxed);
-    if cached != 0 {
-        return cached;
+/// Whether `address` is in the program's executable (its loaded
+/// segments, found once): a start routine or a caller of the program's
+/// own, not a library's.
+fn in_executable(address: usize) -> bool {
+    static RANGE: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
+    if RANGE[1].load(Relaxed) == 0 {
+        let (lo, hi) = executable_range();
+        RANGE[0].store(lo, Relaxed);
+        RANGE[1].store(hi.max(1), Relaxed);
     }
-    // SAFETY: getauxval and dladdr with a valid out-parameter.
-    let base = unsafe { object_base(libc::getauxval(libc::AT_ENTRY) as usize) };
-    BASE.store(base, Relaxed);
-    base
+    (RANGE[0].load(Relaxed)..RANGE[1].load(Relaxed)).contains(&address)
 }
 
-/// The base of the object that holds `address` (0 if none).
-///
-/// # Safety
-///
-/// Any address may be asked about.
-unsafe fn object_base(address: usize) -> usize {
-    // SAFETY: `Dl_info` is plain C data, for which all zeroes is valid.
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    // SAFETY: `info` is a valid out-parameter.
-    match unsafe { libc::dladdr(address as *const c_void, &mut info) } {
-        0 => 0,
-        _ => info.dli_fbase as usize,
+/// The lowest and highest address of the executable's loaded segments
+/// (the first object `dl_iterate_phdr` gives).
+fn executable_range() -> (usize, usize) {
+    unsafe extern "C" fn first(info: *mut libc::dl_phdr_info, _size: usize, out: *mut c_void) -> c_int {
+        // SAFETY: glibc passes a valid `info`; `out` is the pair below.
+        let (info, out) = unsafe { (&*info, &mut *(out as *mut (usize, usize))) };
+        let mut range = (usize::MAX, 0);
+        for i in 0..info.dlpi_phnum as usize {
+            // SAFETY: `dlpi_phdr` holds `dlpi_phnum` headers.
+            let ph = unsafe { &*info.dlpi_phdr.add(i) };
+            if ph.p_type == libc::PT_LOAD {
+                let lo = info.dlpi_addr as usize + ph.p_vaddr as usize;
+                range = (range.0.min(lo), range.1.max(lo + ph.p_memsz as usize));
+            }
+        }
+        *out = range;
+        1
     }
+    let mut range = (0usize, 0usize);
+    // SAFETY: `first` stops at the first object, writing `range`.
+    unsafe { libc::dl_iterate_phdr(Some(first), (&mut range as *mut (usize, usize)).cast()) };
+    range
 }
 
 /// What a started thread runs before the program's routine.
@@ -114,8 +126,7 @@ pub unsafe extern "C" fn pthread_create(
     arg: *mut c_void,
 ) -> c_int {
     let real = libc_real!(pthread_create: unsafe extern "C" fn(*mut libc::pthread_t, *const libc::pthread_attr_t, Start, *mut c_void) -> c_int);
-    // SAFETY: dladdr of a code address.
-    let program = !thread.is_null() && unsafe { object_base(start as usize) } == executable_base();
+    let program = !thread.is_null() && in_executable(start as usize);
     let stamp = match program {
         true => threads::spawned(),
         false => threads::OFF,
@@ -171,64 +182,73 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Calls that release on their first argument's address before libc's,
-/// acquire on it after (when libc's succeeded), or both.
+/// Calls that release on an argument's address (the object's: the first;
+/// a condition variable's mutex: the second) before libc's, acquire on it
+/// after (when libc's succeeded, for a lock), or both, when the program's
+/// executable makes them: a library's own locks (libfabric's, inside a
+/// put) order nothing of the program's. Each is a trampoline (`tsan`) to
+/// a function that also takes the caller's return address, sixth.
 macro_rules! orders {
-    ($($name:ident($first:ident: $t:ty $(, $arg:ident: $at:ty)*) => $release:literal, $acquire:literal;)*) => {$(
-        #[no_mangle]
-        pub unsafe extern "C" fn $name($first: $t $(, $arg: $at)*) -> c_int {
-            let real = libc_real!($name: unsafe extern "C" fn($t $(, $at)*) -> c_int);
-            if $release {
-                threads::publish($first as usize);
+    ($($name:ident => $at:ident($n:tt) on $on:tt => $release:literal, $acquire:literal;)*) => {$(
+        crate::tsan::trampoline! { $name => $at; }
+
+        #[allow(unused_variables)]
+        unsafe extern "C" fn $at(a: usize, b: usize, c: usize, _: usize, _: usize, at: usize) -> c_int {
+            let real = libc_real!($name: orders!(@type $n));
+            let program = threads::active() && in_executable(at);
+            let key = orders!(@arg $on, a, b);
+            if $release && program {
+                threads::publish(key);
             }
-            // SAFETY: the program's own call.
-            let result = unsafe { real($first $(, $arg)*) };
-            if $acquire && result == 0 {
-                threads::acquire($first as usize);
+            // SAFETY: the program's own call, with its arguments.
+            let result = unsafe { orders!(@call real, $n, a, b, c) };
+            if $acquire && program && (result == 0 || !orders!(@lock $on)) {
+                threads::acquire(key);
             }
             result
         }
     )*};
+    (@type 1) => { unsafe extern "C" fn(usize) -> c_int };
+    (@type 2) => { unsafe extern "C" fn(usize, usize) -> c_int };
+    (@type 3) => { unsafe extern "C" fn(usize, usize, usize) -> c_int };
+    (@call $r:ident, 1, $a:ident, $b:ident, $c:ident) => { $r($a) };
+    (@call $r:ident, 2, $a:ident, $b:ident, $c:ident) => { $r($a, $b) };
+    (@call $r:ident, 3, $a:ident, $b:ident, $c:ident) => { $r($a, $b, $c) };
+    (@arg 1, $a:ident, $b:ident) => { $a };
+    (@arg 2, $a:ident, $b:ident) => { $b };
+    // A lock (on its first argument) is taken only when libc says so; a
+    // condition variable's wait takes its mutex back whatever it says.
+    (@lock 1) => { true };
+    (@lock 2) => { false };
 }
 
 orders! {
-    pthread_mutex_lock(m: *mut libc::pthread_mutex_t) => false, true;
-    pthread_mutex_trylock(m: *mut libc::pthread_mutex_t) => false, true;
-    pthread_mutex_timedlock(m: *mut libc::pthread_mutex_t, t: *const libc::timespec) => false, true;
-    pthread_mutex_unlock(m: *mut libc::pthread_mutex_t) => true, false;
-    sem_post(s: *mut libc::sem_t) => true, false;
-    sem_wait(s: *mut libc::sem_t) => false, true;
-    sem_trywait(s: *mut libc::sem_t) => false, true;
-    sem_timedwait(s: *mut libc::sem_t, t: *const libc::timespec) => false, true;
+    pthread_mutex_lock => mutex_lock(1) on 1 => false, true;
+    pthread_mutex_trylock => mutex_trylock(1) on 1 => false, true;
+    pthread_mutex_timedlock => mutex_timedlock(2) on 1 => false, true;
+    pthread_mutex_unlock => mutex_unlock(1) on 1 => true, false;
+    sem_post => sem_post_at(1) on 1 => true, false;
+    sem_wait => sem_wait_at(1) on 1 => false, true;
+    sem_trywait => sem_trywait_at(1) on 1 => false, true;
+    sem_timedwait => sem_timedwait_at(2) on 1 => false, true;
+    pthread_cond_wait => cond_wait(2) on 2 => true, true;
+    pthread_cond_timedwait => cond_timedwait(3) on 2 => true, true;
 }
 
-/// A condition variable's wait: its mutex is released, then taken again.
-macro_rules! waits {
-    ($($name:ident($($arg:ident: $at:ty),*);)*) => {$(
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(c: *mut libc::pthread_cond_t, m: *mut libc::pthread_mutex_t $(, $arg: $at)*) -> c_int {
-            let real = libc_real!($name: unsafe extern "C" fn(*mut libc::pthread_cond_t, *mut libc::pthread_mutex_t $(, $at)*) -> c_int);
-            threads::publish(m as usize);
-            // SAFETY: the program's own call.
-            let result = unsafe { real(c, m $(, $arg)*) };
-            threads::acquire(m as usize);
-            result
-        }
-    )*};
-}
-
-waits! {
-    pthread_cond_wait();
-    pthread_cond_timedwait(t: *const libc::timespec);
-}
-
-/// A barrier: a release as a thread arrives, an acquire as it leaves.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_barrier_wait(b: *mut libc::pthread_barrier_t) -> c_int {
-    let real = libc_real!(pthread_barrier_wait: unsafe extern "C" fn(*mut libc::pthread_barrier_t) -> c_int);
-    threads::publish(b as usize);
+/// A barrier: a release as a thread arrives, an acquire as it leaves
+/// (`PTHREAD_BARRIER_SERIAL_THREAD` for one of them, 0 for the others).
+unsafe extern "C" fn barrier_wait(b: usize, _: usize, _: usize, _: usize, _: usize, at: usize) -> c_int {
+    let real = libc_real!(pthread_barrier_wait: unsafe extern "C" fn(usize) -> c_int);
+    let program = threads::active() && in_executable(at);
+    if program {
+        threads::publish(b);
+    }
     // SAFETY: the program's own call.
     let result = unsafe { real(b) };
-    threads::acquire(b as usize);
+    if program {
+        threads::acquire(b);
+    }
     result
 }
+
+crate::tsan::trampoline! { pthread_barrier_wait => barrier_wait; }
