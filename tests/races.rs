@@ -218,12 +218,14 @@ fn openmp_threads_of_one_pe_get_exactly_the_expected_verdict() {
 }
 
 const PTHREAD_RACY: [&str; 3] = ["handed-volatile", "origin-volatile", "nbi-volatile"];
-const PTHREAD_FREE: [&str; 8] = [
+const PTHREAD_FREE: [&str; 10] = [
     "handed-mutex",
     "handed-cond",
     "handed-sem",
     "handed-barrier",
     "handed-atomic",
+    "handed-rwlock",
+    "handed-spin",
     "handed-join",
     "origin-join",
     "nbi-join",

@@ -10,17 +10,18 @@
 //!   calls `pthread_exit`), for `pthread_join` to acquire. Threads that
 //!   libraries start (libgomp's, libomp's, this library's own) are not
 //!   the program's, and are passed through.
-//! - Unlocking a mutex, waiting on a condition variable (which unlocks
-//!   its mutex), a barrier and `sem_post` release on the object's
-//!   address; locking, the end of the wait, the barrier and `sem_wait`
-//!   acquire it, when the executable makes the call: a library's own
+//! - Unlocking a mutex (or a read-write or spin lock), waiting on a
+//!   condition variable (which unlocks its mutex), a barrier and
+//!   `sem_post` release on the object's address; locking, the end of the
+//!   wait, the barrier and `sem_wait` acquire it, when the executable makes the call: a library's own
 //!   locks (libfabric's, taken inside a put) order nothing of the
 //!   program's, and would hide its races. These are trampolines that pass
 //!   the caller's return address on, as the instrumentation's are (`tsan`).
 //!
-//! Read-write and spin locks are not modeled: a program that orders its
-//! threads only with them can be told of a race that is not one. The
-//! program must be built with ThreadSanitizer's instrumentation, whose
+//! `pthread_once` and C11's `<threads.h>` (whose calls glibc makes to
+//! its own pthreads inside libc, unseen) are not modeled: a program whose
+//! threads are ordered only by them can be told of a race that is not
+//! one. The program must be built with ThreadSanitizer's instrumentation, whose
 //! atomics the checker sees (GCC's, or Clang's with `-pthread`):
 //! otherwise its threads follow their PE's count, as before.
 
@@ -233,6 +234,16 @@ orders! {
     sem_timedwait => sem_timedwait_at(2) on 1 => false, true;
     pthread_cond_wait => cond_wait(2) on 2 => true, true;
     pthread_cond_timedwait => cond_timedwait(3) on 2 => true, true;
+    pthread_rwlock_rdlock => rwlock_rdlock(1) on 1 => false, true;
+    pthread_rwlock_wrlock => rwlock_wrlock(1) on 1 => false, true;
+    pthread_rwlock_tryrdlock => rwlock_tryrdlock(1) on 1 => false, true;
+    pthread_rwlock_trywrlock => rwlock_trywrlock(1) on 1 => false, true;
+    pthread_rwlock_timedrdlock => rwlock_timedrdlock(2) on 1 => false, true;
+    pthread_rwlock_timedwrlock => rwlock_timedwrlock(2) on 1 => false, true;
+    pthread_rwlock_unlock => rwlock_unlock(1) on 1 => true, false;
+    pthread_spin_lock => spin_lock(1) on 1 => false, true;
+    pthread_spin_trylock => spin_trylock(1) on 1 => false, true;
+    pthread_spin_unlock => spin_unlock(1) on 1 => true, false;
 }
 
 /// A barrier: a release as a thread arrives, an acquire as it leaves

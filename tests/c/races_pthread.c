@@ -8,8 +8,8 @@
  * shmem_sync_all, then hands over to the main thread, which reads the
  * data. Racy: handed-volatile (through a volatile int, which orders
  * nothing). Race-free: handed-mutex, handed-cond, handed-sem,
- * handed-barrier, handed-atomic, handed-join (the main thread reads after
- * joining the thread).
+ * handed-barrier, handed-atomic, handed-rwlock, handed-spin, handed-join
+ * (the main thread reads after joining the thread).
  *
  * origin-volatile (racy): on PE 0 a started thread puts and quiets, and
  * the main thread, after a volatile spin, calls the shmem_sync_all that
@@ -38,6 +38,8 @@ static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 static sem_t sem;
 static pthread_barrier_t barrier;
+static pthread_rwlock_t rwlock = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_spinlock_t spin;
 static long local[4];
 
 static long sum(const long *x) {
@@ -59,6 +61,14 @@ static void hand_over(void) {
         pthread_barrier_wait(&barrier);
     } else if (!strcmp(how, "atomic")) {
         atomic_store(&done_atomic, 1);
+    } else if (!strcmp(how, "rwlock")) {
+        pthread_rwlock_wrlock(&rwlock);
+        done = 1;
+        pthread_rwlock_unlock(&rwlock);
+    } else if (!strcmp(how, "spin")) {
+        pthread_spin_lock(&spin);
+        done = 1;
+        pthread_spin_unlock(&spin);
     }
 }
 
@@ -85,6 +95,18 @@ static void take_over(pthread_t t) {
     } else if (!strcmp(how, "atomic")) {
         while (!atomic_load(&done_atomic))
             ;
+    } else if (!strcmp(how, "rwlock")) {
+        for (int seen = 0; !seen;) {
+            pthread_rwlock_rdlock(&rwlock);
+            seen = done;
+            pthread_rwlock_unlock(&rwlock);
+        }
+    } else if (!strcmp(how, "spin")) {
+        for (int seen = 0; !seen;) {
+            pthread_spin_lock(&spin);
+            seen = done;
+            pthread_spin_unlock(&spin);
+        }
     } else if (!strcmp(how, "join")) {
         pthread_join(t, NULL);
     }
@@ -139,6 +161,7 @@ int main(int argc, char **argv) {
     how = strchr(c, '-') ? strchr(c, '-') + 1 : "";
     sem_init(&sem, 0, 0);
     pthread_barrier_init(&barrier, NULL, 2);
+    pthread_spin_init(&spin, PTHREAD_PROCESS_PRIVATE);
     long got = 10;
     if (me == 0)
         for (int i = 0; i < 4; i++)
