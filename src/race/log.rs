@@ -212,7 +212,7 @@ pub(super) fn trailed(lo: usize, hi: usize, writes: bool) -> Option<Seen> {
 
 /// The calling thread: its strand and the publications it has learned of.
 pub(crate) fn me() -> Option<(u32, u64)> {
-    mine().map(|t| (crate::sync::lock(&t.log).strand, t.known.load(Relaxed)))
+    mine().map(|t| (t.strand.load(Relaxed), t.known.load(Relaxed)))
 }
 
 /// Strands begun by `new_strand`, numbered apart from threads' own.

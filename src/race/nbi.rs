@@ -163,16 +163,10 @@ pub(super) fn acquired(phase: u64, n: u32) {
 /// The answered put-with-signal sources kept until a quiet (`acquired`).
 const ANSWERED: usize = 64;
 
-/// A C program's load (`kind` 0), store (1), atomic (2) or atomic load (3) at `addr`.
-#[inline(always)]
+/// A C program's load (`kind` 0), store (1), atomic (2) or atomic load
+/// (3) at `addr`, while a buffer is pending (the caller's filter is
+/// `log::WATCH_PENDING`).
 pub(super) fn touched(addr: usize, size: usize, kind: u8, pc: usize) {
-    if COUNT.load(Relaxed) != 0 {
-        check(addr, size, kind, pc);
-    }
-}
-
-#[inline(never)]
-fn check(addr: usize, size: usize, kind: u8, pc: usize) {
     // A buffer a quiet completed races only with a team thread that the
     // quiet does not happen before.
     let view = super::log::view();
