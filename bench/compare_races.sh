@@ -4,7 +4,9 @@
 # (unchecked, --check-races, --check-races without the rebuild, --debug)
 # in alternating order, at each NPS size; prints each one's median time,
 # the ratios checked/unchecked, and each checked run's reports (a
-# race-free program must have none).
+# race-free program must have none). A fifth run, the checked build with
+# the checker off ("built"), is the instrumentation's own cost: the floor
+# that no work in the runtime can take a checked run below.
 #
 # C programs come twice: built by plain oshcc (run unchecked and under
 # --debug) and by `oshcc --check-races` (run under --check-races, which
@@ -62,6 +64,7 @@ run() { # MODE PROG NP: one run; prints its time in seconds
     races) exe=$checked flag=(--check-races) ;;
     rt) exe=$plain flag=(--check-races) ;;
     debug) exe=$plain flag=(--debug) ;;
+    built) exe=$checked flag=() ;;
   esac
   log="$OUT/$(echo "$name" | tr ' ./' '___')-$mode-$np.log"
   t0=$(date +%s.%N)
@@ -83,8 +86,8 @@ for round in $(seq "$ROUNDS"); do
   for np in $NPS; do
     for p in "${progs[@]}"; do
       name=${p%%|*}
-      modes="off races rt debug"
-      ((round % 2)) || modes="debug rt races off"
+      modes="off built races rt debug"
+      ((round % 2)) || modes="debug rt races built off"
       for mode in $modes; do
         echo "$(run "$mode" "$p" "$np")" >>"$OUT/$(echo "$name" | tr ' ./' '___')-$mode-$np.txt"
       done
@@ -93,16 +96,16 @@ for round in $(seq "$ROUNDS"); do
 done
 
 echo
-echo "| program | PEs | unchecked (s) | --check-races (s) | ratio | not rebuilt (s) | ratio | --debug (s) | ratio |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| program | PEs | unchecked (s) | --check-races (s) | ratio | built, checker off: ratio | not rebuilt (s) | ratio | --debug (s) | ratio |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for np in $NPS; do
   for p in "${progs[@]}"; do
     name=${p%%|*}
     f="$OUT/$(echo "$name" | tr ' ./' '___')"
     off=$(median <"$f-off-$np.txt") races=$(median <"$f-races-$np.txt") rt=$(median <"$f-rt-$np.txt")
-    debug=$(median <"$f-debug-$np.txt")
-    printf '| %s | %s | %.4f | %.4f | %.2f | %.4f | %.2f | %.4f | %.2f |\n' "$name" "$np" "$off" "$races" \
-      "$(echo "$races / $off" | bc -l)" "$rt" "$(echo "$rt / $off" | bc -l)" "$debug" "$(echo "$debug / $off" | bc -l)"
+    debug=$(median <"$f-debug-$np.txt") built=$(median <"$f-built-$np.txt")
+    printf '| %s | %s | %.4f | %.4f | %.2f | %.2f | %.4f | %.2f | %.4f | %.2f |\n' "$name" "$np" "$off" "$races" \
+      "$(echo "$races / $off" | bc -l)" "$(echo "$built / $off" | bc -l)" "$rt" "$(echo "$rt / $off" | bc -l)" "$debug" "$(echo "$debug / $off" | bc -l)"
   done
 done
 echo

@@ -255,6 +255,54 @@ fn openmp_threads_under_clangs_libomp_get_exactly_the_expected_verdict() {
     judge_cases(&exe, (&OMP_RACY, &OMP_FREE), "races_omp.c", "clang -fopenmp");
 }
 
+/// libomp asks only the first `ompt_start_tool` it finds. With the
+/// checker off, oneside's hands on to another tool's linked after it
+/// (tests/c/ompt_tool.c); with it on, oneside's is the tool.
+#[test]
+fn another_openmp_tool_linked_after_oneside_is_started_while_the_checker_is_off() {
+    build_capi();
+    let dir = scratch();
+    let lib = dir.join("libothertool.so");
+    let built = Command::new("clang")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&lib)
+        .arg(repo_file("tests/c/ompt_tool.c"))
+        .output()
+        .expect("clang starts");
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let exe = dir.join("races_omp-tool");
+    let oneside = tool("oshcc").parent().expect("the tools' directory").to_owned();
+    let built = Command::new(tool("oshcc"))
+        .env("ONESIDE_CC", "clang")
+        .args(["-std=c11", "-g", "-fopenmp", "-o"])
+        .arg(&exe)
+        .arg(repo_file("tests/c/races_omp.c"))
+        .arg(format!("-L{}", oneside.display()))
+        .arg("-loneside_shmem")
+        .arg(format!("-L{}", dir.display()))
+        .arg("-lothertool")
+        .arg(format!("-Wl,-rpath,{}", dir.display()))
+        .output()
+        .expect("oshcc starts");
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let exe = exe.to_string_lossy();
+    for (flags, started) in [(&[][..], true), (&["--check-races"][..], false)] {
+        let args = [
+            &["-n", "2", "--timeout", "60"][..],
+            flags,
+            &[&exe, "master-barrier-read"],
+        ]
+        .concat();
+        let out = rlaunch(&args);
+        assert_eq!(out.code, Some(0), "{flags:?}: {out:?}");
+        assert_eq!(
+            out.stderr.contains("another tool was started by LLVM OMP"),
+            started,
+            "{flags:?}: the other tool should be started only with the checker off: {out:?}"
+        );
+    }
+}
+
 #[test]
 fn c_programs_built_with_gcc_and_clang_get_exactly_the_expected_verdict() {
     // The Soft-RoCE guest, where each run is emulated, builds with GCC

@@ -2,8 +2,9 @@
 //! (`oneside::race::threads`) through OMPT, the OpenMP tools interface,
 //! as LLVM's Archer tells ThreadSanitizer. libomp calls
 //! `ompt_start_tool` when it starts; this library's answers only while the
-//! checker is asked for (`ONESIDE_CHECK_RACES`), so that otherwise libomp
-//! runs with its tools interface off. The callbacks are the same orderings
+//! checker is asked for (`ONESIDE_CHECK_RACES`), and otherwise hands on to
+//! the next library's, if any (another tool), else leaves libomp's tools
+//! interface off. The callbacks are the same orderings
 //! `omp` gives libgomp's entry points (GCC's OpenMP, which has no OMPT):
 //! - a fork (`parallel_begin`) and each thread's part of it
 //!   (`implicit_task`), the join (`parallel_end`);
@@ -89,10 +90,22 @@ mod omp_tools {
 ///
 /// OMPT's contract: called by the OpenMP runtime.
 #[no_mangle]
-pub unsafe extern "C" fn ompt_start_tool(_omp_version: c_uint, _runtime: *const c_char) -> *const StartToolResult {
-    match threads::requested() {
-        true => &TOOL,
-        false => std::ptr::null(),
+pub unsafe extern "C" fn ompt_start_tool(omp_version: c_uint, runtime: *const c_char) -> *const StartToolResult {
+    if threads::requested() {
+        return &TOOL;
+    }
+    // The checker off, the turn of a tool whose library comes after this
+    // one (a profiler linked after it), as Archer hands on: libomp asks
+    // only the first `ompt_start_tool`, then OMP_TOOL_LIBRARIES'.
+    type Start = unsafe extern "C" fn(c_uint, *const c_char) -> *const StartToolResult;
+    // SAFETY: dlsym with a NUL-terminated name; RTLD_NEXT finds the
+    // definition after this library's.
+    let next = unsafe { libc::dlsym(libc::RTLD_NEXT, c"ompt_start_tool".as_ptr()) };
+    match next.is_null() || next as usize == ompt_start_tool as Start as usize {
+        true => std::ptr::null(),
+        // SAFETY: another library's `ompt_start_tool`, whose C type is
+        // OMPT's; it is called as libomp would have called it.
+        false => unsafe { std::mem::transmute::<*mut c_void, Start>(next)(omp_version, runtime) },
     }
 }
 
