@@ -217,8 +217,13 @@ fn openmp_threads_of_one_pe_get_exactly_the_expected_verdict() {
     judge_cases(&exe, (&OMP_RACY, &OMP_FREE), "races_omp.c", "gcc -fopenmp");
 }
 
-const PTHREAD_RACY: [&str; 3] = ["handed-volatile", "origin-volatile", "nbi-volatile"];
-const PTHREAD_FREE: [&str; 10] = [
+const PTHREAD_RACY: [&str; 4] = [
+    "handed-volatile",
+    "origin-volatile",
+    "nbi-volatile",
+    "handed-thrd-volatile",
+];
+const PTHREAD_FREE: [&str; 15] = [
     "handed-mutex",
     "handed-cond",
     "handed-sem",
@@ -229,6 +234,11 @@ const PTHREAD_FREE: [&str; 10] = [
     "handed-join",
     "origin-join",
     "nbi-join",
+    "handed-once",
+    "handed-callonce",
+    "handed-mtx",
+    "handed-cnd",
+    "handed-thrd-join",
 ];
 
 /// Threads the program starts itself (`capi/src/pthread.rs`), built with

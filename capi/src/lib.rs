@@ -68,6 +68,7 @@ mod direct;
 mod header;
 mod omp;
 mod ompt;
+mod once;
 mod pthread;
 mod python;
 mod rma;

@@ -18,12 +18,13 @@
 //!   program's, and would hide its races. These are trampolines that pass
 //!   the caller's return address on, as the instrumentation's are (`tsan`).
 //!
-//! `pthread_once` and C11's `<threads.h>` (whose calls glibc makes to
-//! its own pthreads inside libc, unseen) are not modeled: a program whose
-//! threads are ordered only by them can be told of a race that is not
-//! one. The program must be built with ThreadSanitizer's instrumentation, whose
-//! atomics the checker sees (GCC's, or Clang's with `-pthread`):
-//! otherwise its threads follow their PE's count, as before.
+//! C11's `<threads.h>` is told likewise (`thrd_create`, `thrd_join`,
+//! `thrd_exit`, `mtx_*`, `cnd_wait`): glibc makes its own pthread calls
+//! inside libc, where no entry of this library's is seen, so each C11 call
+//! is defined here too. One-time initialization is `once`'s. The program
+//! must be built with ThreadSanitizer's instrumentation, whose atomics the
+//! checker sees (GCC's, or Clang's with `-pthread`): otherwise its threads
+//! follow their PE's count, as before.
 
 // Each function's safety is its POSIX contract: called by the program
 // with the arguments libc's own takes.
@@ -48,7 +49,7 @@ macro_rules! libc_real {
 /// Whether `address` is in the program's executable (its loaded
 /// segments, found once): a start routine or a caller of the program's
 /// own, not a library's.
-fn in_executable(address: usize) -> bool {
+pub(crate) fn in_executable(address: usize) -> bool {
     static RANGE: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
     if RANGE[1].load(Relaxed) == 0 {
         let (lo, hi) = executable_range();
@@ -84,10 +85,14 @@ fn executable_range() -> (usize, usize) {
 
 /// What a started thread runs before the program's routine.
 struct Begin {
-    start: Start,
+    /// The routine: a `Start`, or a `C11Start` (`thrd_create`).
+    start: usize,
     arg: *mut c_void,
     stamp: u64,
 }
+
+/// A C11 thread's routine (`thrd_start_t`).
+type C11Start = unsafe extern "C" fn(*mut c_void) -> c_int;
 
 /// The threads the program started and has not joined, with the stamp
 /// each began with.
@@ -99,16 +104,30 @@ thread_local! {
     static PREV: Cell<Option<u64>> = const { Cell::new(None) };
 }
 
-/// A started thread's own beginning and end around the program's routine.
-unsafe extern "C" fn begin(begin: *mut c_void) -> *mut c_void {
-    // SAFETY: `pthread_create` passes a `Begin` it boxed for this thread.
+/// A started thread's own beginning and end around the program's
+/// routine, which `call` runs with its argument.
+///
+/// # Safety
+/// `begin` is a `Begin` that `create` boxed for this thread.
+unsafe fn around<R>(begin: *mut c_void, call: impl FnOnce(usize, *mut c_void) -> R) -> R {
+    // SAFETY: as the caller promises.
     let b = unsafe { Box::from_raw(begin as *mut Begin) };
     let prev = threads::entered(b.stamp);
     PREV.with(|p| p.set(Some(prev)));
-    // SAFETY: the program's routine and argument, as it gave them.
-    let result = unsafe { (b.start)(b.arg) };
+    let result = call(b.start, b.arg);
     done();
     result
+}
+
+unsafe extern "C" fn begin(begin: *mut c_void) -> *mut c_void {
+    // SAFETY: `pthread_create` passes the box `create` made, whose routine
+    // is the program's `Start`.
+    unsafe { around(begin, |start, arg| std::mem::transmute::<usize, Start>(start)(arg)) }
+}
+
+unsafe extern "C" fn begin_c11(begin: *mut c_void) -> c_int {
+    // SAFETY: as in `begin`, from `thrd_create`, with a `C11Start`.
+    unsafe { around(begin, |start, arg| std::mem::transmute::<usize, C11Start>(start)(arg)) }
 }
 
 /// The calling started thread is done (returned, or `pthread_exit`).
@@ -119,28 +138,28 @@ fn done() {
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn pthread_create(
+/// A thread started by libc's `real`: given `Some` box, the program's
+/// (its routine `start` is in the executable), which `real` must start
+/// through `begin` or `begin_c11`; given `None`, a library's, started
+/// as asked. Returns libc's result (0: started, for both APIs).
+fn create(
     thread: *mut libc::pthread_t,
-    attr: *const libc::pthread_attr_t,
-    start: Start,
+    start: usize,
     arg: *mut c_void,
+    real: impl FnOnce(Option<*mut Begin>) -> c_int,
 ) -> c_int {
-    let real = libc_real!(pthread_create: unsafe extern "C" fn(*mut libc::pthread_t, *const libc::pthread_attr_t, Start, *mut c_void) -> c_int);
-    let program = !thread.is_null() && in_executable(start as usize);
+    let program = !thread.is_null() && in_executable(start);
     let stamp = match program {
         true => threads::spawned(),
         false => threads::OFF,
     };
     if stamp == threads::OFF {
-        // SAFETY: the program's own call.
-        return unsafe { real(thread, attr, start, arg) };
+        return real(None);
     }
     let b = Box::into_raw(Box::new(Begin { start, arg, stamp }));
     // The started list is written before the thread can be joined.
     let mut started = lock(&STARTED);
-    // SAFETY: libc's, with `begin` and the box it frees.
-    let result = unsafe { real(thread, attr, begin, b.cast()) };
+    let result = real(Some(b));
     match result {
         // SAFETY: on success libc wrote the thread's id.
         0 => started.push((unsafe { *thread } as usize, stamp)),
@@ -154,18 +173,62 @@ pub unsafe extern "C" fn pthread_create(
     result
 }
 
+/// The program joined `thread` (libc's join succeeded).
+fn joined(thread: libc::pthread_t) {
+    let mut started = lock(&STARTED);
+    if let Some(i) = started.iter().position(|&(t, _)| t == thread as usize) {
+        let (_, stamp) = started.swap_remove(i);
+        drop(started);
+        threads::reaped(thread as usize, stamp);
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_create(
+    thread: *mut libc::pthread_t,
+    attr: *const libc::pthread_attr_t,
+    start: Start,
+    arg: *mut c_void,
+) -> c_int {
+    let real = libc_real!(pthread_create: unsafe extern "C" fn(*mut libc::pthread_t, *const libc::pthread_attr_t, Start, *mut c_void) -> c_int);
+    create(thread, start as usize, arg, |b| match b {
+        // SAFETY: the program's own call.
+        None => unsafe { real(thread, attr, start, arg) },
+        // SAFETY: libc's, with `begin` and the box it frees.
+        Some(b) => unsafe { real(thread, attr, begin, b.cast()) },
+    })
+}
+
+/// C11's `thrd_create`, whose `pthread_create` glibc calls inside itself.
+#[no_mangle]
+pub unsafe extern "C" fn thrd_create(thread: *mut libc::pthread_t, start: C11Start, arg: *mut c_void) -> c_int {
+    let real = libc_real!(thrd_create: unsafe extern "C" fn(*mut libc::pthread_t, C11Start, *mut c_void) -> c_int);
+    create(thread, start as usize, arg, |b| match b {
+        // SAFETY: the program's own call.
+        None => unsafe { real(thread, start, arg) },
+        // SAFETY: libc's, with `begin_c11` and the box it frees.
+        Some(b) => unsafe { real(thread, begin_c11, b.cast()) },
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn pthread_join(thread: libc::pthread_t, ret: *mut *mut c_void) -> c_int {
     let real = libc_real!(pthread_join: unsafe extern "C" fn(libc::pthread_t, *mut *mut c_void) -> c_int);
     // SAFETY: the program's own call.
     let result = unsafe { real(thread, ret) };
     if result == 0 {
-        let mut started = lock(&STARTED);
-        if let Some(i) = started.iter().position(|&(t, _)| t == thread as usize) {
-            let (_, stamp) = started.swap_remove(i);
-            drop(started);
-            threads::reaped(thread as usize, stamp);
-        }
+        joined(thread);
+    }
+    result
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn thrd_join(thread: libc::pthread_t, ret: *mut c_int) -> c_int {
+    let real = libc_real!(thrd_join: unsafe extern "C" fn(libc::pthread_t, *mut c_int) -> c_int);
+    // SAFETY: the program's own call.
+    let result = unsafe { real(thread, ret) };
+    if result == 0 {
+        joined(thread);
     }
     result
 }
@@ -174,6 +237,14 @@ pub unsafe extern "C" fn pthread_join(thread: libc::pthread_t, ret: *mut *mut c_
 pub unsafe extern "C" fn pthread_exit(value: *mut c_void) -> ! {
     done();
     let real = libc_real!(pthread_exit: unsafe extern "C" fn(*mut c_void) -> !);
+    // SAFETY: the program's own call.
+    unsafe { real(value) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn thrd_exit(value: c_int) -> ! {
+    done();
+    let real = libc_real!(thrd_exit: unsafe extern "C" fn(c_int) -> !);
     // SAFETY: the program's own call.
     unsafe { real(value) }
 }
@@ -244,6 +315,12 @@ orders! {
     pthread_spin_lock => spin_lock(1) on 1 => false, true;
     pthread_spin_trylock => spin_trylock(1) on 1 => false, true;
     pthread_spin_unlock => spin_unlock(1) on 1 => true, false;
+    mtx_lock => c11_mtx_lock(1) on 1 => false, true;
+    mtx_trylock => c11_mtx_trylock(1) on 1 => false, true;
+    mtx_timedlock => c11_mtx_timedlock(2) on 1 => false, true;
+    mtx_unlock => c11_mtx_unlock(1) on 1 => true, false;
+    cnd_wait => c11_cnd_wait(2) on 2 => true, true;
+    cnd_timedwait => c11_cnd_timedwait(3) on 2 => true, true;
 }
 
 /// A barrier: a release as a thread arrives, an acquire as it leaves

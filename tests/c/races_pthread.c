@@ -9,7 +9,13 @@
  * data. Racy: handed-volatile (through a volatile int, which orders
  * nothing). Race-free: handed-mutex, handed-cond, handed-sem,
  * handed-barrier, handed-atomic, handed-rwlock, handed-spin, handed-join
- * (the main thread reads after joining the thread).
+ * (the main thread reads after joining the thread), handed-once (the
+ * thread runs a pthread_once routine, then sets a volatile int; the main
+ * thread, once it sees it, calls pthread_once too, whose return the
+ * routine's completion orders), and C11's <threads.h>: handed-callonce
+ * (call_once, likewise), handed-mtx, handed-cnd. handed-thrd-volatile
+ * (racy) and handed-thrd-join (race-free) start the thread with
+ * thrd_create, and join it with thrd_join.
  *
  * origin-volatile (racy): on PE 0 a started thread puts and quiets, and
  * the main thread, after a volatile spin, calls the shmem_sync_all that
@@ -27,6 +33,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <threads.h>
 
 long data[4];
 
@@ -40,6 +47,18 @@ static sem_t sem;
 static pthread_barrier_t barrier;
 static pthread_rwlock_t rwlock = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_spinlock_t spin;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static once_flag c11_once = ONCE_FLAG_INIT;
+static mtx_t c11_mtx;
+static cnd_t c11_cnd;
+static int c11;
+static pthread_t thread;
+static thrd_t c11_thread;
+static void *(*c11_body)(void *);
+
+/* The routine of a one-time initialization: its end is what orders. */
+static void initialized(void) {
+}
 static long local[4];
 
 static long sum(const long *x) {
@@ -69,11 +88,30 @@ static void hand_over(void) {
         pthread_spin_lock(&spin);
         done = 1;
         pthread_spin_unlock(&spin);
+    } else if (!strcmp(how, "once")) {
+        pthread_once(&once, initialized);
+        handed = 1;
+    } else if (!strcmp(how, "callonce")) {
+        call_once(&c11_once, initialized);
+        handed = 1;
+    } else if (!strcmp(how, "mtx") || !strcmp(how, "cnd")) {
+        mtx_lock(&c11_mtx);
+        done = 1;
+        cnd_signal(&c11_cnd);
+        mtx_unlock(&c11_mtx);
     }
 }
 
+/* Joins the started thread. */
+static void join(void) {
+    if (c11)
+        thrd_join(c11_thread, NULL);
+    else
+        pthread_join(thread, NULL);
+}
+
 /* The main thread's side: it waits for the handover (or joins). */
-static void take_over(pthread_t t) {
+static void take_over(void) {
     if (!strcmp(how, "volatile")) {
         while (!handed)
             ;
@@ -107,8 +145,27 @@ static void take_over(pthread_t t) {
             seen = done;
             pthread_spin_unlock(&spin);
         }
+    } else if (!strcmp(how, "once")) {
+        while (!handed)
+            ;
+        pthread_once(&once, initialized);
+    } else if (!strcmp(how, "callonce")) {
+        while (!handed)
+            ;
+        call_once(&c11_once, initialized);
+    } else if (!strcmp(how, "mtx")) {
+        for (int seen = 0; !seen;) {
+            mtx_lock(&c11_mtx);
+            seen = done;
+            mtx_unlock(&c11_mtx);
+        }
+    } else if (!strcmp(how, "cnd")) {
+        mtx_lock(&c11_mtx);
+        while (!done)
+            cnd_wait(&c11_cnd, &c11_mtx);
+        mtx_unlock(&c11_mtx);
     } else if (!strcmp(how, "join")) {
-        pthread_join(t, NULL);
+        join();
     }
 }
 
@@ -136,21 +193,27 @@ static void *getter(void *arg) {
     return NULL;
 }
 
-/* Starts `body` and waits for its handover (joined, for `join`). */
-static pthread_t run(void *(*body)(void *)) {
-    pthread_t t;
-    if (pthread_create(&t, NULL, body, NULL)) {
-        printf("races_pthread: pthread_create failed\n");
-        shmem_global_exit(2);
-    }
-    take_over(t);
-    return t;
+/* A C11 thread's routine: the case's body. */
+static int c11_start(void *arg) {
+    c11_body(arg);
+    return 0;
 }
 
-/* Joins `t` after the case's own accesses, unless it was joined before. */
-static void finish(pthread_t t) {
+/* Starts `body` (with thrd_create for the thrd- cases) and waits for its
+ * handover (joined, for `join`). */
+static void run(void *(*body)(void *)) {
+    c11_body = body;
+    if (c11 ? thrd_create(&c11_thread, c11_start, NULL) != thrd_success : pthread_create(&thread, NULL, body, NULL) != 0) {
+        printf("races_pthread: the thread was not started\n");
+        shmem_global_exit(2);
+    }
+    take_over();
+}
+
+/* Joins the thread after the case's own accesses, unless it was joined before. */
+static void finish(void) {
     if (strcmp(how, "join"))
-        pthread_join(t, NULL);
+        join();
 }
 
 int main(int argc, char **argv) {
@@ -159,6 +222,12 @@ int main(int argc, char **argv) {
     shmem_init_thread(SHMEM_THREAD_MULTIPLE, &provided);
     int me = shmem_my_pe();
     how = strchr(c, '-') ? strchr(c, '-') + 1 : "";
+    if (!strncmp(how, "thrd-", 5)) {
+        c11 = 1;
+        how += 5;
+    }
+    mtx_init(&c11_mtx, mtx_plain);
+    cnd_init(&c11_cnd);
     sem_init(&sem, 0, 0);
     pthread_barrier_init(&barrier, NULL, 2);
     pthread_spin_init(&spin, PTHREAD_PROCESS_PRIVATE);
@@ -174,24 +243,24 @@ int main(int argc, char **argv) {
             shmem_quiet();
             shmem_sync_all();
         } else {
-            pthread_t t = run(syncer);
+            run(syncer);
             got = sum(data);
-            finish(t);
+            finish();
         }
     } else if (!strncmp(c, "origin-", 7)) {
         if (me == 0) {
-            pthread_t t = run(putter);
+            run(putter);
             shmem_sync_all();
-            finish(t);
+            finish();
         } else {
             shmem_sync_all();
             got = sum(data);
         }
     } else if (!strncmp(c, "nbi-", 4)) {
         if (me == 1) {
-            pthread_t t = run(getter);
+            run(getter);
             got = sum(local);
-            finish(t);
+            finish();
         }
     } else {
         printf("races_pthread: no case '%s'\n", c);
