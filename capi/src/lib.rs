@@ -66,6 +66,7 @@ mod ctx;
 mod direct;
 #[cfg(test)]
 mod header;
+mod locks;
 mod omp;
 mod ompt;
 mod once;

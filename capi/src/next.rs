@@ -32,8 +32,12 @@ pub(crate) fn resolve(name: &CStr, cache: &AtomicUsize, library: &CStr) -> usize
         }
     };
     if found.is_null() {
+        let how = match library.to_bytes().starts_with(b"libgomp") {
+            true => " (oshcc -fopenmp)",
+            false => "",
+        };
         eprintln!(
-            "oneside: {} is not in {}: link the program with it (oshcc -fopenmp for libgomp)",
+            "oneside: {} is not in {}: link the program with it{how}",
             name.to_string_lossy(),
             library.to_string_lossy()
         );

@@ -19,7 +19,7 @@ pub(crate) struct Entry {
     pub target: u32,
     pub access: Access,
     /// In an OpenMP team, the team's publications counted when it was
-    /// made (`threads::counted`); 0 outside one (`reach`).
+    /// made (`counted`); 0 outside one (`reach`).
     pub counted: u64,
     /// The strand that made it: its thread, or one section of a
     /// `sections` construct the thread ran (`new_strand`).

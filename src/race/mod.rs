@@ -158,6 +158,13 @@ pub(crate) struct Races {
 
 static STATE: OnceLock<Races> = OnceLock::new();
 
+/// Whether `ONESIDE_RACE_DEBUG` asks for the checker's own trace at each
+/// phase's end (for its developers), read once.
+fn debugging() -> bool {
+    static ASKED: OnceLock<bool> = OnceLock::new();
+    *ASKED.get_or_init(|| std::env::var_os("ONESIDE_RACE_DEBUG").is_some())
+}
+
 /// Whether the checker is on in this process.
 #[inline(always)]
 pub(crate) fn on() -> bool {
@@ -283,7 +290,7 @@ pub(crate) fn remote(
         DIRTY.store(true, Relaxed);
     }
     origin::issued(access.site, (target, ctx), (offset, len), (kind, op), done_at_return);
-    log::with(|l| l.add(target as u32, access, threads::counted()));
+    log::with(|l| l.add(target as u32, access, log::counted()));
 }
 
 /// A put (`op`: blocking, non-blocking, with signal) of `len` bytes to
@@ -360,7 +367,7 @@ pub(crate) fn local(at: &'static Location<'static>, (offset, len): (usize, usize
         pe: 0,
     };
     DIRTY.store(true, Relaxed);
-    log::with(|l| l.add(log::LOCAL, access, threads::counted()));
+    log::with(|l| l.add(log::LOCAL, access, log::counted()));
 }
 
 /// A load (`kind` 0), store (1), atomic (2) or atomic load (3) (an
@@ -518,7 +525,7 @@ pub(crate) fn acquire(seen: Option<(usize, usize)>) {
             site: 0,
             pe: 0,
         };
-        log::with(|l| l.add(log::LOCAL, access, threads::counted()));
+        log::with(|l| l.add(log::LOCAL, access, log::counted()));
     }
 }
 

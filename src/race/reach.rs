@@ -129,7 +129,7 @@ fn settle_with(events: &[Event], entries: &mut [Entry], last: u32, ender: Option
         return Vec::new();
     }
     let reach = Reach::new(events, entries);
-    if std::env::var_os("ONESIDE_RACE_DEBUG").is_some() {
+    if super::debugging() {
         eprintln!("settle: ender {ender:?} last {last} events {events:?}");
         for e in entries.iter() {
             eprintln!(

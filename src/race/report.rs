@@ -172,7 +172,7 @@ pub(super) fn judge(s: &Races, phase: Phase, keep: bool) -> Result<()> {
         began_at: phase.began_at,
         headers,
     };
-    if std::env::var_os("ONESIDE_RACE_DEBUG").is_some() {
+    if super::debugging() {
         eprintln!(
             "phase {} at {me}: mine {:?} headers {:?}\n  {:?}",
             phase.number, phase.mine, peers.headers, all

@@ -29,6 +29,15 @@ pub(super) struct Slot {
     hi: AtomicU64,
 }
 
+/// A place's two home slots, from its return address's bits.
+#[inline(always)]
+pub(super) fn homes(site: u64) -> (usize, usize) {
+    let h = site ^ (site >> 17);
+    let a = (h % SLOTS as u64) as usize;
+    let b = ((h >> 4) % SLOTS as u64) as usize;
+    (a, if b == a { (a + 1) % SLOTS } else { b })
+}
+
 impl Slot {
     pub(super) const fn new() -> Slot {
         Slot {
@@ -85,18 +94,7 @@ impl Slot {
             false => log.lost += 1,
         }
     }
-}
 
-/// A place's two home slots, from its return address's bits.
-#[inline(always)]
-pub(super) fn homes(site: u64) -> (usize, usize) {
-    let h = site ^ (site >> 17);
-    let a = (h % SLOTS as u64) as usize;
-    let b = ((h >> 4) % SLOTS as u64) as usize;
-    (a, if b == a { (a + 1) % SLOTS } else { b })
-}
-
-impl Slot {
     /// Extends this slot's run with an access of place `(stamp, site,
     /// code)`, if the run is that place's: `Some(true)` when it touched
     /// the run, `Some(false)` when it began a new one here (the same place

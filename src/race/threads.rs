@@ -70,10 +70,6 @@ fn next_publication() -> u64 {
     log::PUBLICATIONS.fetch_add(1, Relaxed) + 1
 }
 
-/// The count of publications an access made now is stamped with
-/// (`log::counted`).
-pub(super) use log::counted;
-
 /// A PE-level acquire on the calling thread: it learns of everything
 /// before it, as its view takes the PE's count.
 pub(super) fn acquired_all() {
