@@ -15,7 +15,7 @@
 #![allow(clippy::missing_safety_doc)]
 #![cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 
-use crate::pthread::in_executable;
+use crate::pthread::orders_threads;
 use oneside::race::threads;
 use std::ffi::c_int;
 
@@ -31,8 +31,8 @@ macro_rules! orders {
 
         #[allow(unused_variables)]
         unsafe extern "C" fn $at(a: usize, b: usize, c: usize, _: usize, _: usize, at: usize) -> c_int {
-            let real = real!($name: orders!(@type $n), c"libc.so.6");
-            let program = threads::active() && in_executable(at);
+            let real = libc_real!($name: orders!(@type $n));
+            let program = orders_threads(at);
             let key = orders!(@arg $on, a, b);
             if $release && program {
                 threads::publish(key);
@@ -91,8 +91,8 @@ orders! {
 /// A barrier: a release as a thread arrives, an acquire as it leaves
 /// (`PTHREAD_BARRIER_SERIAL_THREAD` for one of them, 0 for the others).
 unsafe extern "C" fn barrier_wait(b: usize, _: usize, _: usize, _: usize, _: usize, at: usize) -> c_int {
-    let real = real!(pthread_barrier_wait: unsafe extern "C" fn(usize) -> c_int, c"libc.so.6");
-    let program = threads::active() && in_executable(at);
+    let real = libc_real!(pthread_barrier_wait: unsafe extern "C" fn(usize) -> c_int);
+    let program = orders_threads(at);
     if program {
         threads::publish(b);
     }

@@ -1,7 +1,8 @@
 //! The next definition of a C function this library defines in front of
-//! another library's: libgomp's entry points (`omp`), libc's threads and
-//! locks (`pthread`). Each is found once, with `dlsym(RTLD_NEXT)`, and
-//! kept; `real!(name: type, library)` gives it as its C type. Where
+//! another library's: libgomp's entry points (`omp`), libc's threads,
+//! locks and one-time initializations (`pthread`, `locks`, `once`). Each
+//! is found once, with `dlsym(RTLD_NEXT)`, and kept; `real!(name: type,
+//! library)` gives it as its C type, `libc_real!(name: type)` libc's. Where
 //! nothing follows (a program that asked only for this library's), the
 //! library named is loaded and searched; a function found nowhere ends
 //! the process with a message naming it.
@@ -60,4 +61,11 @@ macro_rules! real {
         // SAFETY: `address` is `$name`, whose C signature is `$ty`.
         unsafe { std::mem::transmute::<usize, $ty>(address) }
     }};
+}
+
+/// libc's `$name`, of C type `$ty` (`real!` in libc).
+macro_rules! libc_real {
+    ($name:ident: $ty:ty) => {
+        real!($name: $ty, c"libc.so.6")
+    };
 }

@@ -13,7 +13,7 @@
 #![allow(clippy::missing_safety_doc)]
 #![cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 
-use crate::pthread::in_executable;
+use crate::pthread::orders_threads;
 use oneside::race::threads;
 use std::cell::Cell;
 use std::ffi::c_int;
@@ -42,7 +42,7 @@ unsafe extern "C" fn run() {
 fn once<R>(control: usize, init: usize, at: usize, real: impl FnOnce(Init) -> R) -> R {
     // SAFETY: `init` is the program's routine, of this type.
     let init_fn = unsafe { std::mem::transmute::<usize, Init>(init) };
-    if !(threads::active() && in_executable(at)) {
+    if !orders_threads(at) {
         return real(init_fn);
     }
     let outer = PENDING.with(|p| p.replace((init, control)));
@@ -53,13 +53,13 @@ fn once<R>(control: usize, init: usize, at: usize, real: impl FnOnce(Init) -> R)
 }
 
 unsafe extern "C" fn pthread_once_at(control: usize, init: usize, _: usize, _: usize, _: usize, at: usize) -> c_int {
-    let real = real!(pthread_once: unsafe extern "C" fn(usize, Init) -> c_int, c"libc.so.6");
+    let real = libc_real!(pthread_once: unsafe extern "C" fn(usize, Init) -> c_int);
     // SAFETY: the program's own call, its routine or `run` in its place.
     once(control, init, at, |f| unsafe { real(control, f) })
 }
 
 unsafe extern "C" fn call_once_at(flag: usize, init: usize, _: usize, _: usize, _: usize, at: usize) {
-    let real = real!(call_once: unsafe extern "C" fn(usize, Init), c"libc.so.6");
+    let real = libc_real!(call_once: unsafe extern "C" fn(usize, Init));
     // SAFETY: as in `pthread_once_at`.
     once(flag, init, at, |f| unsafe { real(flag, f) })
 }

@@ -29,17 +29,18 @@ use std::sync::Mutex;
 
 type Start = unsafe extern "C" fn(*mut c_void) -> *mut c_void;
 
-/// libc's `$name`, of C type `$ty`.
-macro_rules! libc_real {
-    ($name:ident: $ty:ty) => {
-        real!($name: $ty, c"libc.so.6")
-    };
+/// Whether a synchronization call made from return address `at` orders
+/// the program's threads: they are told apart now, and the program's
+/// executable made it (a library's own locks, libfabric's inside a put,
+/// order nothing of the program's). `locks` and `once` ask it.
+pub(crate) fn orders_threads(at: usize) -> bool {
+    threads::active() && in_executable(at)
 }
 
 /// Whether `address` is in the program's executable (its loaded
 /// segments, found once): a start routine or a caller of the program's
 /// own, not a library's.
-pub(crate) fn in_executable(address: usize) -> bool {
+fn in_executable(address: usize) -> bool {
     static RANGE: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
     if RANGE[1].load(Relaxed) == 0 {
         let (lo, hi) = executable_range();
